@@ -1,0 +1,24 @@
+# Every target builds .venv from pyproject.toml first if it is missing.
+VENV   := .venv
+PYTHON := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+.PHONY: test prove bmc mutants bench verilog clean
+
+$(STAMP): pyproject.toml
+	python3 -m venv $(VENV)
+	$(PYTHON) -m pip install --quiet --upgrade pip
+	$(PYTHON) -m pip install --quiet -e .
+	touch $(STAMP)
+
+test: $(STAMP)
+	$(PYTHON) -m pytest -q tests
+
+verilog: $(STAMP)
+	$(PYTHON) -m design.verilog -o build/gradient_compressor.v
+
+bench: $(STAMP)
+	$(PYTHON) -m tests.bench
+
+clean:
+	rm -rf build

@@ -1,0 +1,69 @@
+"""Payload layouts and the write-cause encoding shared by the design's components."""
+
+from amaranth.lib import enum
+
+from amaranth import unsigned, signed
+from amaranth.lib import data
+
+__all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
+           "value_width"]
+
+
+class Cause(enum.Enum, shape=3):
+    """Why a value is written toward DRAM."""
+    #: ``|grad| >= threshold``: sent straight on by the streamer.
+    DIRECT          = 0
+    #: An L1 hit made ``|sum| >= threshold``.
+    ACCUM_THRESHOLD = 1
+    #: An L1 entry's update count reached ``max_updates``.
+    MAX_UPDATES     = 2
+    #: A miss in a full set pushed out the set's round-robin victim.
+    EVICTION        = 3
+    #: The flush barrier's scan wrote a valid entry out.
+    FLUSH           = 4
+
+
+def value_width(grad_width):
+    """Width of an accumulated sum and of a DRAM value (signed).
+
+    A sum held in L1 always has ``|sum| < threshold <= 2**grad_width - 1`` (otherwise it would
+    have been written out), and a gradient routed to L1 has ``|grad| <= 2**(grad_width - 1)``.
+    So ``|sum + grad| < 2**grad_width + 2**(grad_width - 1) < 2**(grad_width + 1)``: a signed
+    value of ``grad_width + 2`` bits holds every sum for every threshold, and every gradient.
+    """
+    return grad_width + 2
+
+
+def gradient_layout(addr_width, grad_width):
+    """A gradient as the compute core sends it."""
+    return data.StructLayout({
+        "addr": unsigned(addr_width),
+        "grad": signed(grad_width),
+    })
+
+
+def classified_layout(addr_width, grad_width):
+    """A gradient with the threshold it is judged against and the streamer's verdict."""
+    return data.StructLayout({
+        "addr":      unsigned(addr_width),
+        "grad":      signed(grad_width),
+        "threshold": unsigned(grad_width),
+        "direct":    unsigned(1),
+    })
+
+
+def dram_layout(addr_width, grad_width):
+    """A write toward DRAM: the address and the value to add there."""
+    return data.StructLayout({
+        "addr":  unsigned(addr_width),
+        "value": signed(value_width(grad_width)),
+    })
+
+
+def write_layout(addr_width, grad_width):
+    """A write from L1 to the write-back buffer, with its cause (for the event strobes)."""
+    return data.StructLayout({
+        "addr":  unsigned(addr_width),
+        "value": signed(value_width(grad_width)),
+        "cause": Cause,
+    })

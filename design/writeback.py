@@ -1,0 +1,118 @@
+from amaranth import *
+from amaranth.lib import stream, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from .layouts import dram_layout
+from .params import check_int
+
+__all__ = ["WritebackBuffer"]
+
+
+class WritebackBuffer(wiring.Component):
+    """The L2 write-back buffer: a FIFO that sends its writes to DRAM in bursts.
+
+    Writes are kept in a :class:`~amaranth.lib.memory.Memory` (``storage``) and move, one per
+    cycle, into the output register, which is the storage's synchronous read port. A burst
+    starts when the buffer holds ``burst_size`` writes (so also when it is full) or when
+    ``flush`` asks for a drain, and goes on until the buffer is empty.
+
+    The output obeys the stream rules under any backpressure: the read port is enabled only when
+    the output register is empty or being taken, so ``dram_out.valid`` stays high with the same
+    payload until DRAM takes it, and ``dram_out.valid`` never depends on ``dram_out.ready``.
+    ``push.ready`` is ``level < depth``: it does not depend on ``dram_out.ready`` either, so no
+    combinational path runs from DRAM back to the compute core.
+
+    Invariants (proven in ``properties/``)
+    --------------------------------------
+    * ``level == count + out_valid <= depth``, where ``count`` is the number of writes in
+      ``storage``, and ``w_ptr == (r_ptr + count) % depth``.
+    * ``bursting`` implies ``level > 0``; ``level >= burst_size`` implies ``bursting``.
+
+    Parameters
+    ----------
+    addr_width, grad_width : int
+        Widths of the address and of the gradient (the value is ``grad_width + 2`` bits).
+    depth : int
+        Number of writes the buffer holds, the output register included.
+    burst_size : int
+        Number of held writes that starts a burst; ``1 <= burst_size <= depth``.
+
+    Members
+    -------
+    push : ``In(stream.Signature(dram_layout))``
+        Writes from L1 (and direct writes from the streamer, through L1's pipeline).
+    dram_out : ``Out(stream.Signature(dram_layout))``
+        Writes toward DRAM.
+    flush : ``In(1)``
+        Drain request: while high, a burst starts whenever the buffer is not empty.
+    level : ``Out(range(depth + 1))``
+        Number of writes held, the output register included.
+    burst_active : ``Out(1)``
+        High during a burst.
+    """
+
+    def __init__(self, *, addr_width=32, grad_width=16, depth=32, burst_size=16):
+        self.addr_width = check_int("addr_width", addr_width, minimum=1)
+        self.grad_width = check_int("grad_width", grad_width, minimum=2)
+        self.depth      = check_int("fifo_depth", depth, minimum=1)
+        self.burst_size = check_int("burst_size", burst_size, minimum=1, maximum=depth)
+        layout = dram_layout(addr_width, grad_width)
+        self.storage = Memory(shape=layout, depth=depth, init=[])
+        super().__init__({
+            "push":         In(stream.Signature(layout)),
+            "dram_out":     Out(stream.Signature(layout)),
+            "flush":        In(1),
+            "level":        Out(range(depth + 1)),
+            "burst_active": Out(1),
+        })
+        # State, named here so that properties and traces can refer to it.
+        self.w_ptr     = Signal(range(depth))
+        self.r_ptr     = Signal(range(depth))
+        self.count     = Signal(range(depth + 1))
+        self.out_valid = Signal()
+        self.bursting  = Signal()
+
+    def _next_ptr(self, ptr):
+        return Mux(ptr == self.depth - 1, 0, ptr + 1)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.storage = self.storage
+        write = self.storage.write_port()
+        read  = self.storage.read_port()
+
+        push_fire = Signal()
+        load      = Signal()   # storage -> output register
+        pop       = Signal()   # output register -> DRAM
+        level_next = Signal(range(self.depth + 1))
+
+        m.d.comb += [
+            self.level.eq(self.count + self.out_valid),
+            self.push.ready.eq(self.level < self.depth),
+            push_fire.eq(self.push.valid & self.push.ready),
+            self.dram_out.valid.eq(self.out_valid),
+            self.dram_out.payload.eq(read.data),
+            pop.eq(self.dram_out.valid & self.dram_out.ready),
+            load.eq(self.bursting & (self.count != 0) & (~self.out_valid | self.dram_out.ready)),
+            level_next.eq(self.level + push_fire - pop),
+            self.burst_active.eq(self.bursting),
+
+            write.en.eq(push_fire),
+            write.addr.eq(self.w_ptr),
+            write.data.eq(self.push.payload),
+            read.en.eq(load),   # the output register holds its write until DRAM takes it
+            read.addr.eq(self.r_ptr),
+        ]
+        with m.If(push_fire):
+            m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))
+        with m.If(load):
+            m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))
+        m.d.sync += [
+            self.count.eq(self.count + push_fire - load),
+            self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
+            # A burst starts at burst_size writes (or on a drain request) and ends when empty.
+            self.bursting.eq((level_next != 0) &
+                             (self.bursting | (level_next >= self.burst_size) | self.flush)),
+        ]
+        return m
