@@ -18,7 +18,7 @@ verilog: $(STAMP)
 	$(PYTHON) -m design.verilog -o build/gradient_compressor.v
 
 bench: $(STAMP)
-	$(PYTHON) -m tests.bench
+	$(PYTHON) -m simulation.throughput
 
 clean:
 	rm -rf build

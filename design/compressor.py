@@ -4,7 +4,7 @@ from amaranth.lib.wiring import In, Out
 
 from .l1 import L1Accumulator
 from .layouts import Cause, gradient_layout, dram_layout
-from .params import check_int, check_power_of_two, log2
+from .params import checked, check_int, check_power_of_two, log2
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -69,18 +69,19 @@ class GradientCompressor(wiring.Component):
 
     def __init__(self, *, addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255,
                  fifo_depth=32, burst_size=16):
-        check_power_of_two("sets", sets)
-        check_power_of_two("ways", ways)
-        check_int("grad_width", grad_width, minimum=2)
-        if isinstance(addr_width, int) and not isinstance(addr_width, bool) \
-                and addr_width <= log2(sets):
-            raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
-                             f"so that a tag remains above the set index, not {addr_width}")
-        check_int("fifo_depth", fifo_depth, minimum=1)
-        check_int("burst_size", burst_size, minimum=1)
-        if burst_size > fifo_depth:
-            raise ValueError(f"burst_size must be at most fifo_depth ({fifo_depth}), "
-                             f"not {burst_size}")
+        with checked(self):
+            check_power_of_two("sets", sets)
+            check_power_of_two("ways", ways)
+            check_int("grad_width", grad_width, minimum=2)
+            if isinstance(addr_width, int) and not isinstance(addr_width, bool) \
+                    and addr_width <= log2(sets):
+                raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
+                                 f"so that a tag remains above the set index, not {addr_width}")
+            check_int("fifo_depth", fifo_depth, minimum=1)
+            check_int("burst_size", burst_size, minimum=1)
+            if burst_size > fifo_depth:
+                raise ValueError(f"burst_size must be at most fifo_depth ({fifo_depth}), "
+                                 f"not {burst_size}")
 
         self.streamer  = Streamer(addr_width=addr_width, grad_width=grad_width)
         self.l1        = L1Accumulator(addr_width=addr_width, grad_width=grad_width,

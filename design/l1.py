@@ -6,7 +6,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .layouts import Cause, classified_layout, write_layout, value_width
-from .params import check_int, check_power_of_two, log2
+from .params import checked, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State"]
 
@@ -86,12 +86,13 @@ class L1Accumulator(wiring.Component):
     """
 
     def __init__(self, *, addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255):
-        self.grad_width  = check_int("grad_width", grad_width, minimum=2)
-        self.sets        = check_power_of_two("sets", sets)
-        self.ways        = check_power_of_two("ways", ways)
-        self.max_updates = check_int("max_updates", max_updates, minimum=1)
-        self.set_bits    = log2(sets)
-        self.addr_width  = check_int("addr_width", addr_width, minimum=self.set_bits + 1)
+        with checked(self):
+            self.grad_width  = check_int("grad_width", grad_width, minimum=2)
+            self.sets        = check_power_of_two("sets", sets)
+            self.ways        = check_power_of_two("ways", ways)
+            self.max_updates = check_int("max_updates", max_updates, minimum=1)
+            self.set_bits    = log2(sets)
+            self.addr_width  = check_int("addr_width", addr_width, minimum=self.set_bits + 1)
         self.tag_width   = addr_width - self.set_bits
 
         self.entry_layout = data.StructLayout({

@@ -4,7 +4,21 @@ Each check raises an error that names the parameter, the value given and the all
 mistake in a configuration script is found at construction and not in a waveform.
 """
 
-__all__ = ["check_int", "check_power_of_two", "log2"]
+from contextlib import contextmanager
+
+__all__ = ["check_int", "check_power_of_two", "log2", "checked"]
+
+
+@contextmanager
+def checked(component):
+    """Run a component's argument checks. If one fails, the half-made component is marked as
+    not meant to be used, so Amaranth does not add an ``UnusedElaboratable`` warning to the
+    error that names the bad argument."""
+    try:
+        yield
+    except (TypeError, ValueError):
+        component._MustUse__silence = True
+        raise
 
 
 def check_int(name, value, *, minimum=None, maximum=None):

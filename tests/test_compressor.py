@@ -1,0 +1,154 @@
+"""End-to-end simulation of GradientCompressor against the reference model."""
+
+from collections import Counter, defaultdict
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from design import GradientCompressor
+from model import ReferenceModel
+from simulation import always, every_other, simulate
+
+from workloads.seed import seed_phases
+
+from .directed import DIRECTED
+
+
+def per_address(pairs):
+    sums = defaultdict(int)
+    for addr, value in pairs:
+        sums[addr] += value
+    return {addr: value for addr, value in sums.items() if value != 0}
+
+
+def check_against_model(dut, ops, result):
+    """The RTL accepted every gradient in order and wrote exactly what the model writes."""
+    grads = [op[1:] for op in ops if op[0] == "grad"]
+    assert result.accepted == grads
+    model = ReferenceModel(sets=dut.sets, ways=dut.ways, max_updates=dut.max_updates,
+                           grad_width=dut.grad_width)
+    expected = model.run(ops)
+    assert result.writes == [(w.addr, w.value) for w in expected]
+    assert result.causes == [w.cause for w in expected]
+    accepted = per_address((addr, grad) for addr, grad, _ in grads)
+    assert per_address(result.writes) == accepted
+    assert {addr for addr, _ in result.writes} <= {addr for addr, _, _ in grads}
+    return Counter(result.causes)
+
+
+SEED_PHASES = dict(seed_phases())
+SEED_CAUSES = {   # worked out by hand from the phase descriptions, threshold 50
+    "S1": {"FLUSH": 32},                         # 10 x 4 = 40 < 50: all held until the flush
+    "S2": {"DIRECT": 320},
+    "S3": {"FLUSH": 32},                         # one address per set: no conflict at all
+    "S4": {"ACCUM_THRESHOLD": 32},               # 15 + 40 = 55 >= 50
+    "S5": {"EVICTION": 32, "FLUSH": 128},        # a fifth tag in each of the 32 full sets
+    "S6": {"ACCUM_THRESHOLD": 10, "FLUSH": 1},   # 2 x 25 = 50 crosses before max_updates
+}
+
+
+@pytest.mark.parametrize("phase", SEED_CAUSES)
+@pytest.mark.parametrize("dram_ready", [always, every_other], ids=["dram_always", "dram_half"])
+def test_seed_scenario(phase, dram_ready):
+    """The seed's six stress scenarios, each alone and flushed, write by write."""
+    [name] = [name for name in SEED_PHASES if name.startswith(phase + " ")]
+    dut = GradientCompressor()
+    ops = [("grad", addr, grad, 50) for addr, grad in SEED_PHASES[name]] + [("flush",)]
+    causes = check_against_model(dut, ops, simulate(dut, ops, dram_ready=dram_ready))
+    assert causes == SEED_CAUSES[phase]
+
+
+def test_whole_seed_stimulus():
+    """All eleven phases in one run, flushed once at the end (the seed's 1448 gradients)."""
+    dut = GradientCompressor()
+    ops = [("grad", a, g, 50) for _, pairs in seed_phases() for a, g in pairs] + [("flush",)]
+    assert len(ops) == 1449
+    check_against_model(dut, ops, simulate(dut, ops))
+
+
+@pytest.mark.parametrize("name", DIRECTED)
+@pytest.mark.parametrize("dram_ready", [always, every_other], ids=["dram_always", "dram_half"])
+def test_directed_scenario(name, dram_ready):
+    dut = GradientCompressor()
+    ops = DIRECTED[name]() + [("flush",)]
+    causes = check_against_model(dut, ops, simulate(dut, ops, dram_ready=dram_ready))
+    expected = {
+        "pure_accumulation":      {"ACCUM_THRESHOLD": 32, "FLUSH": 32},
+        "outlier_bypass":         {"DIRECT": 19},
+        "address_conflict":       {"EVICTION": 14, "FLUSH": 4},
+        "accumulation_overflow":  {"ACCUM_THRESHOLD": 3},
+        "full_capacity_eviction": {"EVICTION": 32, "FLUSH": 128},
+        "max_updates_flush":      {"MAX_UPDATES": 1, "FLUSH": 1},
+    }[name]
+    assert causes == expected
+
+
+# -- random streams ----------------------------------------------------------------------------
+
+configs = st.fixed_dictionaries({
+    "sets":        st.sampled_from([1, 2, 4]),
+    "ways":        st.sampled_from([1, 2, 4]),
+    "max_updates": st.sampled_from([1, 2, 3, 255]),
+    "fifo_depth":  st.sampled_from([1, 2, 4, 8]),
+    "burst_frac":  st.sampled_from([0.0, 0.5, 1.0]),
+})
+
+
+@st.composite
+def streams(draw):
+    config = draw(configs)
+    threshold = draw(st.sampled_from([0, 1, 50, 1000, 32768, 65535]))
+    near = st.integers(-threshold - 2, threshold + 2).filter(lambda v: -32768 <= v <= 32767)
+    values = st.one_of(near, st.sampled_from([-32768, 32767, 0, 1, -1]),
+                       st.integers(-32768, 32767))
+    # Few tags in few sets, so that hits, conflicts and evictions all happen.
+    addrs = st.builds(lambda tag, index: tag * config["sets"] + index,
+                      st.integers(0, 5), st.integers(0, config["sets"] - 1))
+    ops = []
+    for _ in range(draw(st.integers(1, 4))):          # steps, each ended by a flush
+        for _ in range(draw(st.integers(0, 40))):
+            ops.append(("grad", draw(addrs), draw(values), threshold))
+            if draw(st.integers(0, 9)) == 0:          # a threshold change mid-step
+                threshold = draw(st.integers(0, 65535))
+        ops.append(("flush",))
+        threshold = draw(st.sampled_from([0, 3, 50, 40000, draw(st.integers(0, 65535))]))
+    gaps = draw(st.lists(st.integers(0, 3), min_size=1, max_size=8))
+    # DRAM ready pattern: runs of ready and of stalls (long ones included).
+    runs = draw(st.lists(st.tuples(st.integers(1, 6), st.integers(0, 40)), min_size=1, max_size=6))
+    pattern = [r for ready, stall in runs for r in [True] * ready + [False] * stall]
+    return config, ops, gaps, pattern
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams())
+def test_random_stream(stream):
+    config, ops, gaps, pattern = stream
+    depth = config.pop("fifo_depth")
+    burst = max(1, round(depth * config.pop("burst_frac")))
+    dut = GradientCompressor(addr_width=8, fifo_depth=depth, burst_size=burst, **config)
+    result = simulate(dut, ops, gap=lambda i: gaps[i % len(gaps)],
+                      dram_ready=lambda cycle: pattern[cycle % len(pattern)])
+    check_against_model(dut, ops, result)
+
+
+# -- throughput ------------------------------------------------------------------------------
+
+THROUGHPUT_STREAMS = {
+    "one_address":   [("grad", 7, 1, 50)] * 100,
+    "one_address_crossing": [("grad", 7, 13, 50)] * 100,
+    "one_set":       [("grad", 5 + 32 * (i % 9), 3, 50) for i in range(100)],
+    "direct":        [("grad", i, 1000, 50) for i in range(100)],
+    "mixed":         [("grad", (i * 37) % 300, (i * 7919) % 131 - 65, 50) for i in range(300)],
+}
+
+
+@pytest.mark.parametrize("name", THROUGHPUT_STREAMS)
+def test_one_gradient_per_cycle(name):
+    ops = THROUGHPUT_STREAMS[name] + [("flush",)]
+    dut = GradientCompressor()
+    result = simulate(dut, ops, dram_ready=always)
+    n = len(ops) - 1
+    # After the L1 clears its SRAM (``sets`` cycles), every offered gradient is taken at once.
+    assert result.accept_cycles == list(range(dut.sets, dut.sets + n))
+    assert result.input_stall_cycles == dut.sets     # only while the SRAM is cleared
+    check_against_model(dut, ops, result)

@@ -1,0 +1,50 @@
+"""Construction-time checks: each bad parameter is named, with the allowed range."""
+
+import pytest
+from amaranth.back import rtlil
+
+from design import GradientCompressor, L1Accumulator, Streamer, WritebackBuffer
+
+
+@pytest.mark.parametrize("params, error, message", [
+    ({"sets": 3},            ValueError, "sets must be a power of two (1, 2, 4, ...), not 3"),
+    ({"sets": 0},            ValueError, "sets must be at least 1, not 0"),
+    ({"ways": 6},            ValueError, "ways must be a power of two (1, 2, 4, ...), not 6"),
+    ({"ways": 2.0},          TypeError,  "ways must be an integer, not 2.0"),
+    ({"max_updates": 0},     ValueError, "max_updates must be at least 1, not 0"),
+    ({"fifo_depth": 0},      ValueError, "fifo_depth must be at least 1, not 0"),
+    ({"burst_size": 0},      ValueError, "burst_size must be at least 1, not 0"),
+    ({"fifo_depth": 8, "burst_size": 9},
+                             ValueError, "burst_size must be at most fifo_depth (8), not 9"),
+    ({"grad_width": 1},      ValueError, "grad_width must be at least 2, not 1"),
+    ({"addr_width": 5},      ValueError,
+     "addr_width must be greater than log2(sets) = 5 so that a tag remains above the set "
+     "index, not 5"),
+    ({"addr_width": True},   TypeError,  "addr_width must be an integer, not True"),
+    ({"sets": "32"},         TypeError,  "sets must be an integer, not '32'"),
+])
+def test_compressor_parameter_errors(params, error, message):
+    with pytest.raises(error) as info:
+        GradientCompressor(**params)
+    assert str(info.value) == message
+
+
+def test_component_parameter_errors():
+    with pytest.raises(ValueError, match=r"^addr_width must be at least 3, not 2$"):
+        L1Accumulator(addr_width=2, sets=4)
+    with pytest.raises(ValueError, match=r"^burst_size must be at most 4, not 5$"):
+        WritebackBuffer(depth=4, burst_size=5)
+    with pytest.raises(ValueError, match=r"^grad_width must be at least 2, not 0$"):
+        Streamer(grad_width=0)
+
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"sets": 1, "ways": 1, "addr_width": 1, "max_updates": 1, "fifo_depth": 1, "burst_size": 1},
+    {"sets": 64, "ways": 8, "fifo_depth": 5, "burst_size": 5, "grad_width": 8},
+])
+def test_good_parameters(params):
+    dut = GradientCompressor(**params)
+    for name, value in params.items():
+        assert getattr(dut, name) == value
+    assert "module" in rtlil.convert(dut)       # and the configuration elaborates
