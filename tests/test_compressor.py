@@ -119,7 +119,7 @@ def streams(draw):
     return config, ops, gaps, pattern
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(streams())
 def test_random_stream(stream):
     config, ops, gaps, pattern = stream
