@@ -3,7 +3,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test prove bmc mutants bench verilog clean
+.PHONY: test prove bmc mutants bench verilog report sweep clean
 
 $(STAMP): pyproject.toml
 	python3 -m venv $(VENV)
@@ -19,6 +19,12 @@ verilog: $(STAMP)
 
 bench: $(STAMP)
 	$(PYTHON) -m simulation.throughput
+
+report: $(STAMP)
+	$(VENV)/bin/compressor-report
+
+sweep: $(STAMP)
+	$(VENV)/bin/compressor-sweep tiny-embed
 
 clean:
 	rm -rf build

@@ -1,0 +1,425 @@
+"""``compressor-report``: bandwidth reports from cycle-accurate simulation of the RTL.
+
+Each workload (a trace) runs through :class:`design.GradientCompressor` with a flush at every
+step boundary; the report counts every DRAM write the steps cost, after the final flush. It
+writes ``report.md``, ``report.json`` (every figure) and PNG plots into the output folder.
+
+Checks, each of which makes the command exit non-zero (status 1) instead of printing a ratio:
+
+* conservation: per address, the values written to DRAM add up to the gradients accepted, and
+  every gradient offered was accepted;
+* the RTL's writes (and their causes) equal :class:`model.ReferenceModel`'s with the same
+  geometry, write for write.
+
+A bad argument or trace file exits with status 2 and a one-line message.
+"""
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from collections import Counter
+
+from model import CAUSES
+
+from .backend import BACKENDS, Progress, parse_dram, resolve_backend, run_rtl
+from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
+                      compute_metrics)
+
+__all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
+
+DEFAULT_OUT = os.path.join("reports", "out")
+
+
+class UsageError(Exception):
+    """A bad argument or input: reported in one line, exit status 2."""
+
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def _power_of_two(text):
+    value = _positive(text)
+    if value & (value - 1):
+        raise argparse.ArgumentTypeError(f"must be a power of two, not {value}")
+    return value
+
+
+def _threshold(text):
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 0 <= value <= 0xFFFF:
+        raise argparse.ArgumentTypeError(f"must be in [0, 65535], not {value}")
+    return value
+
+
+def parse_params(items):
+    """``["steps=50", "widths=64,32,10"]`` -> ``{"steps": 50, "widths": (64, 32, 10)}``."""
+    def number(text):
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"bad --param {item!r}: use KEY=VALUE")
+        try:
+            params[key] = tuple(number(v) for v in value.split(",")) if "," in value \
+                else number(value)
+        except ValueError:
+            raise ValueError(f"bad --param {item!r}: the value must be a number or a "
+                             f"comma-separated list of numbers") from None
+    return params
+
+
+def build_parser():
+    from workloads import DEFAULT_WORKLOADS
+    parser = argparse.ArgumentParser(
+        prog="compressor-report",
+        description="Run gradient workloads through the compressor's RTL (a flush at every "
+                    "training-step boundary) and write a Markdown report, a JSON file with "
+                    "every figure and PNG plots. Every figure is counted after the final flush.",
+        epilog="Workloads: seed, synthetic-one-pass, synthetic-microbatch, synthetic-embedding, "
+               "synthetic-tiled, the recorded traces in workloads/traces/ (tiny-embed, "
+               "tiny-mlp), or a path to a .npz trace (format: docs/reports.md). "
+               "Exit status: 0 all checks passed, 1 a conservation or model cross-check failed, "
+               "2 bad argument or trace file.")
+    parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
+                        help=f"workload names or .npz trace paths "
+                             f"(default: {' '.join(DEFAULT_WORKLOADS)})")
+    parser.add_argument("--list", action="store_true", help="list the workload names and exit")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help=f"output folder (default: {DEFAULT_OUT})")
+    geometry = parser.add_argument_group("compressor configuration (the design's defaults)")
+    geometry.add_argument("--sets", type=_power_of_two, default=32)
+    geometry.add_argument("--ways", type=_power_of_two, default=4)
+    geometry.add_argument("--max-updates", type=_positive, default=255)
+    geometry.add_argument("--fifo-depth", type=_positive, default=32, help="L2 buffer depth")
+    geometry.add_argument("--burst-size", type=_positive, default=16,
+                          help="L2 level that starts a DRAM burst")
+    run = parser.add_argument_group("run")
+    run.add_argument("--threshold", type=_threshold, default=None,
+                     help="override the traces' thresholds with this one")
+    run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                     help="parameter of the synthetic generators (repeatable), e.g. "
+                          "--param steps=50 --param k=8 (integers, floats or comma lists)")
+    run.add_argument("--limit", type=_positive, default=None,
+                     help="keep only the first N gradients of each workload")
+    run.add_argument("--dram", default="always",
+                     help="DRAM ready pattern: always (default), every-other, random:P[:SEED]")
+    run.add_argument("--sim", choices=BACKENDS, default=None,
+                     help="RTL simulator: compiled (CXXRTL, default when available) or "
+                          "amaranth (slow, ~2000 cycles/s)")
+    run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def run_workload(trace, params, *, backend, dram="always", threshold=None, progress=True,
+                 result_filter=None):
+    """Simulate one trace and compute its metrics; ``result_filter`` (for tests) may alter the
+    simulation result before the checks."""
+    ops = trace.ops(threshold=threshold)
+    if threshold is not None:
+        trace = trace.__class__(trace.addr, trace.grad, trace.step_end,
+                                [threshold] * trace.steps, name=trace.name,
+                                description=trace.description + f" (threshold set to "
+                                                                 f"{threshold})",
+                                meta=dict(trace.meta, threshold_per="step"))
+    bar = Progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
+                   enabled=progress)
+    start = time.monotonic()
+    result = run_rtl(backend, params, ops, dram_ready=parse_dram(dram), progress=bar)
+    seconds = time.monotonic() - start
+    if result_filter is not None:
+        result = result_filter(result)
+    conservation = check_conservation(result.accepted, result.writes,
+                                      offered=zip(trace.addr.tolist(), trace.grad.tolist()))
+    metrics = compute_metrics(trace, result, ops, sets=params["sets"], ways=params["ways"],
+                              max_updates=params["max_updates"], conservation=conservation)
+    metrics["simulation"] = {"backend": backend, "seconds": round(seconds, 3),
+                             "cycles_per_second": round(result.cycles / seconds)
+                             if seconds > 0 else None}
+    if trace.name == "seed" and conservation.ok and "phases" in trace.meta:
+        metrics["seed_comparison"] = seed_comparison(metrics, result)
+        metrics["seed_comparison"]["phases"] = phase_writes(trace, params, threshold)
+    return metrics
+
+
+def phase_writes(trace, params, threshold=None):
+    """Writes triggered by the gradients of each phase of a trace (``meta["phases"]``), by
+    cause, from the reference model of the same geometry (equal to the RTL's writes, as the
+    cross-check shows); the final flush's writes are listed as their own phase."""
+    from model import ReferenceModel
+    model = ReferenceModel(sets=params["sets"], ways=params["ways"],
+                           max_updates=params["max_updates"])
+    thresholds = trace.thresholds().tolist() if threshold is None else [threshold] * len(trace)
+    addr, grad = trace.addr.tolist(), trace.grad.tolist()
+    rows = []
+    for phase in trace.meta["phases"]:
+        causes = Counter()
+        for i in range(phase["start"], phase["end"]):
+            causes.update(w.cause for w in model.write(addr[i], grad[i], thresholds[i]))
+        rows.append({"name": phase["name"], "gradients": phase["end"] - phase["start"],
+                     "writes": sum(causes.values()),
+                     "writes_by_cause": {c: causes.get(c, 0) for c in CAUSES}})
+    flushed = Counter(w.cause for w in model.flush())
+    rows.append({"name": "final flush", "gradients": 0, "writes": sum(flushed.values()),
+                 "writes_by_cause": {c: flushed.get(c, 0) for c in CAUSES}})
+    return rows
+
+
+def seed_comparison(metrics, result):
+    """The seed's reported figures (no flush) next to ours (after the flush)."""
+    from workloads import SEED_REPORTED
+    pushed_before_flush = sum(1 for c in result.causes if c != "FLUSH")
+    n, w = metrics["gradients"], metrics["dram_writes"]
+    return {
+        "seed": SEED_REPORTED,
+        "ours": {
+            "gradients": n, "dram_writes": w,
+            "writes_before_flush_cause": pushed_before_flush,
+            "flush_writes": metrics["writes_by_cause"]["FLUSH"],
+            "compression_ratio": n / w,
+            "bandwidth_reduction_seed_convention": 1 - w / n,
+            "bytes_in_seed_convention": 4 * n, "bytes_out_seed_convention": 4 * w,
+            "bandwidth_reduction": metrics["bandwidth_reduction"],
+        },
+    }
+
+
+def _fmt(value, kind="int"):
+    if value is None:
+        return "n/a"
+    if kind == "ratio":
+        return f"{value:.2f}x"
+    if kind == "pct":
+        return f"{100 * value:.1f} %"
+    if kind == "float":
+        return f"{value:.3f}"
+    return f"{value:,}".replace(",", " ")
+
+
+def render_markdown(report):
+    """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
+    cfg = report["configuration"]
+    lines = [f"# Gradient compressor bandwidth report", "",
+             f"Command: `{report['command']}`  ",
+             f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
+             f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
+             f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
+             + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
+                else ""), "",
+             f"All figures are after the final flush (a flush ends every training step). "
+             f"Record format: {RECORD_FORMAT}. Compression ratio = gradients / DRAM writes; "
+             f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
+    ok = [m for m in report["workloads"] if m["conservation"]["ok"]]
+    if ok:
+        lines += ["## Summary", "",
+                  "| workload | gradients | steps | DRAM writes | ratio | bandwidth reduction "
+                  "| oracle ratio | L1 hit rate | cycles/gradient | bursts (mean length) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for m in ok:
+            lines.append(
+                f"| {m['workload']} | {_fmt(m['gradients'])} | {m['trace']['steps']} | "
+                f"{_fmt(m['dram_writes'])} | {_fmt(m['compression_ratio'], 'ratio')} | "
+                f"{_fmt(m['bandwidth_reduction'], 'pct')} | "
+                f"{_fmt(m['reference_points']['oracle']['compression_ratio'], 'ratio')} | "
+                f"{_fmt(m['l1_hit_rate'], 'pct')} | {_fmt(m['cycles_per_gradient'], 'float')} "
+                f"| {m['bursts']['count']} ({_fmt(m['bursts']['mean_length'], 'float')}) |")
+        lines += ["", "![compression ratio per workload](summary.png)", ""]
+    for m in report["workloads"]:
+        lines += [f"## {m['workload']}", "", m["description"], ""]
+        if not m["conservation"]["ok"]:
+            lines += [f"**{m['conservation']['message']}**", "",
+                      "No ratio is reported for this workload.", ""]
+            continue
+        refs = m["reference_points"]
+        lines += ["| | RTL | oracle (unbounded L1) | no compression |", "|---|---:|---:|---:|"]
+        rows = [("gradients in", "gradients", "int"), ("DRAM writes", "dram_writes", "int"),
+                ("bytes in", "bytes_in", "int"), ("bytes out", "bytes_out", "int"),
+                ("compression ratio", "compression_ratio", "ratio"),
+                ("bandwidth reduction", "bandwidth_reduction", "pct")]
+        for label, key, kind in rows:
+            lines.append(f"| {label} | {_fmt(m[key], kind)} | "
+                         f"{_fmt(refs['oracle'][key], kind)} | "
+                         f"{_fmt(refs['no_compression'][key], kind)} |")
+        for cause in CAUSES:
+            lines.append(f"| writes: {cause} | {_fmt(m['writes_by_cause'][cause])} | "
+                         f"{_fmt(refs['oracle']['writes_by_cause'][cause])} | |")
+        b = m["bursts"]
+        lines += ["",
+                  f"- L1: {_fmt(m['l1_hits'])} hits, {_fmt(m['l1_misses'])} misses "
+                  f"(hit rate {_fmt(m['l1_hit_rate'], 'pct')} of the small gradients)",
+                  f"- cycles: {_fmt(m['cycles'])} ({_fmt(m['cycles_per_gradient'], 'float')} "
+                  f"per gradient), of which {_fmt(m['flush_cycles_total'])} in "
+                  f"{m['flushes']} flushes (longest {_fmt(m['flush_cycles_max'])}); "
+                  f"DRAM stalled the pipeline {_fmt(m['dram_stall_cycles'])} cycles; input "
+                  f"not ready {_fmt(m['input_stall_cycles'])} cycles",
+                  f"- DRAM bursts (runs of consecutive-cycle writes): {b['count']}, mean length "
+                  f"{_fmt(b['mean_length'], 'float')}, longest {b['max_length']}",
+                  f"- {m['conservation']['message']}",
+                  "- cross-check: the RTL's writes and causes "
+                  + ("match the reference model (same geometry) write for write"
+                     if m["cross_check"]["match"] else
+                     f"**DIFFER from the reference model**: {m['cross_check']}"),
+                  f"- trace: {m['trace']['distinct_addresses']} addresses, "
+                  f"{_fmt(m['trace']['zero_fraction'], 'pct')} zeros, "
+                  f"{_fmt(m['trace']['direct_fraction'], 'pct')} at or above the threshold",
+                  f"- simulated with {m['simulation']['backend']} in "
+                  f"{m['simulation']['seconds']} s", ""]
+        if "seed_comparison" in m:
+            s, o = m["seed_comparison"]["seed"], m["seed_comparison"]["ours"]
+            lines += ["### Seed comparison", "",
+                      "| | seed's report (no flush) | ours (after the flush) |",
+                      "|---|---:|---:|",
+                      f"| gradients in | {s['gradients']} | {o['gradients']} |",
+                      f"| writes pushed into L2 before the flush | {s['pushes_into_l2']} | "
+                      f"{o['writes_before_flush_cause']} |",
+                      f"| DRAM writes counted | {s['dram_writes']} | {o['dram_writes']} |",
+                      f"| flush writes | 0 (never flushed) | {o['flush_writes']} |",
+                      f"| compression ratio | {s['compression_ratio']:.2f}x | "
+                      f"{o['compression_ratio']:.2f}x |",
+                      f"| bandwidth reduction, 4 bytes per record (the seed's convention) | "
+                      f"{100 * s['bandwidth_reduction']:.2f} % | "
+                      f"{100 * o['bandwidth_reduction_seed_convention']:.2f} % |",
+                      f"| bandwidth reduction, 6-byte gradients / 8-byte writes | n/a | "
+                      f"{100 * o['bandwidth_reduction']:.2f} % |", ""]
+            phases = m["seed_comparison"].get("phases")
+            if phases:
+                lines += ["Writes triggered by each phase's gradients (reference model, same "
+                          "geometry; equal to the RTL's):", "",
+                          "| phase | gradients | writes | " + " | ".join(CAUSES) + " |",
+                          "|---|---:|---:|" + "---:|" * len(CAUSES)]
+                for row in phases:
+                    lines.append(f"| {row['name']} | {row['gradients']} | {row['writes']} | "
+                                 + " | ".join(str(row["writes_by_cause"][c]) for c in CAUSES)
+                                 + " |")
+                lines.append("")
+        if m.get("plots"):
+            lines += [f"![writes by cause]({m['plots']['causes']})",
+                      f"![burst lengths]({m['plots']['bursts']})", ""]
+    failed = [m["workload"] for m in report["workloads"] if not m["conservation"]["ok"]]
+    mismatch = [m["workload"] for m in report["workloads"]
+                if m["conservation"]["ok"] and not m["cross_check"]["match"]]
+    conservation = ("FAILED for " + ", ".join(failed)) if failed else "holds for every workload"
+    model = ("MISMATCH for " + ", ".join(mismatch)) if mismatch \
+        else "identical for every workload"
+    lines += ["## Checks", "", f"- conservation: {conservation}",
+              f"- RTL vs reference model: {model}", ""]
+    return "\n".join(lines)
+
+
+def write_report(report, out, plots=True):
+    """Write ``report.json``, ``report.md`` and the plots into ``out``."""
+    os.makedirs(out, exist_ok=True)
+    geometry = f"{report['configuration']['sets']}x{report['configuration']['ways']}"
+    if plots:
+        from . import plots as p
+        for m in report["workloads"]:
+            if m["conservation"]["ok"]:
+                m["plots"] = {"causes": f"{m['workload']}-causes.png",
+                              "bursts": f"{m['workload']}-bursts.png"}
+                p.plot_causes(m, os.path.join(out, m["plots"]["causes"]), geometry)
+                p.plot_bursts(m, os.path.join(out, m["plots"]["bursts"]))
+        p.plot_summary(report["workloads"], os.path.join(out, "summary.png"), geometry)
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(report, f, indent=1)
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write(render_markdown(report))
+
+
+def main(argv=None, *, result_filter=None):
+    """Entry point; returns the exit status (``result_filter`` is a test hook)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload, workload_names
+    if args.list:
+        print("\n".join(workload_names()))
+        return 0
+    if args.burst_size > args.fifo_depth:
+        parser.error(f"--burst-size ({args.burst_size}) must be at most --fifo-depth "
+                     f"({args.fifo_depth})")
+    try:
+        parse_dram(args.dram)
+    except ValueError as error:
+        parser.error(str(error))
+    names = args.workloads or DEFAULT_WORKLOADS
+    if args.param and not any(name.startswith("synthetic-") for name in names):
+        parser.error("--param applies to the synthetic workloads, and none is named")
+    try:
+        synthetic_params = parse_params(args.param)
+    except ValueError as error:
+        parser.error(str(error))
+    try:
+        traces = [get_workload(name, **synthetic_params) for name in names]
+    except TraceError as error:
+        print(f"compressor-report: error: {error}", file=sys.stderr)
+        return 2
+    empty = [t.name for t in traces if len(t) == 0]
+    if empty:
+        print(f"compressor-report: error: {', '.join(empty)}: the trace has no gradients",
+              file=sys.stderr)
+        return 2
+    if args.limit:
+        traces = [t.head(args.limit) for t in traces]
+    backend = resolve_backend(args.sim)
+    params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
+              "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
+    report = {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
+                                                              else sys.argv[1:])),
+              "backend": backend,
+              "configuration": dict(params, dram=args.dram, threshold=args.threshold,
+                                    limit=args.limit),
+              "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
+                                "bytes_per_write": BYTES_PER_WRITE,
+                                "description": RECORD_FORMAT},
+              "workloads": []}
+    for trace in traces:
+        try:
+            metrics = run_workload(trace, params, backend=backend, dram=args.dram,
+                                   threshold=args.threshold, progress=not args.quiet,
+                                   result_filter=result_filter)
+        except ValueError as error:     # e.g. gradients outside the configured widths
+            print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
+            return 2
+        except AssertionError as error:  # the driver saw the DRAM stream's rules broken
+            print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
+                  f"{error}", file=sys.stderr)
+            return 1
+        except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
+            print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
+            return 1
+        report["workloads"].append(metrics)
+        if metrics["conservation"]["ok"]:
+            oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
+            print(f"{trace.name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
+                  f"DRAM writes after flush ({_fmt(metrics['compression_ratio'], 'ratio')}, "
+                  f"oracle {_fmt(oracle, 'ratio')}), "
+                  f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
+                  file=sys.stderr)
+        else:
+            print(f"{trace.name}: {metrics['conservation']['message']}", file=sys.stderr)
+    write_report(report, args.out, plots=not args.no_plots)
+    print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
+          + ("" if args.no_plots else " and plots"), file=sys.stderr)
+    bad = [m for m in report["workloads"]
+           if not m["conservation"]["ok"] or not m["cross_check"]["match"]]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,206 @@
+"""``compressor-sweep``: sweep L1 sets x ways x threshold over a trace and plot the compression
+ratio (after the flush at every step) against the L1 size, with the unbounded-L1 oracle.
+
+By default the points come from :class:`model.ReferenceModel`, which makes the RTL's decisions
+write for write (the report cross-checks that on every run, and the tests check it), so a sweep
+takes seconds; ``--engine rtl`` simulates every point with the RTL instead (and cross-checks
+each against the model).
+"""
+
+import argparse
+import json
+import os
+import shlex
+import sys
+import time
+from collections import Counter
+
+from model import CAUSES, ReferenceModel
+
+from .backend import BACKENDS, Progress, resolve_backend, run_rtl
+from .cli import _power_of_two, _positive, _threshold
+from .metrics import check_conservation, cross_check
+
+__all__ = ["main", "sweep"]
+
+DEFAULT_OUT = os.path.join("reports", "out", "sweep")
+
+
+def _int_list(parse):
+    def convert(text):
+        try:
+            return sorted({parse(item) for item in text.split(",") if item.strip()})
+        except argparse.ArgumentTypeError as error:
+            raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
+    return convert
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="compressor-sweep",
+        description="Sweep L1 sets x ways x threshold over one workload and plot the compression "
+                    "ratio (after the flush at every step) against L1 size, with the oracle "
+                    "(unbounded L1, same policy) as a line. Writes sweep.json, sweep.md and "
+                    "sweep.png.",
+        epilog="Exit status: 0 done, 1 a check failed (RTL engine), 2 bad argument or trace.")
+    parser.add_argument("workload", nargs="?", default="tiny-embed",
+                        help="workload name or .npz trace path (default: tiny-embed)")
+    parser.add_argument("--sets", type=_int_list(_power_of_two), default=[8, 16, 32, 64, 128,
+                                                                           256, 512],
+                        help="comma-separated powers of two (default: 8,...,512)")
+    parser.add_argument("--ways", type=_int_list(_power_of_two), default=[1, 2, 4, 8],
+                        help="comma-separated powers of two (default: 1,2,4,8)")
+    parser.add_argument("--thresholds", type=_int_list(_threshold), default=None,
+                        help="comma-separated thresholds (default: the trace's own threshold, "
+                             "and half and twice it)")
+    parser.add_argument("--max-updates", type=_positive, default=255)
+    parser.add_argument("--limit", type=_positive, default=None,
+                        help="keep only the first N gradients")
+    parser.add_argument("--engine", choices=("model", "rtl"), default="model",
+                        help="model: the reference model (exact, fast; default); rtl: simulate "
+                             "every point")
+    parser.add_argument("--sim", choices=BACKENDS, default=None,
+                        help="RTL simulator for --engine rtl (default: compiled if available)")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def _default_thresholds(trace):
+    thr = sorted(set(trace.threshold.tolist()))
+    if len(thr) != 1:
+        return None
+    t = thr[0]
+    return sorted({max(1, t // 2), t, min(0xFFFF, 2 * t)})
+
+
+def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="model",
+          backend=None, progress=True):
+    """Every point as ``{"sets", "ways", "entries", "threshold", "dram_writes",
+    "compression_ratio", "writes_by_cause"}`` and the oracle ratio per threshold."""
+    n = len(trace)
+    configs = [(s, w, t) for t in thresholds for w in ways_list for s in sets_list]
+    bar = Progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
+                   enabled=progress)
+    points, oracle, done, checks_ok = [], {}, 0, True
+    for threshold in thresholds:
+        ops = trace.ops(threshold=threshold)
+        writes = ReferenceModel(sets=None, max_updates=max_updates).run(ops)
+        oracle[threshold] = n / len(writes) if writes else None
+        done += 1
+        bar.update(done)
+        for sets, ways, t in configs:
+            if t != threshold:
+                continue
+            point = {"sets": sets, "ways": ways, "entries": sets * ways, "threshold": t}
+            if engine == "model":
+                writes = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates).run(ops)
+                causes = Counter(w.cause for w in writes)
+                count = len(writes)
+            else:
+                params = {"sets": sets, "ways": ways, "max_updates": max_updates}
+                result = run_rtl(backend, params, ops)
+                conservation = check_conservation(result.accepted, result.writes)
+                check = cross_check(ops, result, sets, ways, max_updates)
+                point["conservation_ok"] = conservation.ok
+                point["cross_check"] = check["match"]
+                checks_ok &= conservation.ok and check["match"]
+                causes, count = Counter(result.causes), len(result.writes)
+                point["cycles"] = result.cycles
+            point["dram_writes"] = count
+            point["compression_ratio"] = n / count if count else None
+            point["writes_by_cause"] = {c: causes.get(c, 0) for c in CAUSES}
+            points.append(point)
+            done += 1
+            bar.update(done)
+    bar.close()
+    return points, oracle, checks_ok
+
+
+def render_markdown(data):
+    lines = ["# L1 design-space sweep", "", f"Command: `{data['command']}`  ",
+             f"Workload: {data['workload']} ({data['gradients']} gradients, {data['steps']} "
+             f"steps, a flush after each); max_updates {data['max_updates']}.  ",
+             f"Engine: {data['engine_note']}", "",
+             "Compression ratio = gradients / DRAM writes after the final flush.", "",
+             "![compression ratio against L1 size](sweep.png)", ""]
+    for threshold in data["thresholds"]:
+        pts = [p for p in data["points"] if p["threshold"] == threshold]
+        ways = sorted({p["ways"] for p in pts})
+        sets = sorted({p["sets"] for p in pts})
+        lines += [f"## Threshold {threshold} (oracle: "
+                  f"{data['oracle'][str(threshold)]:.2f}x)", "",
+                  "| sets \\ ways | " + " | ".join(map(str, ways)) + " |",
+                  "|---:|" + "---:|" * len(ways)]
+        for s in sets:
+            row = []
+            for w in ways:
+                p = next(p for p in pts if p["sets"] == s and p["ways"] == w)
+                row.append(f"{p['compression_ratio']:.2f}x")
+            lines.append(f"| {s} | " + " | ".join(row) + " |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from workloads import TraceError, get_workload
+    try:
+        trace = get_workload(args.workload)
+    except TraceError as error:
+        print(f"compressor-sweep: error: {error}", file=sys.stderr)
+        return 2
+    if len(trace) == 0:
+        print(f"compressor-sweep: error: {trace.name}: the trace has no gradients",
+              file=sys.stderr)
+        return 2
+    if args.limit:
+        trace = trace.head(args.limit)
+    thresholds = args.thresholds or _default_thresholds(trace)
+    if not thresholds:
+        parser.error("the trace has several thresholds: give --thresholds")
+    backend = resolve_backend(args.sim) if args.engine == "rtl" else None
+    start = time.monotonic()
+    try:
+        points, oracle, ok = sweep(trace, sets_list=args.sets, ways_list=args.ways,
+                                   thresholds=thresholds, max_updates=args.max_updates,
+                                   engine=args.engine, backend=backend,
+                                   progress=not args.quiet)
+    except ValueError as error:
+        print(f"compressor-sweep: error: {error}", file=sys.stderr)
+        return 2
+    seconds = time.monotonic() - start
+    if args.engine == "model":
+        note = ("points from the reference model, which matches the RTL write for write "
+                "(checked by every report and by the tests)")
+    else:
+        note = f"every point simulated with the RTL ({backend}) and cross-checked with the model"
+    data = {"command": "compressor-sweep " + " ".join(map(shlex.quote, argv if argv is not None
+                                                           else sys.argv[1:])),
+            "workload": trace.name, "gradients": len(trace), "steps": trace.steps,
+            "max_updates": args.max_updates, "engine": args.engine, "backend": backend,
+            "engine_note": note, "seconds": round(seconds, 2), "thresholds": thresholds,
+            "oracle": {str(t): r for t, r in oracle.items()}, "points": points,
+            "checks_ok": ok}
+    os.makedirs(args.out, exist_ok=True)
+    from .plots import plot_sweep
+    plot_sweep(points, oracle, os.path.join(args.out, "sweep.png"),
+               f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
+               note)
+    with open(os.path.join(args.out, "sweep.json"), "w") as f:
+        json.dump(data, f, indent=1)
+    with open(os.path.join(args.out, "sweep.md"), "w") as f:
+        f.write(render_markdown(data))
+    print(f"wrote {args.out}/sweep.md, sweep.json and sweep.png ({len(points)} points, "
+          f"{seconds:.1f} s)", file=sys.stderr)
+    if not ok:
+        print("compressor-sweep: a conservation or model cross-check FAILED (see sweep.json)",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,213 @@
+"""Bandwidth reports: figures, checks, outputs and the command lines (Amaranth simulator,
+small traces)."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from reports import cli, sweep
+from reports.metrics import bursts, check_conservation
+from workloads import Trace, save
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    rng = np.random.default_rng(0)
+    n = 240
+    addr = rng.integers(0, 48, size=n).astype(np.uint32)
+    grad = np.clip(rng.standard_t(3, size=n) * 12, -300, 300).astype(np.int16)
+    trace = Trace(addr, grad, [100, 180, 240], [40, 40, 30], name="tiny",
+                  description="a tiny random trace")
+    path = tmp_path / "tiny.npz"
+    save(trace, path)
+    return path
+
+
+def run_cli(args, **kw):
+    return cli.main(list(map(str, args)), **kw)
+
+
+def test_report_outputs_and_checks(tiny, tmp_path):
+    out = tmp_path / "out"
+    status = run_cli([tiny, "--sim", "amaranth", "--sets", 4, "--ways", 2, "--burst-size", 4,
+                      "--out", out, "-q"])
+    assert status == 0
+    for name in ("report.md", "report.json", "summary.png", "tiny-causes.png",
+                 "tiny-bursts.png"):
+        assert (out / name).stat().st_size > 0
+    assert (out / "summary.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    report = json.loads((out / "report.json").read_text())
+    m = report["workloads"][0]
+    assert m["conservation"]["ok"] and m["cross_check"]["match"]
+    assert m["gradients"] == 240
+    assert sum(m["writes_by_cause"].values()) == m["dram_writes"]
+    assert m["compression_ratio"] == pytest.approx(240 / m["dram_writes"])
+    assert m["bytes_in"] == 240 * 6 and m["bytes_out"] == m["dram_writes"] * 8
+    assert m["flushes"] == 3 and sum(map(sum, (s.values() for s in m["writes_per_step"]))) \
+        == m["dram_writes"]
+    assert sum(int(k) * v for k, v in m["bursts"]["histogram"].items()) == m["dram_writes"]
+    refs = m["reference_points"]
+    assert refs["no_compression"]["dram_writes"] == 240
+    assert refs["oracle"]["dram_writes"] <= m["dram_writes"]
+    text = (out / "report.md").read_text()
+    assert "conservation holds" in text and "after the final flush" in text
+
+
+def test_tampered_writes_fail_conservation(tiny, tmp_path):
+    def tamper(result):
+        addr, value = result.writes[0]
+        result.writes[0] = (addr, value + 1)
+        return result
+    out = tmp_path / "bad"
+    status = run_cli([tiny, "--sim", "amaranth", "--sets", 4, "--ways", 2, "--out", out, "-q"],
+                     result_filter=tamper)
+    assert status == 1
+    report = json.loads((out / "report.json").read_text())
+    m = report["workloads"][0]
+    assert not m["conservation"]["ok"] and m["conservation"]["mismatch_count"] == 1
+    assert "compression_ratio" not in m
+    text = (out / "report.md").read_text()
+    assert "CONSERVATION CHECK FAILED" in text and "No ratio is reported" in text
+
+
+def test_dropped_write_fails_conservation(tiny, tmp_path):
+    def drop(result):
+        del result.writes[-1]
+        return result
+    assert run_cli([tiny, "--sim", "amaranth", "--out", tmp_path / "d", "-q", "--no-plots"],
+                   result_filter=drop) == 1
+
+
+def test_check_conservation_function():
+    accepted = [(1, 5, 50), (2, -3, 50), (1, 7, 50)]
+    assert check_conservation(accepted, [(1, 12), (2, -3)]).ok
+    assert check_conservation(accepted, [(1, 5), (2, -3), (1, 7)]).ok
+    bad = check_conservation(accepted, [(1, 12), (2, -2)])
+    assert not bad.ok and bad.mismatches == [(2, -3, -2)]
+    assert "CONSERVATION CHECK FAILED" in bad.message()
+    lost = check_conservation(accepted[:2], [(1, 5), (2, -3)],
+                              offered=[(1, 5), (2, -3), (1, 7)])
+    assert not lost.ok and "3 gradients were offered but 2 were accepted" in lost.message()
+
+
+def test_bursts():
+    assert bursts([]) == []
+    assert bursts([3, 4, 5, 9, 11, 12]) == [3, 1, 2]
+
+
+def test_seed_report_matches_model(tmp_path):
+    status = run_cli(["seed", "--sim", "amaranth", "--out", tmp_path, "-q", "--no-plots"])
+    assert status == 0
+    m = json.loads((tmp_path / "report.json").read_text())["workloads"][0]
+    assert m["gradients"] == 1448 and m["cross_check"]["match"]
+    assert m["seed_comparison"]["ours"]["writes_before_flush_cause"] == 494
+    assert m["dram_writes"] == 494 + m["writes_by_cause"]["FLUSH"]
+    phases = m["seed_comparison"]["phases"]
+    assert len(phases) == 12 and phases[-1]["name"] == "final flush"
+    assert sum(p["gradients"] for p in phases) == 1448
+    assert sum(p["writes"] for p in phases) == m["dram_writes"]
+    for cause, count in m["writes_by_cause"].items():
+        assert sum(p["writes_by_cause"][cause] for p in phases) == count
+
+
+def test_committed_trace_head_rtl_equals_model(tmp_path):
+    status = run_cli(["tiny-embed", "--limit", 600, "--sim", "amaranth", "--out", tmp_path,
+                      "-q", "--no-plots"])
+    assert status == 0
+    m = json.loads((tmp_path / "report.json").read_text())["workloads"][0]
+    assert m["gradients"] == 600 and m["cross_check"]["match"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sets", "3"], "power of two"),
+    (["--ways", "x"], "not an integer"),
+    (["--threshold", "70000"], "must be in [0, 65535]"),
+    (["--dram", "sometimes"], "bad --dram"),
+    (["--burst-size", "64"], "must be at most --fifo-depth"),
+    (["--sim", "verilator"], "invalid choice"),
+])
+def test_bad_arguments(args, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(args)
+    assert info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bad_trace_file(tmp_path, capsys):
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(b"not a zip")
+    assert cli.main([str(bad), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a .npz trace file" in err and "Traceback" not in err
+    assert cli.main(["nonexistent-workload", "--out", str(tmp_path)]) == 2
+    assert "unknown workload" in capsys.readouterr().err
+
+
+def test_console_scripts_help_and_exit_codes(tmp_path):
+    for module in ("reports.cli", "reports.sweep"):
+        done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
+                              text=True)
+        assert done.returncode == 0 and "usage:" in done.stdout
+    done = subprocess.run([sys.executable, "-m", "reports.cli", str(tmp_path / "nope.npz")],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "no such trace file" in done.stderr
+    assert "Traceback" not in done.stderr
+    done = subprocess.run([sys.executable, "-m", "reports.sweep", "seed", "--ways", "3"],
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "power of two" in done.stderr
+
+
+def test_sweep_model_and_rtl_agree(tiny, tmp_path):
+    assert sweep.main([str(tiny), "--sets", "2,8", "--ways", "1,2", "--thresholds", "30,40",
+                       "--out", str(tmp_path / "m"), "-q"]) == 0
+    assert sweep.main([str(tiny), "--sets", "2,8", "--ways", "1,2", "--thresholds", "30,40",
+                       "--engine", "rtl", "--sim", "amaranth", "--out", str(tmp_path / "r"),
+                       "-q"]) == 0
+    model = json.loads((tmp_path / "m" / "sweep.json").read_text())
+    rtl = json.loads((tmp_path / "r" / "sweep.json").read_text())
+    assert len(model["points"]) == 8
+    assert [p["dram_writes"] for p in model["points"]] == [p["dram_writes"] for p in rtl["points"]]
+    assert all(p["conservation_ok"] and p["cross_check"] for p in rtl["points"])
+    assert (tmp_path / "m" / "sweep.png").stat().st_size > 0
+    assert set(model["oracle"]) == {"30", "40"}
+
+
+def test_falls_back_to_amaranth_with_a_note(monkeypatch, capsys):
+    from reports import backend
+    monkeypatch.setattr(backend, "_compiled", lambda: (None, "not built here"))
+    assert backend.resolve_backend(None) == "amaranth"
+    assert backend.resolve_backend("compiled") == "amaranth"
+    assert "note: using the Amaranth simulator" in capsys.readouterr().err
+    assert backend.resolve_backend("amaranth", note=True) == "amaranth"
+
+
+def test_param_needs_a_synthetic_workload(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        cli.main(["seed", "--param", "steps=2", "--out", str(tmp_path)])
+    assert info.value.code == 2 and "--param applies" in capsys.readouterr().err
+    assert cli.main(["synthetic-tiled", "--param", "colour=3", "--out", str(tmp_path)]) == 2
+    assert "takes no parameter colour" in capsys.readouterr().err
+
+
+def test_synthetic_params(tmp_path):
+    status = cli.main(["synthetic-tiled", "--param", "m=8", "--param", "n=8",
+                       "--param", "tile=4,4", "--param", "steps=1", "--sim", "amaranth",
+                       "--out", str(tmp_path), "-q", "--no-plots"])
+    assert status == 0
+    m = json.loads((tmp_path / "report.json").read_text())["workloads"][0]
+    assert m["gradients"] == 8 * 8 * 4 and m["cross_check"]["match"]
+
+
+def test_empty_step_and_empty_trace(tmp_path, capsys):
+    gap = tmp_path / "gap.npz"
+    save(Trace([1, 2, 3, 1, 2], [5, 6, 70, -5, 3], [3, 3, 5], [50, 50, 50], name="gap"), gap)
+    assert cli.main([str(gap), "--sim", "amaranth", "--out", str(tmp_path), "-q"]) == 0
+    m = json.loads((tmp_path / "report.json").read_text())["workloads"][0]
+    assert m["flushes"] == 3 and [sum(s.values()) for s in m["writes_per_step"]] == [3, 0, 2]
+    empty = tmp_path / "empty.npz"
+    save(Trace(np.zeros(0, np.uint32), np.zeros(0, np.int16), [0], [50], name="empty"), empty)
+    assert cli.main([str(empty), "--out", str(tmp_path)]) == 2
+    assert "has no gradients" in capsys.readouterr().err
