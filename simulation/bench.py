@@ -1,0 +1,103 @@
+"""Simulation speed: gradients per second in the Amaranth simulator and in the compiled (Yosys
+CXXRTL) simulator, on the default configuration, with DRAM always ready, ready every other
+cycle, and ready at random half of the time.
+
+Run as ``python -m simulation.bench`` (``--help`` for the sizes). The compiled simulator runs a
+one-million-gradient trace; the run fails (exit status 1) if it takes a minute or more, or if the
+two simulators disagree on the small trace they both run.
+"""
+
+import argparse
+import random
+import sys
+import time
+import warnings
+
+from design import GradientCompressor
+
+from .cxxrtl import build, compiler_available
+from .driver import always, every_other, random_ready, simulate
+
+__all__ = ["make_trace", "main"]
+
+#: The compiled simulation of a million gradients must take less than this (seconds).
+LIMIT = 60.0
+
+
+def make_trace(n, *, seed=1, span=4096, sigma=300, threshold=1000):
+    """``n`` gradients then a flush: addresses uniform over ``span`` words (more than L1 holds,
+    so hits, misses and evictions mix), gradients normal around 0 (a few pass ``threshold``
+    and go straight on)."""
+    rng = random.Random(seed)
+    lo, hi = -(1 << 15), (1 << 15) - 1
+    ops = [("grad", rng.randrange(span), max(lo, min(hi, int(rng.gauss(0, sigma)))), threshold)
+           for _ in range(n)]
+    ops.append(("flush",))
+    return ops
+
+
+def _fresh(ready):
+    """``always`` and ``every_other`` as they are; a new generator from a factory."""
+    return ready if ready in (always, every_other) else ready()
+
+
+def _row(name, ready_name, grads, cycles, seconds, extra=""):
+    print(f"{name:9} {ready_name:12} {grads:>9} {cycles:>9} {seconds:9.2f} "
+          f"{grads / seconds:>12,.0f} {cycles / seconds:>12,.0f}{extra}")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m simulation.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--amaranth", type=int, default=5000, metavar="N",
+                        help="gradients for the Amaranth simulator (default 5000)")
+    parser.add_argument("--compiled", type=int, default=1_000_000, metavar="N",
+                        help="gradients for the compiled simulator (default 1000000)")
+    args = parser.parse_args(argv)
+
+    if not compiler_available():
+        print("no C++ compiler (g++): cannot build the compiled simulator", file=sys.stderr)
+        return 1
+    patterns = [("always", always), ("every_other", every_other),
+                ("random 50%", lambda: random_ready(1, probability=0.5))]
+
+    t0 = time.perf_counter()
+    sim = build({})
+    build_s = time.perf_counter() - t0
+    print(f"compiled simulator: {sim.binary} (ready in {build_s:.1f} s)")
+
+    print(f"{'simulator':9} {'DRAM ready':12} {'gradients':>9} {'cycles':>9} {'seconds':>9} "
+          f"{'gradients/s':>12} {'cycles/s':>12}")
+    ok = True
+    small = make_trace(args.amaranth)
+    for ready_name, ready in patterns:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = simulate(GradientCompressor(), small, dram_ready=_fresh(ready))
+        seconds = time.perf_counter() - t0
+        _row("amaranth", ready_name, args.amaranth, reference.cycles, seconds)
+        same = sim.run(small, dram_ready=_fresh(ready)) == reference
+        ok &= same
+        _row("compiled", ready_name, args.amaranth, reference.cycles, sim.last_total_seconds,
+             "  identical" if same else "  DIFFERENT FROM AMARANTH")
+
+    t0 = time.perf_counter()
+    big = make_trace(args.compiled)
+    print(f"(made a {args.compiled}-gradient trace in {time.perf_counter() - t0:.1f} s)")
+    for ready_name, ready in patterns:
+        result = sim.run(big, dram_ready=_fresh(ready))
+        total = sim.last_total_seconds
+        _row("compiled", ready_name, args.compiled, result.cycles, total,
+             f"  (simulation alone {sim.last_sim_seconds:.2f} s, "
+             f"{args.compiled / sim.last_sim_seconds:,.0f} gradients/s)")
+        if len(result.accepted) != args.compiled:
+            print(f"  only {len(result.accepted)} gradients were accepted")
+            ok = False
+        if args.compiled >= 1_000_000 and total >= LIMIT:
+            print(f"  took {total:.1f} s, not under {LIMIT:.0f} s")
+            ok = False
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
