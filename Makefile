@@ -13,6 +13,20 @@ $(STAMP): pyproject.toml
 
 test: $(STAMP)
 	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m proofs bmc
+	$(PYTHON) -m proofs.mutants
+
+# Formal proofs (docs/proofs.md): unbounded k-induction proofs + covers + default-config BMC.
+prove: $(STAMP)
+	$(PYTHON) -m proofs prove
+
+# Bounded model checks (a few minutes).
+bmc: $(STAMP)
+	$(PYTHON) -m proofs bmc
+
+# Mutation check: every planted bug must make some property fail.
+mutants: $(STAMP)
+	$(PYTHON) -m proofs.mutants
 
 verilog: $(STAMP)
 	$(PYTHON) -m design.verilog -o build/gradient_compressor.v

@@ -1,0 +1,116 @@
+"""The proof jobs: which harness, configuration, mode and depth each one runs."""
+
+from dataclasses import dataclass, field, asdict
+
+from properties.harness import CONFIGS, flush_bound
+
+__all__ = ["Job", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name"]
+
+#: Property groups proven together (one k-induction job each, per configuration).
+GROUPS = [["stream", "l2"], ["conservation"], ["idle", "valid_count"],
+          ["overflow", "unique_tag", "pipeline"]]
+#: (configuration, K) of the flush termination proofs.
+TERMINATION = [("small", 2), ("dm", 2), ("assoc", 3), ("mid", 2)]
+#: BMC depths: small configurations (make bmc), default configuration (make prove).
+BMC_DEPTH = 10
+DEFAULT_DEPTH = 37
+DEFAULT_CONS_DEPTH = 36
+
+SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
+          "pipeline"]
+
+
+@dataclass
+class Job:
+    name: str
+    config: str
+    mode: str                 # "prove" (k-induction), "bmc" or "cover"
+    depth: int
+    focus: list = None        # property groups asserted (None: all)
+    fairness: int = None      # K (termination jobs)
+    full_l1: bool = True
+    full_l2: bool = True
+    reset: str = "any"
+    covers: bool = False
+    timeout: int = 1200
+    design_path: str = None   # a directory holding a (mutant) copy of design/
+    assume_others: bool = True  # outside the focus: assume (past cycles) or drop
+
+    @property
+    def properties(self):
+        if self.mode == "cover":
+            return "covers"
+        groups = list(self.focus) if self.focus else list(SAFETY)
+        if self.fairness and not self.focus:
+            groups.append("termination")
+        return "+".join(groups)
+
+    def to_dict(self):
+        return asdict(self)
+
+
+def _bound(config, K):
+    c = CONFIGS[config]
+    return flush_bound(c["sets"], c["ways"], c["fifo_depth"], K)
+
+
+def _prove_jobs():
+    jobs = []
+    # Safety properties, by group, on the small configurations: k-induction. Each job asserts
+    # its groups and assumes the others for the past cycles only (sound: see properties.base).
+    for config in ("small", "dm", "assoc", "mid"):
+        for g in GROUPS:
+            if config == "mid" and g == ["conservation"]:
+                continue   # k-induction of conservation on mid: > 10 min (timed out)
+            jobs.append(Job(f"{config}-{'-'.join(g)}", config, "prove", 3, focus=g,
+                            timeout=600))
+    # Flush termination: k-induction deeper than the bound (the whole flush is in the window).
+    for config, K in TERMINATION:
+        B = _bound(config, K)
+        jobs.append(Job(f"{config}-termination-K{K}", config, "prove", B + 2,
+                        focus=["termination"], fairness=K))
+    # Default configuration: bounded from reset (INIT takes 32 cycles).
+    jobs.append(Job("default-control-bmc", "default", "bmc", DEFAULT_DEPTH,
+                    focus=["stream", "idle", "valid_count", "overflow", "unique_tag", "l2",
+                           "pipeline"], reset="initial", timeout=900))
+    jobs.append(Job("default-conservation-bmc", "default", "bmc", DEFAULT_CONS_DEPTH,
+                    focus=["conservation"], reset="initial", timeout=900))
+    return jobs
+
+
+def _bmc_jobs():
+    jobs = []
+    for config in ("small", "dm", "assoc"):
+        jobs.append(Job(f"{config}-safety-bmc", config, "bmc", BMC_DEPTH, reset="initial",
+                        timeout=600))
+    for config, K in TERMINATION:
+        B = _bound(config, K)
+        # From reset: INIT (sets cycles), a few cycles of traffic, then B + 1 cycles of flush.
+        jobs.append(Job(f"{config}-termination-K{K}-bmc", config, "bmc",
+                        B + CONFIGS[config]["sets"] + 8,
+                        focus=["termination"], fairness=K, reset="initial", timeout=600))
+    return jobs
+
+
+def _cover_jobs():
+    return [Job(f"{config}-cover", config, "cover", 24, covers=True)
+            for config in ("small", "dm", "assoc")]
+
+
+PROVE_JOBS = _prove_jobs() + _cover_jobs()
+BMC_JOBS = _bmc_jobs() + _cover_jobs()[:1]
+COVER_JOBS = _cover_jobs()
+
+
+def all_jobs():
+    seen = {}
+    for job in PROVE_JOBS + BMC_JOBS:
+        seen.setdefault(job.name, job)
+    return list(seen.values())
+
+
+def job_by_name(name):
+    for job in all_jobs():
+        if job.name == name:
+            return job
+    raise KeyError(f"no job named {name!r}; try `python -m proofs list`")

@@ -1,0 +1,306 @@
+"""Replay a counterexample (a Yosys witness ``.yw`` or a smtbmc ``.vcd``) in the Amaranth
+simulator, check the compressor's contract on it in Python, and optionally write it out as a
+pytest regression test.
+
+    python -m proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
+
+The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``) are
+read from the witness; the configuration (and, for a mutant, the design copy) from the job's
+``props.json``/``job.json``. After the trace, the replay *drains* the compressor (``flush``
+high, DRAM always ready) and then checks, per address, that the values written to DRAM add
+up to the gradients accepted. Checked on every cycle: the stream rules of ``dram_out``,
+``idle`` only with ``l1_valid_count == 0`` and ``l2_level == 0``, and (if the job assumed
+DRAM fairness) idle within the flush bound B.
+"""
+
+import importlib
+import json
+import os
+import sys
+
+__all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
+
+INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]
+# Names under which a witness may record the harness's free inputs (the wire yosys keeps).
+ALIASES = {
+    "rst": "rst", "in_valid": "in_valid", "grad_in__valid": "in_valid",
+    "in_addr": "in_addr", "in_grad": "in_grad",
+    "in_thresh": "in_thresh", "threshold": "in_thresh",
+    "in_flush": "in_flush", "flush": "in_flush",
+    "in_ready": "in_ready", "dram_out__ready": "in_ready",
+    "track": "track",
+}
+
+
+def _find_job_dir(path):
+    d = os.path.dirname(os.path.abspath(path))
+    while d != os.path.dirname(d):
+        if os.path.exists(os.path.join(d, "props.json")):
+            return d
+        d = os.path.dirname(d)
+    return None
+
+
+def read_witness(path):
+    """``[{input: value}]`` per step, from a ``.yw`` or ``.vcd`` file."""
+    if path.endswith(".vcd"):
+        from .trace import read_vcd
+        tr = read_vcd(path)
+        steps = [{} for _ in range(tr.steps)]
+        for name in INPUTS + ["track"]:
+            vals = tr.values(name)
+            if vals is None:
+                continue
+            for k, v in enumerate(vals):
+                steps[k][name] = v or 0
+        return steps
+    with open(path) as f:
+        yw = json.load(f)
+    sigs = []
+    for s in yw["signals"]:
+        last = s["path"][-1].lstrip("\\")
+        sigs.append((ALIASES.get(last), s["width"], s["offset"], s["init_only"]))
+    steps = []
+    for k, step in enumerate(yw["steps"]):
+        bits = step["bits"][::-1]     # bit 0 of the first signal is the last character
+        pos, values = 0, {}
+        for name, width, offset, init_only in sigs:
+            if init_only and k > 0:
+                continue
+            chunk = bits[pos:pos + width][::-1]
+            pos += width
+            if name is None or offset != 0:
+                continue
+            try:
+                values[name] = int(chunk, 2)
+            except ValueError:
+                values[name] = 0
+        steps.append(values)
+    track = steps[0].get("track") if steps else None
+    for s in steps:
+        s.setdefault("track", track)
+    return steps
+
+
+def _signed(v, width):
+    return v - (1 << width) if v >= 1 << (width - 1) else v
+
+
+def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
+    """Drive ``steps`` into a fresh compressor, then drain it. Returns per-cycle records."""
+    from amaranth import Module, ClockDomain, Elaboratable
+    from amaranth.sim import Simulator
+
+    dut = dut_factory()
+    gw = dut.grad_width
+
+    class Top(Elaboratable):
+        def elaborate(self, platform):
+            m = Module()
+            m.domains.sync = self.cd = cd
+            m.submodules.dut = dut
+            return m
+
+    cd = ClockDomain("sync")
+    top = Top()
+    records = []
+
+    async def bench(ctx):
+        plan = [dict(s) for s in steps]
+        for k in range(len(plan) + drain):
+            if k < len(plan):
+                s = plan[k]
+                inp = dict(rst=s.get("rst", 0), valid=s.get("in_valid", 0),
+                           addr=s.get("in_addr", 0), grad=_signed(s.get("in_grad", 0), gw),
+                           thresh=s.get("in_thresh", 0), flush=s.get("in_flush", 0),
+                           ready=s.get("in_ready", 0))
+            else:   # drain: no new gradient, flush high, DRAM always ready
+                inp = dict(rst=0, valid=0, addr=0, grad=0, thresh=0, flush=1, ready=1)
+            ctx.set(cd.rst, inp["rst"])
+            ctx.set(dut.grad_in.valid, inp["valid"])
+            ctx.set(dut.grad_in.p.addr, inp["addr"])
+            ctx.set(dut.grad_in.p.grad, inp["grad"])
+            ctx.set(dut.threshold, inp["thresh"])
+            ctx.set(dut.flush, inp["flush"])
+            ctx.set(dut.dram_out.ready, inp["ready"])
+            rec = dict(cycle=k, drain=k >= len(plan), **inp,
+                       in_ready_out=ctx.get(dut.grad_in.ready),
+                       dram_valid=ctx.get(dut.dram_out.valid),
+                       dram_addr=ctx.get(dut.dram_out.p.addr),
+                       dram_value=ctx.get(dut.dram_out.p.value),
+                       idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
+                       l2_level=ctx.get(dut.l2_level))
+            records.append(rec)
+            await ctx.tick()
+            if rec["drain"] and rec["idle"] and k >= len(plan) + 2:
+                break
+
+    sim = Simulator(top)
+    sim.add_clock(1e-6)
+    sim.add_testbench(bench)
+    if vcd:
+        with sim.write_vcd(vcd):
+            sim.run()
+    else:
+        sim.run()
+    return dut, records
+
+
+def check_steps(dut_factory, steps, *, bound=None, drain=200):
+    """Replay and check the contract. Returns a list of violations (strings)."""
+    dut, recs = simulate_steps(dut_factory, steps, drain=drain)
+    errors = []
+    acc, wr = {}, {}
+    last = None
+    flush_run = 0
+    for r in recs:
+        k = r["cycle"]
+        if r["rst"]:
+            acc, wr, last, flush_run = {}, {}, None, 0
+            continue
+        if last is not None and last["dram_valid"] and not last["ready"]:
+            if not r["dram_valid"]:
+                errors.append(f"cycle {k}: dram_out.valid dropped before ready")
+            elif (r["dram_addr"], r["dram_value"]) != (last["dram_addr"], last["dram_value"]):
+                errors.append(f"cycle {k}: dram_out payload changed before ready")
+        if r["idle"] and (r["valid_count"] or r["l2_level"]):
+            errors.append(f"cycle {k}: idle with valid_count={r['valid_count']} "
+                          f"l2_level={r['l2_level']}")
+        if r["idle"]:
+            for a in set(acc) | set(wr):
+                if acc.get(a, 0) != wr.get(a, 0):
+                    errors.append(f"cycle {k}: idle but address {a}: accepted "
+                                  f"{acc.get(a, 0)} != written {wr.get(a, 0)}")
+        if r["valid"] and r["in_ready_out"]:
+            acc[r["addr"]] = acc.get(r["addr"], 0) + r["grad"]
+        if r["dram_valid"] and r["ready"]:
+            wr[r["dram_addr"]] = wr.get(r["dram_addr"], 0) + r["dram_value"]
+        if bound is not None and r["flush"] and flush_run >= bound and not r["idle"] \
+                and not r["drain"]:
+            errors.append(f"cycle {k}: flush high for {flush_run} >= B={bound} cycles, "
+                          "not idle")
+        flush_run = flush_run + 1 if r["flush"] else 0
+        last = r
+    final = recs[-1]
+    if not final["idle"]:
+        errors.append(f"not idle {drain} cycles into the final drain")
+    for a in sorted(set(acc) | set(wr)):
+        if acc.get(a, 0) != wr.get(a, 0):
+            errors.append(f"after the drain, address {a}: accepted {acc.get(a, 0)} "
+                          f"!= written {wr.get(a, 0)}")
+    # de-duplicate, keep order
+    seen, out = set(), []
+    for e in errors:
+        if e not in seen:
+            seen.add(e)
+            out.append(e)
+    return out, recs
+
+
+def _load_design(design_path=None):
+    """The ``design`` package from ``design_path`` (a directory holding ``design/``), or the
+    project's own one."""
+    root = os.path.abspath(design_path or
+                           os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    mod = sys.modules.get("design")
+    if mod is not None and os.path.dirname(os.path.dirname(os.path.abspath(mod.__file__))) \
+            == root:
+        return mod
+    for name in [m for m in sys.modules if m == "design" or m.startswith("design.")]:
+        del sys.modules[name]
+    sys.path.insert(0, root)
+    try:
+        return importlib.import_module("design")
+    finally:
+        sys.path.remove(root)
+
+
+def _factory(config, design_path=None):
+    def make():
+        return _load_design(design_path).GradientCompressor(**config)
+    return make
+
+
+PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample.
+
+Source: {source}
+Job: {job} (config {config_name}); failing property: {failed}
+Generated by `python -m proofs replay ... --pytest`.
+"""
+
+from proofs.replay import check_steps
+from design import GradientCompressor
+
+CONFIG = {config!r}
+BOUND = {bound!r}
+# Inputs per cycle, from the witness.
+STEPS = [
+{steps}
+]
+
+
+def test_{name}():
+    errors, _ = check_steps(lambda: GradientCompressor(**CONFIG), STEPS, bound=BOUND)
+    assert errors == []
+'''
+
+
+def _failed(jobdir):
+    import re
+    try:
+        with open(os.path.join(jobdir, "sby.log")) as f:
+            log = f.read()
+    except OSError:
+        return ""
+    names = re.findall(r"Assert failed in \S+ \S+@(\S+?):\d+", log)
+    return ", ".join(dict.fromkeys(names))
+
+
+def replay_main(path, *, pytest_path=None, design_path=None):
+    jobdir = _find_job_dir(path)
+    job, meta = {}, {}
+    if jobdir:
+        with open(os.path.join(jobdir, "props.json")) as f:
+            meta = json.load(f)
+        with open(os.path.join(jobdir, "job.json")) as f:
+            job = json.load(f)
+    if not meta:
+        raise SystemExit("cannot find the job's props.json above " + path)
+    config = meta["config"]
+    if design_path is None:
+        design_path = job.get("design_path")
+        if design_path and not os.path.isdir(design_path):
+            print(f"note: the job's design copy {design_path} is gone; replaying design/")
+            design_path = None
+    steps = read_witness(path)
+    bound = meta.get("bound")
+    print(f"replaying {len(steps)} steps of {path}")
+    print(f"  job {job.get('name')}, config {config}"
+          + (f", design copy {design_path}" if design_path else ""))
+    errors, recs = check_steps(_factory(config, design_path), steps, bound=bound)
+    print("cyc rst in.v in.rdy addr grad thr flush d.rdy | dram.v d.addr d.value idle vcnt l2")
+    for r in recs:
+        mark = " (drain)" if r["drain"] else ""
+        print(f"{r['cycle']:3d} {r['rst']:3d} {r['valid']:4d} {r['in_ready_out']:6d} "
+              f"{r['addr']:4d} {r['grad']:4d} {r['thresh']:3d} {r['flush']:5d} {r['ready']:5d} |"
+              f" {r['dram_valid']:6d} {r['dram_addr']:6d} {r['dram_value']:7d} {r['idle']:4d}"
+              f" {r['valid_count']:4d} {r['l2_level']:2d}{mark}")
+    if errors:
+        print("contract violations in the Amaranth simulation:")
+        for e in errors:
+            print("  " + e)
+    else:
+        print("no contract violation in the Amaranth simulation "
+              "(the formal property may be an internal invariant)")
+    if pytest_path:
+        name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
+        name = "".join(c if c.isalnum() else "_" for c in name) or "replay"
+        text = PYTEST_TEMPLATE.format(
+            source=os.path.relpath(path), job=job.get("name"), config_name=job.get("config"),
+            failed=_failed(jobdir) or "see the job's sby.log",
+            config=config, bound=bound, name=name,
+            steps="\n".join(f"    {s!r}," for s in steps))
+        with open(pytest_path, "w") as f:
+            f.write(text)
+        print(f"wrote {pytest_path}")
+    return 1 if errors else 0

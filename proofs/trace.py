@@ -1,0 +1,158 @@
+"""Read SymbiYosys/smtbmc VCD traces and print them as cycle-by-cycle tables."""
+
+import re
+
+__all__ = ["read_vcd", "Trace", "print_table", "COLUMNS"]
+
+
+class Trace:
+    """Values per step: ``trace[name]`` is a list of ints (None when unknown)."""
+
+    def __init__(self, signals, steps):
+        self.signals = signals      # full name -> (width, [value per step])
+        self.steps = steps
+
+    def find(self, key):
+        """The signal whose name is ``key`` or ends with ``.key`` (shortest match)."""
+        if key in self.signals:
+            return key
+        cands = [n for n in self.signals if n.endswith("." + key) or n.endswith(" " + key)]
+        if not cands:
+            return None
+        return min(cands, key=len)
+
+    def values(self, key, signed=False):
+        name = self.find(key)
+        if name is None:
+            return None
+        width, vals = self.signals[name]
+        if not signed:
+            return vals
+        out = []
+        for v in vals:
+            if v is not None and width and v >= 1 << (width - 1):
+                v -= 1 << width
+            out.append(v)
+        return out
+
+
+def read_vcd(path):
+    scopes, codes, changes = [], {}, {}
+    time = 0
+    with open(path) as f:
+        data = f.read()
+    header, _, body = data.partition("$enddefinitions")
+    for line in header.splitlines():
+        tok = line.split()
+        if not tok:
+            continue
+        if tok[0] == "$scope":
+            scopes.append(tok[2])
+        elif tok[0] == "$upscope":
+            scopes.pop()
+        elif tok[0] == "$var":
+            width, code, name = int(tok[2]), tok[3], tok[4]
+            full = ".".join(scopes[1:] + [name])  # drop the top module's scope
+            codes.setdefault(code, []).append((full, width))
+    for code, names in codes.items():
+        for full, width in names:
+            changes[full] = (width, [])
+    for tok in body.split():
+        if tok.startswith("#"):
+            time = int(tok[1:])
+            continue
+        if tok[0] in "bB":
+            pending = tok[1:]
+            continue
+        if tok[0] in "01xXzZ" and len(tok) > 1 and not tok.startswith("$"):
+            value, code = tok[0], tok[1:]
+        elif tok in codes:
+            value, code = pending, tok
+        else:
+            continue
+        try:
+            v = int(value, 2)
+        except ValueError:
+            v = None
+        for full, width in codes.get(code, []):
+            changes[full][1].append((time, v))
+    # smtbmc: step k is at time 10*k.
+    last = max([t for _, ch in changes.values() for t, _ in ch] or [0])
+    steps = last // 10 + 1
+    signals = {}
+    for name, (width, ch) in changes.items():
+        vals, cur, i = [], None, 0
+        for k in range(steps):
+            while i < len(ch) and ch[i][0] <= 10 * k:
+                cur = ch[i][1]
+                i += 1
+            vals.append(cur)
+        signals[name] = (width, vals)
+    if "smt_step" in signals:     # the last timestamp only closes the trace
+        known = [v for v in signals["smt_step"][1] if v is not None]
+        if known:
+            steps = max(known) + 1
+            signals = {n: (w, v[:steps]) for n, (w, v) in signals.items()}
+    return Trace(signals, steps)
+
+
+#: (header, signal name (suffix), signed, format)
+COLUMNS = [
+    ("rst",    "rst",                      False),
+    ("in.v",   "in_valid",                 False),
+    ("in.rdy", "dut.grad_in__ready",       False),
+    ("addr",   "in_addr",                  False),
+    ("grad",   "in_grad",                  True),
+    ("thr",    "in_thresh",                False),
+    ("flush",  "in_flush",                 False),
+    ("|L1 st", "dut.l1.state",             False),
+    ("s1.v",   "dut.l1.s1_valid",          False),
+    ("s1.a",   "dut.l1.s1.addr",           False),
+    ("s1.g",   "dut.l1.s1.grad",           True),
+    ("fwd",    "dut.l1.fwd_valid",         False),
+    ("scan",   "dut.l1.scan_set",          False),
+    ("vcnt",   "dut.l1.valid_count",       False),
+    ("|push.v", "dut.l1.push__valid",      False),
+    ("p.rdy",  "dut.l1.push__ready",       False),
+    ("p.a",    "dut.l1.push__payload.addr", False),
+    ("p.val",  "dut.l1.push__payload.value", True),
+    ("cause",  "dut.l1.push__payload.cause", False),
+    ("|L2 lvl", "dut.writeback.level",     False),
+    ("burst",  "dut.writeback.bursting",   False),
+    ("|dram.v", "dut.dram_out__valid",     False),
+    ("d.rdy",  "in_ready",                 False),
+    ("d.a",    "dut.dram_out__payload.addr", False),
+    ("d.val",  "dut.dram_out__payload.value", True),
+    ("idle",   "dut.idle",                 False),
+    ("|track", "track",                    False),
+    ("bal",    "balance",                  True),
+    ("l1",     "l1_sum",                   True),
+    ("s1",     "s1_sum",                   True),
+    ("l2",     "l2_sum",                   True),
+]
+
+STATES = {0: "INIT", 1: "RUN", 2: "SCAN", 3: "DONE"}
+CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU"}
+
+
+def print_table(trace, columns=COLUMNS, file=None, start=0):
+    import sys
+    file = file or sys.stdout
+    cols = []
+    for head, key, signed in columns:
+        vals = trace.values(key, signed)
+        if vals is None:
+            continue
+        if key.endswith("state"):
+            vals = [STATES.get(v, v) for v in vals]
+        if key.endswith("cause"):
+            vals = [CAUSES.get(v, v) for v in vals]
+        cols.append((head, ["?" if v is None else str(v) for v in vals]))
+    heads = ["cyc"] + [h for h, _ in cols]
+    rows = [[str(k)] + [c[1][k] for c in cols] for k in range(start, trace.steps)]
+    widths = [max(len(heads[i]), *(len(r[i]) for r in rows)) if rows else len(heads[i])
+              for i in range(len(heads))]
+    fmt = lambda r: " ".join(x.rjust(w) for x, w in zip(r, widths))
+    print(fmt(heads), file=file)
+    for r in rows:
+        print(fmt(r), file=file)

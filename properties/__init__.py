@@ -1,0 +1,14 @@
+"""Formal properties of the gradient compressor, grouped by contract:
+
+* :mod:`.assumptions` -- assumptions on the inputs;
+* :mod:`.outputs` -- assertions on the outputs (stream rules, conservation, idle, termination);
+* :mod:`.invariants` -- internal invariants (valid_count, overflow, unique tags, L2, pipeline);
+* :mod:`.covers` -- reachability;
+
+bound to the design by :class:`.harness.FormalHarness`.
+"""
+
+from .base import GROUPS, PropertySet
+from .harness import CONFIGS, FormalHarness, flush_bound
+
+__all__ = ["FormalHarness", "CONFIGS", "flush_bound", "GROUPS", "PropertySet"]

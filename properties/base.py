@@ -1,0 +1,117 @@
+"""Property bookkeeping shared by the harness and the proof runner.
+
+Every property is registered with :meth:`PropertySet.check` (or ``assume``/``cover``) under a
+*group* and a *name*. The source line of the call is recorded, so that when SymbiYosys reports
+``Assert failed ... at properties/outputs.py:123`` the runner can name the property.
+
+Focus: a proof job may *focus* on some groups. Properties of the focused groups are asserted;
+every other assertion is assumed **for the previous cycles only** (through a register), which
+is sound: if some property failed, the first one to fail (at step ``t``) is asserted in its own
+job, whose assumptions only speak of steps ``< t``, where every property held.
+"""
+
+import sys
+from dataclasses import dataclass, field
+
+from amaranth import Signal, Value
+from amaranth.hdl import Assert, Assume, Cover
+
+__all__ = ["PropertySet", "Prop", "GROUPS"]
+
+#: Property groups, by contract.
+GROUPS = {
+    # assumptions on inputs
+    "input":        "assumption: grad_in stream rule, DRAM fairness (termination jobs)",
+    # assertions on outputs
+    "stream":       "stream rules on dram_out and on the internal L1->L2 push",
+    "conservation": "no loss / no duplication for the tracked address; idle => all written",
+    "idle":         "idle only when L1, pipeline and L2 are empty; stays up under flush",
+    "termination":  "flush => idle within the bound B",
+    # internal invariants
+    "valid_count":  "valid_count == number of valid L1 entries <= sets*ways",
+    "overflow":     "no sum/count/pointer overflow, count < max_updates",
+    "unique_tag":   "at most one way of a set holds a given tag",
+    "l2":           "L2 level/pointer/full/empty/burst invariants",
+    "pipeline":     "L1 pipeline, forwarding and scan invariants (strengthening)",
+    "cover":        "reachability of interesting situations",
+}
+
+
+@dataclass
+class Prop:
+    kind: str          # "assert", "assume", "cover"
+    group: str
+    name: str
+    test: Value
+    src: tuple = field(default=("?", 0))
+
+
+class PropertySet:
+    def __init__(self):
+        self.props = []
+
+    def _add(self, kind, group, name, test):
+        assert group in GROUPS, group
+        frame = sys._getframe(2)
+        prop = Prop(kind, group, name, Value.cast(test), (frame.f_code.co_filename, frame.f_lineno))
+        self.props.append(prop)
+        return prop
+
+    def check(self, group, name, test):
+        """An assertion (or, outside the focus, an assumption on past cycles)."""
+        return self._add("assert", group, name, test)
+
+    def assume(self, group, name, test):
+        return self._add("assume", group, name, test)
+
+    def cover(self, name, test):
+        return self._add("cover", "cover", name, test)
+
+    def emit(self, m, *, focus=None, covers=True, guard=None, assume_others=True):
+        """Add the statements to module ``m``.
+
+        ``focus``: set of groups asserted (``None``: all). ``guard``: a signal that, when high,
+        disables every assertion (e.g. the reset cycle).
+        """
+        past = []
+        for prop in self.props:
+            if prop.kind == "assume":
+                stmt = Assume(prop.test)
+            elif prop.kind == "cover":
+                if not covers:
+                    continue
+                stmt = Cover(prop.test)
+            elif focus is None or prop.group in focus:
+                stmt = Assert(prop.test if guard is None else (guard | prop.test))
+            else:
+                if assume_others:
+                    past.append(prop.test if guard is None else (guard | prop.test))
+                continue
+            stmt.src_loc = self.src_loc(prop)
+            m.d.comb += stmt
+        if past:
+            others_ok = Signal(init=1, name="others_held_last_cycle")
+            m.d.sync += others_ok.eq(Value.cast(1).all() if not past else
+                                     _all(past))
+            stmt = Assume(others_ok)
+            m.d.comb += stmt
+
+    @staticmethod
+    def src_loc(prop):
+        # "properties/outputs.py@conservation/name:LINE": SymbiYosys prints the property's
+        # group and name with every failure.
+        return (f"{prop.src[0]}@{prop.group}/{prop.name}", prop.src[1])
+
+    def by_src(self):
+        """``{(basename, line): "group/name"}`` for naming failures reported by SymbiYosys."""
+        import os
+        out = {}
+        for prop in self.props:
+            key = (os.path.basename(prop.src[0]), prop.src[1])
+            out.setdefault(key, f"{prop.group}/{prop.name}")
+        return out
+
+
+def _all(tests):
+    from amaranth import Cat
+    return Cat(*[t.bool() for t in tests]).all()

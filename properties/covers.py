@@ -1,0 +1,26 @@
+"""Covers: situations the proofs must be able to reach (else they may pass vacuously)."""
+
+from amaranth import *
+
+__all__ = ["add"]
+
+
+def add(h, m, P):
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    for strobe in ("direct_write", "accum_write", "max_updates_write", "evict_write",
+                   "flush_write"):
+        if strobe == "evict_write" and d.max_updates == 1:
+            continue
+        if strobe in ("accum_write", "flush_write") and d.max_updates == 1:
+            continue   # with max_updates == 1 no entry is ever held
+        P.cover(f"cause_{strobe}", getattr(d, strobe))
+    P.cover("l2_full_with_dram_stalled",
+            (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
+    if d.max_updates > 1:
+        full_at_flush = Signal(name="flush_with_every_way_valid")
+        with m.If(~d.flush):
+            m.d.sync += full_at_flush.eq(0)
+        with m.Elif(l1.valid_count == d.sets * d.ways):
+            m.d.sync += full_at_flush.eq(1)
+        P.cover("flush_completes_with_every_way_valid", full_at_flush & d.flush & d.idle)
+        P.cover("hit_on_entry_written_the_cycle_before", l1.hit & l1.fwd_valid)

@@ -1,0 +1,114 @@
+"""Internal invariants: the ones the design's docstrings state, plus the strengthening ones
+k-induction needs (a proof by induction only goes through if the asserted facts are
+inductive: each one, holding for k cycles, implies itself in the next).
+
+* ``valid_count``: ``valid_count`` equals the number of valid entries in L1's storage (all
+  sets read by comb ports), ``<= sets * ways``; 0 while INIT.
+* ``overflow``: a valid entry has ``|sum| < 2**grad_width - 1`` and ``1 <= count <=
+  max_updates - 1`` (so ``sum + grad`` and ``count + 1`` never wrap); L2 pointers below
+  ``depth``, counts bounded.
+* ``unique_tag``: no two valid ways of a set hold the same tag.
+* ``l2``: ``level == count + out_valid <= depth``, ``w_ptr == (r_ptr + count) % depth``,
+  full / empty right, burst rule (starts at ``burst_size`` or on flush, lasts until empty,
+  data is only loaded during a burst).
+* ``pipeline``: s1 only in RUN and classified right; the row L1 works on (``l1.row``) is the
+  one in storage (forwarding right), or during a scan the one in storage minus the ways
+  already written out; sets already initialised / scanned hold no valid entry; DONE and INIT
+  hold nothing.
+"""
+
+from amaranth import *
+
+from design import L1State
+
+__all__ = ["add"]
+
+
+def _row_checks(h, P, row, where, active):
+    """Per-row invariants (overflow, unique tags) on ``row``, checked when ``active``."""
+    gw, mu = h.gw, h.dut.max_updates
+    for i, way in enumerate(row.ways):
+        P.check("overflow", f"{where}_sum_below_2**grad_width-1",
+                ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))
+        P.check("overflow", f"{where}_count_in_1..max_updates-1",
+                ~active | ~way.valid | ((way.count >= 1) & (way.count <= mu - 1)))
+        for j in range(i + 1, len(row.ways)):
+            other = row.ways[j]
+            P.check("unique_tag", f"{where}_at_most_one_way_per_tag",
+                    ~active | ~(way.valid & other.valid & (way.tag == other.tag)))
+
+
+def add(h, m, P):
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    S, W, D = d.sets, d.ways, d.fifo_depth
+    state = l1.state
+    run, scan, done, init = (state == L1State.RUN), (state == L1State.SCAN), \
+        (state == L1State.DONE), h.init
+
+    # -- valid_count ------------------------------------------------------------------------
+    P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
+    P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
+    if h.l1_ports:
+        P.check("valid_count", "valid_count_eq_valid_entries_in_storage",
+                init | (l1.valid_count == h.l1_total))
+
+    # -- overflow, unique tags ----------------------------------------------------------------
+    _row_checks(h, P, h.l1_track_port.data, "tracked_set", ~init)
+    P.check("unique_tag", "tracked_address_in_at_most_one_way", init | (h.l1_n <= 1))
+    for i, port in enumerate(h.l1_ports):
+        _row_checks(h, P, port.data, "every_set", ~init)
+    P.check("overflow", "l2_w_ptr_below_depth", wb.w_ptr < D)
+    P.check("overflow", "l2_r_ptr_below_depth", wb.r_ptr < D)
+    P.check("overflow", "l2_count_at_most_depth", wb.count <= D)
+    P.check("overflow", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
+
+    # -- L2 ---------------------------------------------------------------------------------
+    P.check("l2", "level_eq_count_plus_out_valid", wb.level == wb.count + wb.out_valid)
+    P.check("l2", "level_at_most_depth", wb.level <= D)
+    ptr_sum = Signal(range(2 * D + 1), name="l2_r_ptr_plus_count")
+    m.d.comb += ptr_sum.eq(wb.r_ptr + wb.count)
+    P.check("l2", "w_ptr_eq_r_ptr_plus_count_mod_depth",
+            wb.w_ptr == Mux(ptr_sum >= D, ptr_sum - D, ptr_sum))
+    P.check("l2", "full_iff_level_eq_depth", wb.push.ready == (wb.level != D))
+    P.check("l2", "empty_means_no_output", (wb.level != 0) | ~d.dram_out.valid)
+    P.check("l2", "l2_level_port_is_level", d.l2_level == wb.level)
+    P.check("l2", "bursting_implies_not_empty", ~wb.bursting | (wb.level != 0))
+    P.check("l2", "level_at_burst_size_implies_bursting",
+            (wb.level < d.burst_size) | wb.bursting)
+    last_bursting = Signal(name="l2_bursting_last_cycle")
+    last_flush = Signal(name="flush_last_cycle")
+    last_out_valid = Signal(name="l2_out_valid_last_cycle")
+    last_popped = Signal(name="l2_popped_last_cycle")
+    m.d.sync += [last_bursting.eq(wb.bursting), last_flush.eq(d.flush),
+                 last_out_valid.eq(wb.out_valid), last_popped.eq(h.pop)]
+    P.check("l2", "burst_lasts_until_empty", ~last_bursting | (wb.level == 0) | wb.bursting)
+    P.check("l2", "burst_starts_at_burst_size_or_flush",
+            last_bursting | ~wb.bursting | (wb.level >= d.burst_size) | last_flush)
+    P.check("l2", "writes_loaded_only_during_burst",
+            ~wb.out_valid | (last_out_valid & ~last_popped) | last_bursting)
+
+    # -- pipeline / scan --------------------------------------------------------------------
+    s1 = l1.s1
+    P.check("pipeline", "s1_only_in_run", ~l1.s1_valid | run)
+    P.check("pipeline", "s1_classified_right",
+            ~l1.s1_valid | (s1.direct == (abs(s1.grad) >= s1.threshold)))
+    cur = h.l1_s1_port.data
+    P.check("pipeline", "s1_row_is_row_in_storage",
+            ~(run & l1.s1_valid) | (l1.row.as_value() == cur.as_value()))
+    for i in range(W):
+        done_i = l1.scan_done[i]
+        P.check("pipeline", "scan_written_ways_are_free_in_storage",
+                ~scan | ~done_i | ~cur.ways[i].valid)
+        P.check("pipeline", "scan_other_ways_are_row_in_storage",
+                ~scan | done_i | (cur.ways[i].as_value() == l1.row.ways[i].as_value()))
+    P.check("pipeline", "scan_victim_is_row_in_storage",
+            ~scan | (cur.victim == l1.row.victim))
+    P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
+    P.check("pipeline", "init_holds_nothing",
+            ~init | ((wb.level == 0) & ~l1.push.valid & (h.balance == 0)))
+    P.check("pipeline", "init_tracked_set_cleared_if_passed",
+            ~init | (h.track_set >= l1.scan_set) | (h.l1_n == 0))
+    for i, port in enumerate(h.l1_ports):
+        no_valid = ~Cat(*[w.valid for w in port.data.ways]).any()
+        P.check("pipeline", "init_or_scan_passed_sets_empty",
+                ~(init | scan) | (l1.scan_set <= i) | no_valid)
