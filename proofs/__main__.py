@@ -55,7 +55,8 @@ def main(argv=None):
     if args.cmd in ("prove", "bmc"):
         jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
         if args.cmd == "prove":   # the slowest first, so that two cores stay busy
-            slow = ("small-conservation", "default-control-bmc")
+            slow = ("mid-conservation-bmc", "small-conservation", "default-control-bmc",
+                    "mid-conservation-except-l2-sum")
             jobs = sorted(jobs, key=lambda j: j.name not in slow)
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]

@@ -15,6 +15,10 @@ TERMINATION = [("small", 2), ("dm", 2), ("assoc", 3), ("mid", 2)]
 BMC_DEPTH = 10
 DEFAULT_DEPTH = 37
 DEFAULT_CONS_DEPTH = 36
+MID_CONS_DEPTH = 12
+
+#: The one property not proven by induction on mid (see _prove_jobs).
+MID_UNPROVEN = "conservation/l2_shadow_sum_matches_storage"
 
 SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
           "pipeline"]
@@ -26,7 +30,7 @@ class Job:
     config: str
     mode: str                 # "prove" (k-induction), "bmc" or "cover"
     depth: int
-    focus: list = None        # property groups asserted (None: all)
+    focus: list = None        # groups / "group/name" asserted, "-group/name" not (None: all)
     fairness: int = None      # K (termination jobs)
     full_l1: bool = True
     full_l2: bool = True
@@ -43,7 +47,9 @@ class Job:
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
             groups.append("termination")
-        return "+".join(groups)
+        but = [g[1:].partition("/")[2] for g in groups if g.startswith("-")]
+        text = "+".join(g for g in groups if not g.startswith("-"))
+        return text + (f" except {','.join(but)}" if but else "")
 
     def to_dict(self):
         return asdict(self)
@@ -61,7 +67,13 @@ def _prove_jobs():
     for config in ("small", "dm", "assoc", "mid"):
         for g in GROUPS:
             if config == "mid" and g == ["conservation"]:
-                continue   # k-induction of conservation on mid: > 10 min (timed out)
+                # Every conservation property but the L2 shadow sum (which the others assume
+                # for the past cycles): its induction step on mid (8 L2 entries) ran out of
+                # minutes with yices and z3, at depth 1 too; the rest takes ~30-40 s. The sum
+                # is checked by mid-conservation-bmc (docs/proofs.md).
+                jobs.append(Job("mid-conservation-except-l2-sum", config, "prove", 3,
+                                focus=g + [f"-{MID_UNPROVEN}"], timeout=600))
+                continue
             jobs.append(Job(f"{config}-{'-'.join(g)}", config, "prove", 3, focus=g,
                             timeout=600))
     # Flush termination: k-induction deeper than the bound (the whole flush is in the window).
@@ -75,6 +87,10 @@ def _prove_jobs():
                            "pipeline"], reset="initial", timeout=900))
     jobs.append(Job("default-conservation-bmc", "default", "bmc", DEFAULT_CONS_DEPTH,
                     focus=["conservation"], reset="initial", timeout=900))
+    # mid's L2 shadow sum (not proven by induction there): bounded from reset, INIT (4 cycles)
+    # and 7 cycles of traffic (step 11 alone took ~60 s; deeper soon costs minutes a cycle).
+    jobs.append(Job("mid-conservation-bmc", "mid", "bmc", MID_CONS_DEPTH,
+                    focus=["conservation"], reset="initial", timeout=600))
     return jobs
 
 

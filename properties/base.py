@@ -70,9 +70,18 @@ class PropertySet:
     def emit(self, m, *, focus=None, covers=True, guard=None, assume_others=True):
         """Add the statements to module ``m``.
 
-        ``focus``: set of groups asserted (``None``: all). ``guard``: a signal that, when high,
-        disables every assertion (e.g. the reset cycle).
+        ``focus``: set of groups (``"conservation"``) or single properties
+        (``"conservation/l2_shadow_sum_matches_storage"``) asserted (``None``: all); an entry
+        ``"-group/name"`` takes that property out of the focus again (it is then assumed for
+        the past cycles, like every property outside the focus). ``guard``: a signal that,
+        when high, disables every assertion (e.g. the reset cycle).
         """
+        excluded = set()
+        if focus is not None:
+            known = set(GROUPS) | {f"{p.group}/{p.name}" for p in self.props}
+            excluded = {f[1:] for f in focus if f.startswith("-")}
+            unknown = [f for f in focus if f.lstrip("-") not in known]
+            assert not unknown, f"focus names no property: {unknown}"
         past = []
         for prop in self.props:
             if prop.kind == "assume":
@@ -81,7 +90,8 @@ class PropertySet:
                 if not covers:
                     continue
                 stmt = Cover(prop.test)
-            elif focus is None or prop.group in focus:
+            elif focus is None or ((prop.group in focus or f"{prop.group}/{prop.name}" in focus)
+                                   and f"{prop.group}/{prop.name}" not in excluded):
                 stmt = Assert(prop.test if guard is None else (guard | prop.test))
             else:
                 if assume_others:

@@ -67,7 +67,8 @@ class FormalHarness(Elaboratable):
     config : dict
         GradientCompressor keyword arguments.
     focus : set of str or None
-        Property groups asserted (others assumed for the past cycles); ``None``: all.
+        Property groups (or single ``"group/name"`` properties) asserted, ``"-group/name"``
+        excepted (others assumed for the past cycles); ``None``: all.
     fairness : int or None
         K: assume DRAM ``ready`` at least once in every K cycles, and assert flush termination
         within :func:`flush_bound`. ``None``: DRAM ready is free; no termination property.
