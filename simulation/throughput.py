@@ -43,11 +43,11 @@ def measure(ops, dram_ready):
 def main():
     print(__doc__.strip().splitlines()[0])
     print("configuration: GradientCompressor() defaults (32 sets x 4 ways, L2 32, burst 16)\n")
-    print(f"{'stream':<32} {'gradients':>9}   {'DRAM always ready':>21}   {'DRAM ready 1/2':>21}")
-    print(f"{'':<32} {'':>9}   {'accept':>10} {'end-to-end':>10}   {'accept':>10} {'end-to-end':>10}")
+    print(f"{'stream':<36} {'gradients':>9}   {'DRAM always ready':>21}   {'DRAM ready 1/2':>21}")
+    print(f"{'':<36} {'':>9}   {'accept':>10} {'end-to-end':>10}   {'accept':>10} {'end-to-end':>10}")
     for name, ops in streams().items():
         row = [f"{x:10.2f}" for ready in (always, every_other) for x in measure(ops, ready)]
-        print(f"{name:<32} {len(ops):>9}   {row[0]} {row[1]}   {row[2]} {row[3]}")
+        print(f"{name:<36} {len(ops):>9}   {row[0]} {row[1]}   {row[2]} {row[3]}")
     return 0
 
 
