@@ -74,8 +74,8 @@ class GradientCompressor(wiring.Component):
             check_power_of_two("ways", ways)
             check_int("grad_width", grad_width, minimum=2)
             check_int("max_updates", max_updates, minimum=1)
-            if isinstance(addr_width, int) and not isinstance(addr_width, bool) \
-                    and addr_width <= log2(sets):
+            check_int("addr_width", addr_width, minimum=1)
+            if addr_width <= log2(sets):
                 raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
                                  f"so that a tag remains above the set index, not {addr_width}")
             check_int("fifo_depth", fifo_depth, minimum=1)
