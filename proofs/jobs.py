@@ -1,6 +1,6 @@
 """The proof jobs: which harness, configuration, mode and depth each one runs."""
 
-from dataclasses import dataclass, field, asdict
+from dataclasses import dataclass, asdict
 
 from properties.harness import CONFIGS, flush_bound
 

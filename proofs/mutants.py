@@ -14,7 +14,6 @@ import argparse
 import os
 import shutil
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 

@@ -89,7 +89,7 @@ def _signed(v, width):
 def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
     """Drive ``steps`` into a fresh compressor, then drain it. Returns per-cycle records."""
     from amaranth import Module, ClockDomain, Elaboratable
-    from amaranth.sim import Simulator
+    from simulation.driver import run_testbench
 
     dut = dut_factory()
     gw = dut.grad_width
@@ -135,14 +135,7 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
             if rec["drain"] and rec["idle"] and k >= len(plan) + 2:
                 break
 
-    sim = Simulator(top)
-    sim.add_clock(1e-6)
-    sim.add_testbench(bench)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
-        sim.run()
+    run_testbench(top, bench, vcd=vcd)
     return dut, records
 
 

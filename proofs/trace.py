@@ -1,6 +1,5 @@
 """Read SymbiYosys/smtbmc VCD traces and print them as cycle-by-cycle tables."""
 
-import re
 
 __all__ = ["read_vcd", "Trace", "print_table", "COLUMNS"]
 

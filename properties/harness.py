@@ -12,7 +12,6 @@ high, and the "previous cycle" registers of the stream rules are cleared by rese
 from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
-from amaranth.lib import data
 
 from design import GradientCompressor, L1State
 from design.layouts import value_width

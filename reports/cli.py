@@ -216,7 +216,7 @@ def _fmt(value, kind="int"):
 def render_markdown(report):
     """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
     cfg = report["configuration"]
-    lines = [f"# Gradient compressor bandwidth report", "",
+    lines = ["# Gradient compressor bandwidth report", "",
              f"Command: `{report['command']}`  ",
              f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
              f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "

@@ -16,8 +16,8 @@ from amaranth.sim import Simulator
 
 from model import CAUSES
 
-__all__ = ["SimResult", "simulate", "always", "every_other", "random_ready", "periodic_ready",
-           "SplitMix64"]
+__all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
+           "periodic_ready", "SplitMix64"]
 
 
 def always(cycle):
@@ -236,6 +236,13 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 raise ValueError(f"unknown operation {op!r}")
         result.cycles = cycle
 
+    run_testbench(dut, testbench, vcd=vcd)
+    return result
+
+
+def run_testbench(dut, testbench, *, vcd=None):
+    """Simulate ``dut`` with a clock and ``testbench`` until the testbench returns, writing a
+    waveform to ``vcd`` if given."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
@@ -244,4 +251,3 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
             sim.run()
     else:
         sim.run()
-    return result

@@ -4,7 +4,6 @@ simulator (failing on the mutant, passing on the real design)."""
 
 import os
 import shutil
-import tempfile
 
 import pytest
 from amaranth.back import rtlil

@@ -1,8 +1,7 @@
 import re
 import subprocess
 
-from design import GradientCompressor
-from design.verilog import convert, main, yosys_command, INPUTS, EVENTS, PORTS
+from design.verilog import main, yosys_command, INPUTS, EVENTS, PORTS
 
 
 def test_verilog_has_flat_ports_and_reads_back(tmp_path):
