@@ -106,6 +106,10 @@ class L1Accumulator(wiring.Component):
             "victim": range(ways),
         })
         self.storage = Memory(shape=self.row_layout, depth=sets, init=[])
+        # The ports are made here rather than in elaborate() so that the formal harness can
+        # name the write port (the valid_count proof follows the row it writes).
+        self.storage_read  = self.storage.read_port()
+        self.storage_write = self.storage.write_port()
 
         super().__init__({
             "grad_in":     In(stream.Signature(classified_layout(addr_width, grad_width))),
@@ -139,8 +143,7 @@ class L1Accumulator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.storage = self.storage
-        read  = self.storage.read_port()
-        write = self.storage.write_port()
+        read, write = self.storage_read, self.storage_write
         # A read port is enabled by default; here it reads only when told to, so that its data
         # holds the row of the gradient waiting in s1 (or of the set being scanned).
         m.d.comb += read.en.eq(0)

@@ -31,9 +31,13 @@ def sby_text(job):
     if mode == "cover":
         lines.append("append 0")
     lines += ["", "[engines]", f"smtbmc {solver()}", "", "[script]", "read_rtlil design.il",
+              # Power-up: the memories start with arbitrary contents (no initial values), in
+              # the bounded checks and in the induction's base case alike.
+              "delete t:$meminit_v2",
               "prep -top top", "flatten"]
-    # Memories as flip-flops: easier for the solver than SMT arrays (and shown in traces).
-    lines += ["memory_map", "opt -fast"]
+    if job.get("memories", "arrays") == "flops":
+        # Memories as flip-flops: quicker for the solver on the smallest configurations.
+        lines += ["memory_map", "opt -fast"]
     lines += ["", "[files]", "design.il", ""]
     return "\n".join(lines)
 
@@ -41,8 +45,8 @@ def sby_text(job):
 def generate(job, outdir):
     os.makedirs(outdir, exist_ok=True)
     harness = FormalHarness(CONFIGS[job["config"]], focus=job["focus"],
-                            fairness=job["fairness"], full_l1=job["full_l1"],
-                            full_l2=job["full_l2"], reset=job["reset"], covers=job["covers"],
+                            fairness=job["fairness"], whole_storage=job["whole_storage"],
+                            reset=job["reset"], covers=job["covers"],
                             assume_others=job.get("assume_others", True))
     text = rtlil.convert(harness, ports=[])
     with open(os.path.join(outdir, "design.il"), "w") as f:

@@ -7,21 +7,19 @@ from properties.harness import CONFIGS, flush_bound
 __all__ = ["Job", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name"]
 
 #: Property groups proven together (one k-induction job each, per configuration).
-GROUPS = [["stream", "l2"], ["conservation"], ["idle", "valid_count"],
-          ["overflow", "unique_tag", "pipeline"]]
-#: (configuration, K) of the flush termination proofs.
-TERMINATION = [("small", 2), ("dm", 2), ("assoc", 3), ("mid", 2)]
-#: BMC depths: small configurations (make bmc), default configuration (make prove).
+GROUPS = [["stream", "l2", "fifo"], ["conservation"], ["idle", "valid_count", "counters"],
+          ["overflow", "unique_tag", "pipeline"], ["policy"]]
+#: Liveness groups (with DRAM fairness K).
+LIVENESS = [["progress"], ["termination"]]
+#: Configurations proven by k-induction, and their DRAM fairness K.
+PROVEN = {"small": 2, "dm": 2, "assoc": 3, "mid": 2, "default": 2, "large": 2}
+#: Configurations small enough to read all of their storage (global facts proven directly).
+WHOLE_STORAGE = ("small", "dm", "assoc")
+#: Bounded checks from reset (make bmc): depth, per configuration.
 BMC_DEPTH = 10
-DEFAULT_DEPTH = 37
-DEFAULT_CONS_DEPTH = 36
-MID_CONS_DEPTH = 12
-
-#: The one property not proven by induction on mid (see _prove_jobs).
-MID_UNPROVEN = "conservation/l2_shadow_sum_matches_storage"
 
 SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
-          "pipeline"]
+          "pipeline", "fifo", "policy", "counters"]
 
 
 @dataclass
@@ -31,9 +29,9 @@ class Job:
     mode: str                 # "prove" (k-induction), "bmc" or "cover"
     depth: int
     focus: list = None        # groups / "group/name" asserted, "-group/name" not (None: all)
-    fairness: int = None      # K (termination jobs)
-    full_l1: bool = True
-    full_l2: bool = True
+    fairness: int = None      # K (liveness jobs)
+    whole_storage: bool = False
+    memories: str = "arrays"  # "arrays" (SMT arrays) or "flops" (memory_map)
     reset: str = "any"
     covers: bool = False
     timeout: int = 1200
@@ -46,13 +44,20 @@ class Job:
             return "covers"
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
-            groups.append("termination")
+            groups += ["progress", "termination"]
         but = [g[1:].partition("/")[2] for g in groups if g.startswith("-")]
         text = "+".join(g for g in groups if not g.startswith("-"))
         return text + (f" except {','.join(but)}" if but else "")
 
     def to_dict(self):
         return asdict(self)
+
+
+def liveness_depth(config, K):
+    """Induction depth of the liveness jobs: longer than any wait but INIT's (which an
+    invariant carries), i.e. than finishing a set's scan after ``flush`` drops, each way
+    waiting up to ``K + 1`` cycles for L2."""
+    return config["ways"] * (K + 1) + 4
 
 
 def _bound(config, K):
@@ -62,54 +67,32 @@ def _bound(config, K):
 
 def _prove_jobs():
     jobs = []
-    # Safety properties, by group, on the small configurations: k-induction. Each job asserts
-    # its groups and assumes the others for the past cycles only (sound: see properties.base).
-    for config in ("small", "dm", "assoc", "mid"):
+    for config, K in PROVEN.items():
+        whole = config in WHOLE_STORAGE
         for g in GROUPS:
-            if config == "mid" and g == ["conservation"]:
-                # Every conservation property but the L2 shadow sum (which the others assume
-                # for the past cycles): its induction step on mid (8 L2 entries) ran out of
-                # minutes with yices and z3, at depth 1 too; the rest takes ~30-40 s. The sum
-                # is checked by mid-conservation-bmc (docs/proofs.md).
-                jobs.append(Job("mid-conservation-except-l2-sum", config, "prove", 3,
-                                focus=g + [f"-{MID_UNPROVEN}"], timeout=600))
-                continue
             jobs.append(Job(f"{config}-{'-'.join(g)}", config, "prove", 3, focus=g,
-                            timeout=600))
-    # Flush termination: k-induction deeper than the bound (the whole flush is in the window).
-    for config, K in TERMINATION:
-        B = _bound(config, K)
-        jobs.append(Job(f"{config}-termination-K{K}", config, "prove", B + 2,
-                        focus=["termination"], fairness=K))
-    # Default configuration: bounded from reset (INIT takes 32 cycles).
-    jobs.append(Job("default-control-bmc", "default", "bmc", DEFAULT_DEPTH,
-                    focus=["stream", "idle", "valid_count", "overflow", "unique_tag", "l2",
-                           "pipeline"], reset="initial", timeout=900))
-    jobs.append(Job("default-conservation-bmc", "default", "bmc", DEFAULT_CONS_DEPTH,
-                    focus=["conservation"], reset="initial", timeout=900))
-    # mid's L2 shadow sum (not proven by induction there): bounded from reset, INIT (4 cycles)
-    # and 7 cycles of traffic (step 11 alone took ~60 s; deeper soon costs minutes a cycle).
-    jobs.append(Job("mid-conservation-bmc", "mid", "bmc", MID_CONS_DEPTH,
-                    focus=["conservation"], reset="initial", timeout=600))
+                            whole_storage=whole, timeout=900))
+        for g in LIVENESS:
+            jobs.append(Job(f"{config}-{g[0]}-K{K}", config, "prove",
+                            liveness_depth(CONFIGS[config], K), focus=g,
+                            fairness=K, whole_storage=whole, timeout=900))
     return jobs
 
 
 def _bmc_jobs():
     jobs = []
     for config in ("small", "dm", "assoc"):
-        jobs.append(Job(f"{config}-safety-bmc", config, "bmc", BMC_DEPTH, reset="initial",
+        K = PROVEN[config]
+        jobs.append(Job(f"{config}-safety-bmc", config, "bmc", BMC_DEPTH,
+                        whole_storage=True, timeout=600))
+        jobs.append(Job(f"{config}-liveness-K{K}-bmc", config, "bmc", BMC_DEPTH + 4,
+                        focus=["progress", "termination"], fairness=K, whole_storage=True,
                         timeout=600))
-    for config, K in TERMINATION:
-        B = _bound(config, K)
-        # From reset: INIT (sets cycles), a few cycles of traffic, then B + 1 cycles of flush.
-        jobs.append(Job(f"{config}-termination-K{K}-bmc", config, "bmc",
-                        B + CONFIGS[config]["sets"] + 8,
-                        focus=["termination"], fairness=K, reset="initial", timeout=600))
     return jobs
 
 
 def _cover_jobs():
-    return [Job(f"{config}-cover", config, "cover", 24, covers=True)
+    return [Job(f"{config}-cover", config, "cover", 24, fairness=PROVEN[config], covers=True)
             for config in ("small", "dm", "assoc")]
 
 

@@ -1,13 +1,16 @@
 """Mutation check: planted bugs in copies of the RTL; each must make some property fail.
 
-    python -m proofs.mutants [-j 2] [-k NAME]
+    python -m proofs.mutants [-j 2] [-k NAME] [--config small|default|all]
 
 Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory (the
 patch fails loudly if its target text is not found exactly once, so the check cannot rot
 silently when the RTL changes). The copy shadows ``design`` on ``PYTHONPATH`` while the
-harness is generated. Every mutant is checked by bounded model checking from reset on the
-``small`` configuration: first every safety property, then (if those pass) flush
-termination under DRAM fairness. The check fails if some mutant survives both.
+harness is generated. Mutants come in classes (policy, progress, counters, power-up, widths,
+l2, forwarding), several per class. Every mutant is checked by bounded model checking from
+reset, on the ``small`` and on the ``default`` configuration: first every safety property,
+then progress and termination under DRAM fairness. It counts as caught only by a failed
+bounded check with a counterexample trace from reset (an induction CTI does not count). The
+check fails if some mutant survives on some configuration.
 """
 
 import argparse
@@ -17,69 +20,188 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from properties.harness import CONFIGS, flush_bound
 from .jobs import Job
 from .run import ROOT, WORK, run_job
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
-#: name -> (description, file, old text, new text)
+#: name -> (class, description, file, old text, new text). The classes are the kinds of bug
+#: the proofs must catch; every class has several mutants.
 MUTANTS = {
-    "ready_ignores_l2_full": (
-        "grad_in.ready ignores backpressure (input taken while s1 waits for a full L2)",
+    # -- policy: bugs that never change a per-address sum -----------------------------------
+    "victim_never_moves": (
+        "policy", "the round-robin victim pointer never moves",
         "l1.py",
-        "self.grad_in.ready.eq(~self.flush & (~self.s1_valid | s1_done))",
-        "self.grad_in.ready.eq(~self.flush)"),
-    "no_forwarding": (
-        "read-after-write forward removed (row read from storage only)",
+        "m.d.comb += new_row.victim.eq(row.victim + 1)",
+        "m.d.comb += new_row.victim.eq(row.victim)"),
+    "victim_moves_on_free_way_miss": (
+        "policy", "the victim pointer also moves on a miss that takes a free way",
         "l1.py",
-        "m.d.comb += row.eq(Mux(self.fwd_valid, self.fwd_row, read.data))",
-        "m.d.comb += row.eq(read.data)"),
-    "scan_counter_too_narrow": (
-        "flush/INIT scan counter one bit too narrow (never reaches the last set)",
+        "m.d.comb += [s1_write.eq(1), count_inc.eq(s1_done)]",
+        "m.d.comb += [s1_write.eq(1), count_inc.eq(s1_done), "
+        "new_row.victim.eq(row.victim + 1)]"),
+    "highest_free_way": (
+        "policy", "a miss takes the highest free way instead of the lowest",
         "l1.py",
-        "self.scan_set  = Signal(range(sets))",
-        "self.scan_set  = Signal(range(max(1, sets // 2)))"),
-    "valid_count_not_decremented": (
-        "valid_count never decremented",
+        'free_way   = self._lowest(m, free, "free_way")',
+        'free_way   = ~self._lowest(m, Cat(*reversed(list(free))), "free_way")'),
+    "max_updates_one_early": (
+        "policy", "an entry is written out one update before max_updates",
         "l1.py",
-        "self.valid_count.eq(self.valid_count + count_inc - count_dec)",
-        "self.valid_count.eq(self.valid_count + count_inc)"),
-    "value_truncated_to_l2": (
-        "value truncated by one bit on its way to DRAM (L1 -> L2)",
-        "compressor.py",
-        "writeback.push.p.value.eq(l1.push.p.value),",
-        "writeback.push.p.value.eq(l1.push.p.value[:-1]),"),
+        "with m.Elif(hit_count >= self.max_updates):",
+        "with m.Elif(hit_count >= self.max_updates - 1):"),
+    "direct_zero_skipped": (
+        "policy", "a direct write of value 0 is skipped",
+        "l1.py",
+        "            with m.If(s1.direct):\n                push(s1.addr, s1.grad, Cause.DIRECT)",
+        "            with m.If(s1.direct):\n                with m.If(s1.grad != 0):\n"
+        "                    push(s1.addr, s1.grad, Cause.DIRECT)"),
+    "threshold_strict": (
+        "policy", "an accumulated sum is written out only when |sum| > threshold",
+        "l1.py",
+        "with m.If(abs(hit_sum) >= s1.threshold):",
+        "with m.If(abs(hit_sum) > s1.threshold):"),
     "victim_not_replaced": (
-        "evicted victim written out but its way neither freed nor replaced",
+        "policy", "evicted victim written out but its way neither freed nor replaced",
         "l1.py",
         "                new_entry(row.victim)\n",
         "                pass\n"),
-    "idle_ignores_l2": (
-        "idle ignores the L2 buffer's level",
-        "compressor.py",
-        "self.idle.eq(l1.idle & (writeback.level == 0))",
-        "self.idle.eq(l1.idle)"),
-    "l2_push_ready_when_full": (
-        "L2 takes a push even when full",
+    # -- progress: deadlocks and stalls outside a flush --------------------------------------
+    "done_never_resumes": (
+        "progress", "after a completed flush, L1 never goes back to work",
+        "l1.py",
+        "            with m.Case(L1State.DONE):\n                with m.If(~self.flush):\n"
+        "                    m.d.sync += self.state.eq(L1State.RUN)",
+        "            with m.Case(L1State.DONE):\n                pass"),
+    "push_only_into_empty_l2": (
+        "progress", "L2 takes a write only when empty (s1 then waits forever below a burst)",
         "writeback.py",
         "self.push.ready.eq(self.level < self.depth)",
-        "self.push.ready.eq(1)"),
+        "self.push.ready.eq(self.level == 0)"),
+    "aborted_scan_runs_to_the_end": (
+        "progress", "when flush drops during a scan, L1 scans every remaining set first",
+        "l1.py",
+        "                with m.Elif(~self.flush):\n"
+        "                    m.d.sync += self.state.eq(L1State.RUN)\n",
+        ""),
+    "ready_ignores_l2_full": (
+        "progress", "grad_in.ready ignores backpressure (input taken while s1 waits for L2)",
+        "l1.py",
+        "self.grad_in.ready.eq(~self.flush & (~self.s1_valid | s1_done))",
+        "self.grad_in.ready.eq(~self.flush)"),
+    # -- strobes and counters -------------------------------------------------------------
+    "evict_strobe_on_flush_writes": (
+        "counters", "the eviction strobe fires for flush writes",
+        "compressor.py",
+        "(self.evict_write,       Cause.EVICTION)",
+        "(self.evict_write,       Cause.FLUSH)"),
+    "accepted_count_counts_valid": (
+        "counters", "accepted_count counts offered gradients, not accepted ones",
+        "compressor.py",
+        "self.accepted_count + (self.grad_in.valid & self.grad_in.ready)",
+        "self.accepted_count + self.grad_in.valid"),
+    "hit_strobe_while_stalled": (
+        "counters", "l1_hit is high on every cycle of a stalled hit, not once",
+        "l1.py",
+        "m.d.comb += [self.hit.eq(s1_done), s1_write.eq(1)]",
+        "m.d.comb += [self.hit.eq(1), s1_write.eq(1)]"),
+    "valid_count_not_decremented": (
+        "counters", "valid_count never decremented",
+        "l1.py",
+        "self.valid_count.eq(self.valid_count + count_inc - count_dec)",
+        "self.valid_count.eq(self.valid_count + count_inc)"),
+    # -- power-up and reset ---------------------------------------------------------------
+    "init_does_not_clear": (
+        "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
+        "l1.py",
+        "                    write.en.eq(1),\n                    write.addr.eq(self.scan_set),\n"
+        "                    new_row.eq(0),",
+        "                    write.en.eq(0),\n                    write.addr.eq(self.scan_set),\n"
+        "                    new_row.eq(0),"),
+    "init_skips_last_set": (
+        "power-up", "INIT ends one set early (the last set keeps its power-up contents)",
+        "l1.py",
+        "                with m.If(self.scan_set == self.sets - 1):",
+        "                with m.If(self.scan_set == max(self.sets - 2, 0)):"),
+    "scan_counter_too_narrow": (
+        "power-up", "flush/INIT scan counter one bit too narrow (never reaches the last set)",
+        "l1.py",
+        "self.scan_set  = Signal(range(sets))",
+        "self.scan_set  = Signal(range(max(1, sets // 2)))"),
+    # -- widths ---------------------------------------------------------------------------
+    "value_truncated_to_l2": (
+        "widths", "value truncated by one bit on its way to DRAM (L1 -> L2)",
+        "compressor.py",
+        "writeback.push.p.value.eq(l1.push.p.value),",
+        "writeback.push.p.value.eq(l1.push.p.value[:-1]),"),
+    "sum_two_bits_short": (
+        "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
+        "l1.py",
+        '"sum":   signed(value_width(grad_width)),',
+        '"sum":   signed(value_width(grad_width) - 2),'),
+    "threshold_compared_narrow": (
+        "widths", "|sum| is compared with the threshold on grad_width bits (wraps)",
+        "l1.py",
+        "with m.If(abs(hit_sum) >= s1.threshold):",
+        "with m.If(abs(hit_sum)[:self.grad_width] >= s1.threshold):"),
+    # -- L2 pointers and burst rule -------------------------------------------------------
+    "w_ptr_skips_a_slot": (
+        "l2", "L2's write pointer skips a slot",
+        "writeback.py",
+        "m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))",
+        "m.d.sync += self.w_ptr.eq(self._next_ptr(self._next_ptr(self.w_ptr)))"),
+    "r_ptr_not_advanced": (
+        "l2", "L2's read pointer does not move on a load (a write goes out twice)",
+        "writeback.py",
+        "m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))",
+        "pass"),
+    "burst_ends_below_burst_size": (
+        "l2", "a burst ends when fewer than burst_size writes are left, not when empty",
+        "writeback.py",
+        "self.bursting.eq((level_next != 0) &",
+        "self.bursting.eq((level_next >= self.burst_size) &"),
     "no_drain_on_flush": (
-        "flush does not start an L2 burst (writes below burst_size stay forever)",
+        "l2", "flush does not start an L2 burst (writes below burst_size stay forever)",
         "writeback.py",
         "(self.bursting | (level_next >= self.burst_size) | self.flush)",
         "(self.bursting | (level_next >= self.burst_size))"),
+    "l2_push_ready_when_full": (
+        "l2", "L2 takes a push even when full",
+        "writeback.py",
+        "self.push.ready.eq(self.level < self.depth)",
+        "self.push.ready.eq(1)"),
+    "idle_ignores_l2": (
+        "l2", "idle ignores the L2 buffer's level",
+        "compressor.py",
+        "self.idle.eq(l1.idle & (writeback.level == 0))",
+        "self.idle.eq(l1.idle)"),
+    # -- forwarding -----------------------------------------------------------------------
+    "no_forwarding": (
+        "forwarding", "read-after-write forward removed (row read from storage only)",
+        "l1.py",
+        "m.d.comb += row.eq(Mux(self.fwd_valid, self.fwd_row, read.data))",
+        "m.d.comb += row.eq(read.data)"),
+    "forward_ignores_address": (
+        "forwarding", "the forward is taken after any write, not only to the set read",
+        "l1.py",
+        "self.fwd_valid.eq(write.en & (write.addr == read.addr)),",
+        "self.fwd_valid.eq(write.en),"),
+    "forward_stale_row": (
+        "forwarding", "the forward register is loaded only when the read sees no write",
+        "l1.py",
+        "                self.fwd_row.eq(write.data),",
+        "                self.fwd_row.eq(Mux(write.en, self.fwd_row, write.data)),"),
 }
 
-CONFIG = "small"
-K = 2
-SAFETY_DEPTH = 10
+#: Configurations each mutant is checked on: (name, DRAM fairness K, safety BMC depth,
+#: liveness BMC depth). Depths: INIT (a cycle per set), then enough traffic; for liveness
+#: also the progress bound N.
+CONFIGS_CHECKED = [("small", 2, 10, 16), ("default", 2, 40, 72)]
 
 
 def apply_mutant(name, dest):
     """Copy design/ into ``dest/design`` with mutant ``name`` applied."""
-    desc, fname, old, new = MUTANTS[name]
+    _, desc, fname, old, new = MUTANTS[name]
     src = os.path.join(ROOT, "design")
     target = os.path.join(dest, "design")
     shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__"))
@@ -95,46 +217,53 @@ def apply_mutant(name, dest):
     return dest
 
 
-def jobs_for(name, design_path):
-    c = CONFIGS[CONFIG]
-    bound = flush_bound(c["sets"], c["ways"], c["fifo_depth"], K)
+def jobs_for(name, design_path, config="small"):
+    """The bounded checks from reset that must catch mutant ``name`` on ``config``: every safety
+    property, then progress and termination under DRAM fairness."""
+    _, K, depth, live_depth = next(c for c in CONFIGS_CHECKED if c[0] == config)
     return [
-        # The contract first (what a user of the compressor would see), ...
-        Job(f"mutant-{name}-contract", CONFIG, "bmc", SAFETY_DEPTH, design_path=design_path,
-            focus=["stream", "conservation", "idle"], reset="initial", timeout=900),
-        # ... then every internal invariant too, ...
-        Job(f"mutant-{name}-safety", CONFIG, "bmc", SAFETY_DEPTH, design_path=design_path,
-            reset="initial", timeout=900),
-        # ... then flush termination under DRAM fairness.
-        # Deep enough for INIT (sets cycles), a few cycles to fill L1/L2, then B + 1 cycles.
-        Job(f"mutant-{name}-termination", CONFIG, "bmc", bound + c["sets"] + 8, focus=["termination"],
-            fairness=K, design_path=design_path, reset="initial", timeout=1200),
+        Job(f"mutant-{name}-{config}-safety", config, "bmc", depth, design_path=design_path,
+            reset="initial", timeout=1800),
+        Job(f"mutant-{name}-{config}-liveness", config, "bmc", live_depth,
+            focus=["progress", "termination"], fairness=K, design_path=design_path,
+            reset="initial", timeout=1800),
     ]
 
 
-def check_mutant(name, tmp):
+def check_mutant(name, tmp, config):
+    """Run the checks of ``config`` on mutant ``name`` until one fails with a counterexample.
+    Only a failed bounded check from reset counts (never an induction CTI)."""
     dest = apply_mutant(name, os.path.join(tmp, name))
     start = time.time()
     last = None
-    for job in jobs_for(name, dest):
+    for job in jobs_for(name, dest, config):
         r = run_job(job)
         last = r
-        if r["status"] == "FAIL":
-            return {"mutant": name, "caught": True, "job": job.name, "result": r,
-                    "property": ", ".join(r["failed"]) or "?", "seconds": time.time() - start}
-        if r["status"] not in ("PASS",):
-            return {"mutant": name, "caught": False, "job": job.name, "result": r,
-                    "property": f"({r['status']})", "seconds": time.time() - start}
-    return {"mutant": name, "caught": False, "job": last["job"], "result": last,
-            "property": "-", "seconds": time.time() - start}
+        if r["status"] == "FAIL" and r["vcd"]:
+            return {"mutant": name, "config": config, "caught": True, "job": job.name,
+                    "result": r, "property": ", ".join(r["failed"]) or "?",
+                    "seconds": time.time() - start}
+        if r["status"] != "PASS":
+            return {"mutant": name, "config": config, "caught": False, "job": job.name,
+                    "result": r, "property": f"({r['status']})",
+                    "seconds": time.time() - start}
+    return {"mutant": name, "config": config, "caught": False, "job": last["job"],
+            "result": last, "property": "-", "seconds": time.time() - start}
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m proofs.mutants")
+    p = argparse.ArgumentParser(prog="python -m proofs.mutants",
+                                description="Mutation check: every planted bug must be caught.")
     p.add_argument("-j", "--jobs", type=int, default=2)
-    p.add_argument("-k", "--filter", default=None)
+    p.add_argument("-k", "--filter", default=None, help="only mutants whose name contains this")
+    configs = [c[0] for c in CONFIGS_CHECKED]
+    p.add_argument("--config", choices=configs + ["all"], default="all",
+                   help="configurations to check each mutant on (default: all)")
     args = p.parse_args(argv)
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
+    if not names:
+        p.error(f"no mutant name contains {args.filter!r}")
+    chosen = configs if args.config == "all" else [args.config]
     start = time.time()
     # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
     # counterexample on the mutant it came from.
@@ -143,30 +272,34 @@ def main(argv=None):
     # Patch every copy first, so that a rotten patch fails before any proof runs.
     for n in names:
         apply_mutant(n, os.path.join(tmp, "check", n))
-    print(f"mutation check: {len(names)} mutants, config {CONFIG}, BMC depth {SAFETY_DEPTH} "
-          f"(contract, then every safety property), then termination (K={K})", flush=True)
+    print(f"mutation check: {len(names)} mutants x {len(chosen)} configurations "
+          f"({', '.join(chosen)}); bounded checks from reset", flush=True)
 
-    def one(n):
-        r = check_mutant(n, tmp)
-        print(f"  {'caught  ' if r['caught'] else 'SURVIVED'} {n:30s} {r['seconds']:6.1f}s  "
-              f"{r['property']}", flush=True)
+    def one(task):
+        n, config = task
+        r = check_mutant(n, os.path.join(tmp, config), config)
+        print(f"  {'caught  ' if r['caught'] else 'SURVIVED'} {n:30s} {config:8s} "
+              f"{r['seconds']:6.1f}s  {r['property']}", flush=True)
         return r
 
+    tasks = [(n, c) for c in chosen for n in names]
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(one, names))
+        results = list(pool.map(one, tasks))
     print()
-    print("| mutant | planted bug | caught by (job: property) | seconds |")
-    print("|---|---|---|---|")
+    print("| mutant | class | planted bug | config | caught by (job: property) | seconds |")
+    print("|---|---|---|---|---|---|")
     for r in results:
+        cls, desc = MUTANTS[r["mutant"]][:2]
         caught = f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}"
-        print(f"| {r['mutant']} | {MUTANTS[r['mutant']][0]} | {caught} | {r['seconds']:.0f} |")
-    survivors = [r["mutant"] for r in results if not r["caught"]]
-    print(f"\n{len(results) - len(survivors)}/{len(results)} mutants caught; "
+        print(f"| {r['mutant']} | {cls} | {desc} | {r['config']} | {caught} | "
+              f"{r['seconds']:.0f} |")
+    survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
+    print(f"\n{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
           f"wall time {time.time() - start:.0f} s")
     for r in results:
         if r["caught"] and r["result"].get("vcd"):
             yw = os.path.relpath(r['result']['vcd'][:-4] + ".yw", ROOT)
-            print(f"  {r['mutant']}: python -m proofs replay {yw}")
+            print(f"  {r['mutant']} ({r['config']}): python -m proofs replay {yw}")
     if survivors:
         print("surviving mutants: " + ", ".join(survivors))
         return 1

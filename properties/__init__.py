@@ -9,6 +9,6 @@ bound to the design by :class:`.harness.FormalHarness`.
 """
 
 from .base import GROUPS, PropertySet
-from .harness import CONFIGS, FormalHarness, flush_bound
+from .harness import CONFIGS, FormalHarness, flush_bound, progress_bound
 
-__all__ = ["FormalHarness", "CONFIGS", "flush_bound", "GROUPS", "PropertySet"]
+__all__ = ["FormalHarness", "CONFIGS", "flush_bound", "progress_bound", "GROUPS", "PropertySet"]

@@ -26,7 +26,12 @@ GROUPS = {
     "stream":       "stream rules on dram_out and on the internal L1->L2 push",
     "conservation": "no loss / no duplication for the tracked address; idle => all written",
     "idle":         "idle only when L1, pipeline and L2 are empty; stays up under flush",
-    "termination":  "flush => idle within the bound B",
+    "termination":  "flush: the measure of work left falls every K+1 cycles; idle within B",
+    "progress":     "flush low, DRAM fair: an offered gradient is accepted within N cycles",
+    "counters":     "event strobes and running counters count the right events",
+    "policy":       "the tracked set's writes and row follow the reference model",
+    "fifo":         "L2 is an order-preserving FIFO (one tracked write)",
+    "lemma":        "assumption proven on paper (docs/proofs.md): valid_count covers a row",
     # internal invariants
     "valid_count":  "valid_count == number of valid L1 entries <= sets*ways",
     "overflow":     "no sum/count/pointer overflow, count < max_updates",

@@ -24,3 +24,7 @@ def add(h, m, P):
             m.d.sync += full_at_flush.eq(1)
         P.cover("flush_completes_with_every_way_valid", full_at_flush & d.flush & d.idle)
         P.cover("hit_on_entry_written_the_cycle_before", l1.hit & l1.fwd_valid)
+    if h.fairness is not None:
+        # The progress bound N is tight: some gradient waits exactly N - 1 cycles.
+        P.cover("progress_bound_met_with_equality",
+                h.accept & ~d.flush & (h.progress_wait == h.progress - 1))

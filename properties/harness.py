@@ -17,9 +17,9 @@ from design import GradientCompressor, L1State
 from design.layouts import value_width
 
 from .base import PropertySet
-from . import assumptions, outputs, invariants, covers
+from . import assumptions, outputs, invariants, covers, writeback, policy, liveness
 
-__all__ = ["FormalHarness", "CONFIGS", "flush_bound"]
+__all__ = ["FormalHarness", "CONFIGS", "flush_bound", "progress_bound", "measure_max"]
 
 
 #: Named configurations (keyword arguments of GradientCompressor).
@@ -41,6 +41,9 @@ CONFIGS = {
     # The default configuration of the product.
     "default": dict(addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255,
                     fifo_depth=32, burst_size=16),
+    # A large one: L1 in block RAM (1024 x 4), L2 of 64 with bursts of 32.
+    "large":   dict(addr_width=32, grad_width=16, sets=1024, ways=4, max_updates=255,
+                    fifo_depth=64, burst_size=32),
 }
 
 
@@ -50,14 +53,33 @@ def flush_bound(sets, ways, fifo_depth, K):
     With ``flush`` held high and DRAM ready at least once in every ``K`` cycles, ``idle`` is
     high at the latest ``B`` cycles after the first cycle with ``flush`` high, where::
 
-        B = K * (fifo_depth + sets * ways + 1) + sets * ways + 2 * sets + 4
+        B = (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
 
-    Every write still inside (at most ``fifo_depth`` in L2, one in ``s1``, ``sets * ways`` in
-    L1) leaves through ``dram_out``, at least one per ``K`` cycles while L2's output register is
-    full; the output register is empty at most once per L1 push (``sets * ways + 1``), once
-    per scanned set, ``sets`` cycles of a pending INIT, and a few cycles of pipeline latency.
+    It follows from the ranking function :func:`flush_measure` (work left): under ``flush`` it
+    never grows and falls at least once in every ``K + 1`` cycles until ``idle``. Both facts,
+    and the bound itself, are proven (``termination`` group).
     """
-    return K * (fifo_depth + sets * ways + 1) + sets * ways + 2 * sets + 4
+    return (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
+
+
+def measure_max(sets, ways, fifo_depth):
+    """The largest value of the flush ranking function (see :func:`flush_bound`)."""
+    return fifo_depth + 2 * sets * ways + 3 + 2 * sets + 1
+
+
+def progress_bound(sets, ways, K):
+    """The progress bound N: with ``flush`` low, no reset and DRAM ready at least once in every
+    ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
+    cycle of being offered::
+
+        N = max(sets + 1, ways * (K + 1) + 3)
+
+    ``sets + 1``: L1's INIT after a reset (one cycle per set); ``ways * (K + 1) + 3``: after
+    ``flush`` drops during a scan, L1 first finishes the set it is scanning, each of its ways
+    waiting at most ``K + 1`` cycles for room in L2. In between, ``s1`` waits at most ``K + 1``
+    cycles for L2.
+    """
+    return max(sets + 1, ways * (K + 1) + 3, K + 3)
 
 
 class FormalHarness(Elaboratable):
@@ -69,11 +91,13 @@ class FormalHarness(Elaboratable):
         Property groups (or single ``"group/name"`` properties) asserted, ``"-group/name"``
         excepted (others assumed for the past cycles); ``None``: all.
     fairness : int or None
-        K: assume DRAM ``ready`` at least once in every K cycles, and assert flush termination
-        within :func:`flush_bound`. ``None``: DRAM ready is free; no termination property.
-    full_l1, full_l2 : bool
-        Add comb read ports on every L1 set / every L2 entry (needed for valid_count and for
-        k-induction; heavy for large configurations).
+        K: assume DRAM ``ready`` at least once in every K cycles, and assert progress and flush
+        termination. ``None``: DRAM ready is free; no liveness property.
+    whole_storage : bool
+        Read every L1 set and every L2 entry (comb read ports), to prove the global facts
+        (``valid_count`` equals the valid entries of every set, L2's shadow sum equals its
+        contents) directly. Only for small configurations: without it those facts are
+        proven per cycle and per tracked set, and composed on paper (docs/proofs.md).
     reset : "any" or "initial"
         Free reset, or reset only in the first cycle.
     covers : bool
@@ -84,13 +108,13 @@ class FormalHarness(Elaboratable):
         A module providing ``GradientCompressor`` (the mutation check passes a mutant copy).
     """
 
-    def __init__(self, config, *, focus=None, fairness=None, full_l1=True, full_l2=True,
+    def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True):
         self.config = dict(config)
         cls = GradientCompressor if design is None else design.GradientCompressor
         self.dut = cls(**self.config)
         self.focus, self.fairness = focus, fairness
-        self.full_l1, self.full_l2 = full_l1, full_l2
+        self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
         self.assume_others = assume_others
         self.props = PropertySet()
@@ -102,17 +126,22 @@ class FormalHarness(Elaboratable):
         # Width of the tracked balances: at most one L1 entry, s1 and every L2 entry for one
         # address, each |v| < 2**(vw-1).
         self.bw = self.vw + (d.fifo_depth + 2).bit_length() + 2
-        self.bound = None if fairness is None else flush_bound(d.sets, d.ways, d.fifo_depth,
-                                                               fairness)
+        if fairness is None:
+            self.bound = self.progress = None
+        else:
+            self.bound = flush_bound(d.sets, d.ways, d.fifo_depth, fairness)
+            self.progress = progress_bound(d.sets, d.ways, fairness)
 
         # Read ports: added here, before the design is elaborated.
         l1, wb = d.l1, d.writeback
-        self.l1_track_port = l1.storage.read_port(domain="comb")
-        self.l1_s1_port    = l1.storage.read_port(domain="comb")
+        self.l1_track_port = l1.storage.read_port(domain="comb")   # the tracked set
+        self.l1_s1_port    = l1.storage.read_port(domain="comb")   # the set s1 or the scan has
+        self.l1_write_port = l1.storage.read_port(domain="comb")   # the set being written
+        self.l2_track_port = wb.storage.read_port(domain="comb")   # the tracked L2 entry
         self.l1_ports = ([l1.storage.read_port(domain="comb") for _ in range(d.sets)]
-                         if full_l1 else [])
+                         if whole_storage else [])
         self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
-                         if full_l2 else [])
+                         if whole_storage else [])
 
     def elaborate(self, platform):
         m = Module()
@@ -131,6 +160,7 @@ class FormalHarness(Elaboratable):
         self.in_flush   = Signal()
         self.in_ready   = Signal()
         self.track      = Signal(self.aw)   # the tracked address
+        self.fifo_pick  = Signal()          # which write into L2 the FIFO contract follows
         m.d.comb += [
             self.in_valid.eq(AnySeq(1)),
             self.in_addr.eq(AnySeq(self.aw)),
@@ -139,6 +169,7 @@ class FormalHarness(Elaboratable):
             self.in_flush.eq(AnySeq(1)),
             self.in_ready.eq(AnySeq(1)),
             self.track.eq(AnyConst(self.aw)),
+            self.fifo_pick.eq(AnySeq(1)),
             d.grad_in.valid.eq(self.in_valid),
             d.grad_in.p.addr.eq(self.in_addr),
             d.grad_in.p.grad.eq(self.in_grad),
@@ -146,9 +177,6 @@ class FormalHarness(Elaboratable):
             d.flush.eq(self.in_flush),
             d.dram_out.ready.eq(self.in_ready),
         ]
-        # A register that is high in the cycle after a reset cycle (clears "previous" state).
-        self.after_rst = Signal(init=1)
-        m.d.sync += self.after_rst.eq(0)
 
         # -- handy views -------------------------------------------------------------------
         self.accept = Signal()
@@ -159,14 +187,19 @@ class FormalHarness(Elaboratable):
             self.push_fire.eq(l1.push.valid & l1.push.ready),
             self.pop.eq(d.dram_out.valid & d.dram_out.ready),
         ]
-        self.track_set = self.track[:self.set_bits] if self.set_bits else C(0, 1)
+        self.track_set = self.set_of(self.track)
         self.track_tag = self.track[self.set_bits:]
-        self.s1_set = l1.s1.addr[:self.set_bits] if self.set_bits else C(0, 1)
+        self.s1_set = self.set_of(l1.s1.addr)
+        self.init = Signal()
+        m.d.comb += self.init.eq(l1.state == L1State.INIT)
 
         # L1 rows
-        m.d.comb += self.l1_track_port.addr.eq(self.track_set)
-        m.d.comb += self.l1_s1_port.addr.eq(Mux(l1.state == L1State.SCAN, l1.scan_set,
-                                                self.s1_set))
+        write = l1.storage_write
+        m.d.comb += [
+            self.l1_track_port.addr.eq(self.track_set),
+            self.l1_s1_port.addr.eq(Mux(l1.state == L1State.SCAN, l1.scan_set, self.s1_set)),
+            self.l1_write_port.addr.eq(write.addr),
+        ]
         for i, port in enumerate(self.l1_ports):
             m.d.comb += port.addr.eq(i)
         for i, port in enumerate(self.l2_ports):
@@ -184,8 +217,6 @@ class FormalHarness(Elaboratable):
             self.l1_n.eq(sum(matches[i] for i in range(d.ways))),
         ]
         self.track_matches = matches
-        self.init = Signal()
-        m.d.comb += self.init.eq(l1.state == L1State.INIT)
 
         # What s1 holds for the tracked address.
         self.s1_sum = Signal(signed(self.bw))
@@ -211,8 +242,12 @@ class FormalHarness(Elaboratable):
         m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
                                     - Mux(out_t, d.dram_out.p.value, 0))
         self.out_t = out_t
+        # Accepted minus pushed to L2, for the tracked address: what L1 and s1 must hold.
+        self.l1_balance = Signal(signed(self.bw))
+        m.d.sync += self.l1_balance.eq(self.l1_balance + Mux(acc_t, d.grad_in.p.grad, 0)
+                                       - Mux(in_t, l1.push.p.value, 0))
 
-        # L2 contents, from the storage itself (full_l2).
+        # L2 contents, from the storage itself (whole_storage).
         if self.l2_ports:
             depth = d.fifo_depth
             self.l2_occupied = []
@@ -233,29 +268,34 @@ class FormalHarness(Elaboratable):
                 self.l2_real_n.eq(out_match + sum(ent_match)),
             ]
 
-        # Number of valid L1 entries, from the storage itself (full_l1).
+        # Number of valid L1 entries, from the storage itself (whole_storage).
         if self.l1_ports:
             self.l1_total = Signal(range(d.sets * d.ways + 1))
             m.d.comb += self.l1_total.eq(sum(way.valid for p in self.l1_ports
                                              for way in p.data.ways))
 
-        # Flush bookkeeping: cycles flush has been high before this one (saturating).
-        self.flush_cycles = Signal(range((self.bound or 1) + 2))
-        with m.If(d.flush):
-            with m.If(self.flush_cycles <= (self.bound or 0)):
-                m.d.sync += self.flush_cycles.eq(self.flush_cycles + 1)
-        with m.Else():
-            m.d.sync += self.flush_cycles.eq(0)
-
         assumptions.add(self, m, P)
         outputs.add(self, m, P)
         invariants.add(self, m, P)
+        writeback.add(self, m, P)
+        policy.add(self, m, P)
+        if self.fairness is not None:
+            liveness.add(self, m, P)
         if self.covers:
             covers.add(self, m, P)
         # No assertion is checked in a reset cycle.
         P.emit(m, focus=self.focus, covers=self.covers, guard=self.rst,
                assume_others=self.assume_others)
         return m
+
+    def set_of(self, addr):
+        """The L1 set index of an address."""
+        return addr[:self.set_bits] if self.set_bits else C(0, 1)
+
+    @staticmethod
+    def popcount(row):
+        """Number of valid ways in an L1 row."""
+        return sum(way.valid for way in row.ways)
 
     # Signals shown in trace tables and replayed from witnesses.
     INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]

@@ -2,8 +2,10 @@
 k-induction needs (a proof by induction only goes through if the asserted facts are
 inductive: each one, holding for k cycles, implies itself in the next).
 
-* ``valid_count``: ``valid_count`` equals the number of valid entries in L1's storage (all
-  sets read by comb ports), ``<= sets * ways``; 0 while INIT.
+* ``valid_count``: ``<= sets * ways``; 0 while INIT; each cycle it moves by what the row
+  written gains or loses; with ``whole_storage`` it equals the number of valid entries in
+  L1's storage (every set read by comb ports). Without it, two consequences of that equality
+  are *assumed* (group ``lemma``), proven on paper from the per-cycle property.
 * ``overflow``: a valid entry has ``|sum| < 2**grad_width - 1`` and ``1 <= count <=
   max_updates - 1`` (so ``sum + grad`` and ``count + 1`` never wrap); L2 pointers below
   ``depth``, counts bounded.
@@ -13,8 +15,8 @@ inductive: each one, holding for k cycles, implies itself in the next).
   data is only loaded during a burst).
 * ``pipeline``: s1 only in RUN and classified right; the row L1 works on (``l1.row``) is the
   one in storage (forwarding right), or during a scan the one in storage minus the ways
-  already written out; sets already initialised / scanned hold no valid entry; DONE and INIT
-  hold nothing.
+  already written out; sets already initialised / scanned hold no valid entry (the tracked set;
+  every set with ``whole_storage``); DONE and INIT hold nothing.
 """
 
 from amaranth import *
@@ -48,9 +50,47 @@ def add(h, m, P):
     # -- valid_count ------------------------------------------------------------------------
     P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
     P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
+    # Per cycle: valid_count moves by what the row written this cycle gains or loses. With
+    # every row empty after INIT, it follows by induction over time that valid_count is the
+    # number of valid entries in storage (docs/proofs.md); whole_storage proves it directly.
+    write = l1.storage_write
+    delta = Mux(write.en & ~init,
+                h.popcount(write.data) - h.popcount(h.l1_write_port.data), 0)
+    expected = Signal(range(S * W + 1), name="valid_count_expected")
+    checked = Signal(name="valid_count_expected_known")   # low after a reset cycle
+    m.d.sync += [expected.eq(l1.valid_count + delta), checked.eq(1)]
+    P.check("valid_count", "valid_count_moves_with_the_row_written",
+            ~checked | (l1.valid_count == expected))
+    last_init = Signal(name="l1_init_last_cycle")
+    m.d.sync += last_init.eq(init)
+    P.check("valid_count", "init_only_after_reset", ~checked | last_init | ~init)
+    # Each row's valid ways are counted in valid_count, and the other rows hold the rest.
+    def covers(row):
+        n = h.popcount(row)
+        return init | ((n <= l1.valid_count) & (l1.valid_count <= n + (S - 1) * W))
+    covers_tracked = covers(h.l1_track_port.data)
+    covers_s1 = covers(h.l1_s1_port.data)
+    # During a scan, the sets already scanned are empty: what is left is in this set and after.
+    scan_rest = ~scan | (l1.valid_count <= h.popcount(h.l1_s1_port.data) +
+                         (S - 1 - l1.scan_set) * W)
     if h.l1_ports:
         P.check("valid_count", "valid_count_eq_valid_entries_in_storage",
                 init | (l1.valid_count == h.l1_total))
+        P.check("valid_count", "valid_count_covers_tracked_row", covers_tracked)
+        P.check("valid_count", "valid_count_covers_s1_or_scan_row", covers_s1)
+        P.check("valid_count", "valid_count_only_in_sets_not_yet_scanned", scan_rest)
+    else:
+        # Consequences of valid_count == valid entries in storage, proven on paper from the
+        # per-cycle property above (docs/proofs.md), and directly with whole_storage. Like
+        # the properties outside a job's focus, they are assumed for the past cycles only:
+        # the paper proof of the lemma in cycle t uses valid_count_moves_with_the_row_written
+        # in cycle t, which its own job proves assuming the lemma before t only.
+        for name, test in [("valid_count_covers_tracked_row", covers_tracked),
+                           ("valid_count_covers_s1_or_scan_row", covers_s1),
+                           ("valid_count_only_in_sets_not_yet_scanned", scan_rest)]:
+            held = Signal(init=1, name=f"lemma_{name}_last_cycle")
+            m.d.sync += held.eq(test)
+            P.assume("lemma", name, held)
 
     # -- overflow, unique tags ----------------------------------------------------------------
     _row_checks(h, P, h.l1_track_port.data, "tracked_set", ~init)
@@ -60,7 +100,8 @@ def add(h, m, P):
     P.check("overflow", "l2_w_ptr_below_depth", wb.w_ptr < D)
     P.check("overflow", "l2_r_ptr_below_depth", wb.r_ptr < D)
     P.check("overflow", "l2_count_at_most_depth", wb.count <= D)
-    P.check("overflow", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
+    if h.l2_ports:
+        P.check("overflow", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
 
     # -- L2 ---------------------------------------------------------------------------------
     P.check("l2", "level_eq_count_plus_out_valid", wb.level == wb.count + wb.out_valid)
@@ -106,8 +147,11 @@ def add(h, m, P):
     P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
     P.check("pipeline", "init_holds_nothing",
             ~init | ((wb.level == 0) & ~l1.push.valid & (h.balance == 0)))
-    P.check("pipeline", "init_tracked_set_cleared_if_passed",
-            ~init | (h.track_set >= l1.scan_set) | (h.l1_n == 0))
+    P.check("pipeline", "init_passed_tracked_set_cleared",
+            ~init | (h.track_set >= l1.scan_set) | (h.l1_track_port.data.as_value() == 0))
+    P.check("pipeline", "init_or_scan_passed_tracked_set_empty",
+            ~(init | scan) | (h.track_set >= l1.scan_set) |
+            (h.popcount(h.l1_track_port.data) == 0))
     for i, port in enumerate(h.l1_ports):
         no_valid = ~Cat(*[w.valid for w in port.data.ways]).any()
         P.check("pipeline", "init_or_scan_passed_sets_empty",

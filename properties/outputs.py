@@ -7,16 +7,18 @@
   ``accepted(a) - written(a) == held in L1 + held in s1 + held in L2``, L2's share as pushed
   minus written matches L2's storage, nothing is written for ``a`` unless L2 holds a write
   for ``a``, nothing is pushed for ``a`` unless s1 or L1 holds ``a``, and at ``idle``
-  ``accepted(a) == written(a)``.
+  everything accepted for ``a`` has been pushed to L2 (and, with ``whole_storage``, written).
 * ``idle``: ``idle`` only when no L1 entry is valid (counted in storage), ``valid_count == 0``,
   L2 empty, nothing in s1 or on either stream; under ``flush`` it stays high once high.
-* ``termination``: with ``flush`` held high and DRAM fair, ``idle`` is high at the latest
-  ``B = flush_bound(...)`` cycles after the first cycle with ``flush`` high.
+* ``counters``: each cause strobe is high exactly when a write of that cause enters L2;
+  ``l1_hit``/``l1_miss`` only when a small gradient commits; ``accepted_count`` and
+  ``dram_write_count`` count the ``grad_in`` and ``dram_out`` handshakes (mod 2**32).
 """
 
 from amaranth import *
 
 from design import L1State
+from design.layouts import Cause
 
 __all__ = ["add"]
 
@@ -43,15 +45,23 @@ def add(h, m, P):
 
     # -- conservation for the tracked address --------------------------------------------
     held_l1 = Mux(h.init, 0, h.l1_sum)
-    P.check("conservation", "accepted_eq_l1_plus_s1_plus_l2_plus_written",
-            h.balance == held_l1 + h.s1_sum + h.l2_sum)
-    P.check("conservation", "idle_implies_accepted_eq_written", ~d.idle | (h.balance == 0))
-    P.check("conservation", "no_dram_write_for_address_not_in_l2",
-            ~(d.dram_out.valid & (d.dram_out.p.addr == h.track)) | (h.l2_n != 0))
+    P.check("conservation", "accepted_eq_l1_plus_s1_plus_pushed",
+            h.l1_balance == held_l1 + h.s1_sum)
+    # L1 and s1 hold nothing at idle, so all that was accepted has been pushed to L2 ...
+    P.check("conservation", "idle_implies_accepted_eq_pushed_to_l2",
+            ~d.idle | (h.l1_balance == 0))
+    if h.l2_ports:
+        # ... and L2, empty at idle, has written all of it (directly here; otherwise by the
+        # FIFO contract of properties/writeback.py, composed in docs/proofs.md).
+        P.check("conservation", "accepted_eq_l1_plus_s1_plus_l2_plus_written",
+                h.balance == held_l1 + h.s1_sum + h.l2_sum)
+        P.check("conservation", "idle_implies_accepted_eq_written", ~d.idle | (h.balance == 0))
     P.check("conservation", "no_push_for_address_not_in_s1_or_l1",
             ~(l1.push.valid & (l1.push.p.addr == h.track)) |
             h.s1_n | (~h.init & (h.l1_n != 0)))
     if h.l2_ports:
+        P.check("conservation", "no_dram_write_for_address_not_in_l2",
+                ~(d.dram_out.valid & (d.dram_out.p.addr == h.track)) | (h.l2_n != 0))
         P.check("conservation", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum)
         P.check("conservation", "l2_shadow_count_matches_storage", h.l2_n == h.l2_real_n)
 
@@ -68,7 +78,25 @@ def add(h, m, P):
     m.d.sync += idle_under_flush.eq(d.flush & d.idle)
     P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
 
-    # -- termination ----------------------------------------------------------------------
-    if h.bound is not None:
-        P.check("termination", f"flush_idle_within_B_{h.bound}",
-                ~(d.flush & (h.flush_cycles >= h.bound)) | d.idle)
+    # -- strobes and running counters ---------------------------------------------------
+    for strobe, cause in [(d.direct_write,      Cause.DIRECT),
+                          (d.accum_write,       Cause.ACCUM_THRESHOLD),
+                          (d.max_updates_write, Cause.MAX_UPDATES),
+                          (d.evict_write,       Cause.EVICTION),
+                          (d.flush_write,       Cause.FLUSH)]:
+        P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
+                strobe == (h.push_fire & (l1.push.p.cause == cause)))
+    committed_small = ((l1.state == L1State.RUN) & l1.s1_valid & ~l1.s1.direct &
+                       (~l1.push.valid | l1.push.ready))
+    P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_commits",
+            ~(d.l1_hit | d.l1_miss) | (committed_small & ~(d.l1_hit & d.l1_miss)))
+    accepted = Signal(32, name="accepted_counted")
+    written  = Signal(32, name="dram_writes_counted")
+    m.d.sync += [accepted.eq(accepted + h.accept), written.eq(written + h.pop)]
+    P.check("counters", "accepted_count_counts_grad_in_handshakes",
+            d.accepted_count == accepted)
+    P.check("counters", "dram_write_count_counts_dram_out_handshakes",
+            d.dram_write_count == written)
+    P.check("counters", "l1_valid_count_and_l2_level_ports",
+            (d.l1_valid_count == l1.valid_count) & (d.l2_level == wb.level) &
+            (d.burst_active == wb.bursting))

@@ -9,33 +9,47 @@ import pytest
 from amaranth.back import rtlil
 
 from properties import CONFIGS, FormalHarness, flush_bound
+from properties.harness import progress_bound
 from proofs.mutants import MUTANTS, apply_mutant, jobs_for
 
 
 @pytest.mark.parametrize("config", ["small", "dm", "assoc"])
 def test_harness_converts(config):
-    harness = FormalHarness(CONFIGS[config], fairness=2, covers=True)
+    harness = FormalHarness(CONFIGS[config], fairness=2, covers=True, whole_storage=True)
     text = rtlil.convert(harness, ports=[])
     assert "$check" in text and "$anyseq" in text and "$anyconst" in text
     groups = {p.group for p in harness.props.props}
-    assert {"input", "stream", "conservation", "idle", "termination", "valid_count",
-            "overflow", "unique_tag", "l2", "pipeline", "cover"} <= groups
+    assert {"input", "stream", "conservation", "idle", "termination", "progress", "counters",
+            "policy", "fifo", "valid_count", "overflow", "unique_tag", "l2", "pipeline",
+            "cover"} <= groups
+    assert "lemma" not in groups     # proven directly when the whole storage is read
 
 
-def test_flush_bound():
-    assert flush_bound(2, 2, 4, 2) == 30
-    assert flush_bound(32, 4, 32, 2) == 518
+def test_scaled_harness_assumes_only_the_paper_lemma():
+    harness = FormalHarness(CONFIGS["default"], fairness=2)
+    rtlil.convert(harness, ports=[])
+    assumed = {p.group for p in harness.props.props if p.kind == "assume"}
+    assert assumed == {"input", "lemma"}
+
+
+def test_bounds():
+    # B = (K + 1) * (measure_max + 1), measure_max = depth + 2*sets*ways + 2*sets + 4
+    assert flush_bound(2, 2, 4, 2) == 3 * (4 + 8 + 4 + 4 + 1)
+    assert flush_bound(32, 4, 32, 2) == 3 * (32 + 256 + 64 + 4 + 1)
+    # N = max(sets + 1, ways * (K + 1) + 3)
+    assert progress_bound(2, 2, 2) == 9
+    assert progress_bound(32, 4, 2) == 33
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_patch_applies(name, tmp_path):
     apply_mutant(name, str(tmp_path))
-    desc, fname, old, new = MUTANTS[name]
+    _, desc, fname, old, new = MUTANTS[name]
     assert new in (tmp_path / "design" / fname).read_text()
 
 
 def test_mutant_patch_rot_is_loud(tmp_path, monkeypatch):
-    monkeypatch.setitem(MUTANTS, "rotten", ("x", "l1.py", "no such text", "y"))
+    monkeypatch.setitem(MUTANTS, "rotten", ("policy", "x", "l1.py", "no such text", "y"))
     with pytest.raises(RuntimeError, match="found 0 times"):
         apply_mutant("rotten", str(tmp_path))
 
@@ -49,7 +63,7 @@ def test_counterexample_replays(tmp_path):
     from proofs.run import run_job
     import dataclasses
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
-    job = jobs_for("value_truncated_to_l2", dest)[1]     # every safety property
+    job = jobs_for("value_truncated_to_l2", dest)[0]     # every safety property
     job = dataclasses.replace(job, name="test-replay-value_truncated_to_l2")
     result = run_job(job, work=str(tmp_path / "work"))
     assert result["status"] == "FAIL", result

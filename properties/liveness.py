@@ -1,0 +1,91 @@
+"""Liveness under a fair DRAM (``dram_out.ready`` high at least once in every ``K`` cycles),
+stated as bounded safety properties so that k-induction proves them:
+
+* ``progress``: with ``flush`` low and no reset, a gradient offered on ``grad_in`` is accepted
+  at the latest in its ``N``-th cycle of being offered, ``N = progress_bound(sets, ways, K)``
+  (so also again after ``flush`` drops);
+* ``termination``: under ``flush``, the *measure* of work left (``flush_measure`` below) never
+  grows and falls at least once in every ``K + 1`` cycles until ``idle``; hence (also
+  asserted) ``idle`` is high at the latest ``B = flush_bound(...)`` cycles after ``flush``
+  rose. This is a ranking-function proof: the induction window does not grow with ``B``.
+
+The counters here (``progress_wait``, ``flush_stuck``, ``flush_cycles``) count cycles, so
+their assertions are invariants a short induction can carry.
+"""
+
+from amaranth import *
+
+from design import L1State
+
+__all__ = ["add"]
+
+
+def add(h, m, P):
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    S, K = d.sets, h.fairness
+    state = l1.state
+    run, scan, done, init = (state == L1State.RUN), (state == L1State.SCAN), \
+        (state == L1State.DONE), h.init
+
+    # -- progress -----------------------------------------------------------------------------
+    N = h.progress
+    wait = Signal(range(N + 1), name="progress_wait")   # cycles offered and not yet taken
+    h.progress_wait = wait
+    offered = d.grad_in.valid & ~d.flush
+    with m.If(offered & ~d.grad_in.ready):
+        m.d.sync += wait.eq(Mux(wait < N, wait + 1, wait))
+    with m.Else():
+        m.d.sync += wait.eq(0)
+    P.check("progress", f"offered_gradient_accepted_within_N_{N}",
+            ~(offered & ~d.grad_in.ready) | (wait < N - 1))
+    # INIT is the one long wait (a cycle per set): the induction carries it with this
+    # invariant; every other wait is shorter than the induction window.
+    P.check("progress", "init_wait_at_most_sets_cleared", ~init | (wait <= l1.scan_set))
+
+    # -- termination: the measure of work left --------------------------------------------
+    M_bits = (S * d.ways * 2 + d.fifo_depth + 2 * S + 8).bit_length()
+    measure = Signal(M_bits, name="flush_measure")
+    scan_left = Signal(M_bits, name="flush_scan_left")
+    with m.Switch(state):
+        with m.Case(L1State.INIT):
+            m.d.comb += scan_left.eq((S - l1.scan_set) + (S + 1))
+        with m.Case(L1State.RUN):
+            m.d.comb += scan_left.eq(S + 1)
+        with m.Case(L1State.SCAN):
+            m.d.comb += scan_left.eq(S - l1.scan_set)
+    m.d.comb += measure.eq(wb.level + 2 * l1.valid_count + 3 * l1.s1_valid + scan_left)
+    h.flush_measure = measure
+
+    last_measure = Signal.like(measure, name="flush_measure_last_cycle")
+    was_flushing = Signal(name="flushing_last_cycle")   # flush high, not idle, no reset
+    m.d.sync += [last_measure.eq(measure), was_flushing.eq(d.flush & ~d.idle)]
+    fell = Signal(name="flush_measure_fell")
+    m.d.comb += fell.eq(measure < last_measure)
+    window = K + 1    # the measure falls at least once in every `window` cycles
+    stuck = Signal(range(window + 1), name="flush_stuck")   # cycles since it last fell
+    with m.If(d.flush & ~d.idle & was_flushing & ~fell):
+        m.d.sync += stuck.eq(Mux(stuck < window, stuck + 1, stuck))
+    with m.Else():
+        m.d.sync += stuck.eq(0)
+    P.check("termination", "measure_never_grows_under_flush",
+            ~(was_flushing & d.flush) | (measure <= last_measure))
+    P.check("termination", "measure_falls_once_in_every_K+1_cycles",
+            ~(d.flush & ~d.idle) | (stuck < window))
+
+    B = h.bound
+    flush_cycles = Signal(range(B + 2), name="flush_cycles")   # cycles flush was high before
+    with m.If(d.flush):
+        with m.If(flush_cycles <= B):
+            m.d.sync += flush_cycles.eq(flush_cycles + 1)
+    with m.Else():
+        m.d.sync += flush_cycles.eq(0)
+    h.flush_cycles = flush_cycles
+    from .harness import measure_max
+    M_max = measure_max(S, d.ways, d.fifo_depth)
+    P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
+    # The ranking argument as an invariant: time spent under flush is paid for by the measure.
+    P.check("termination", "flush_time_bounded_by_measure_fallen",
+            ~(d.flush & ~d.idle) |
+            (flush_cycles + window * measure <= window * M_max + stuck))
+    P.check("termination", f"flush_idle_within_B_{B}",
+            ~(d.flush & (flush_cycles >= B)) | d.idle)
