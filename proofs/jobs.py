@@ -33,7 +33,7 @@ class Job:
     whole_storage: bool = False
     memories: str = "arrays"  # "arrays" (SMT arrays) or "flops" (memory_map)
     reset: str = "any"
-    covers: bool = False
+    covers: object = False    # True, or a list of cover names
     timeout: int = 1200
     design_path: str = None   # a directory holding a (mutant) copy of design/
     assume_others: bool = True  # outside the focus: assume (past cycles) or drop
@@ -91,9 +91,23 @@ def _bmc_jobs():
     return jobs
 
 
+#: Cover jobs (from reset): configuration, depth, covers (None: all). On default, INIT takes
+#: 32 cycles, and the deeper covers (a max-updates write after 255 updates, L2 full, a flush
+#: of 128 valid entries) lie beyond what BMC reaches here; large's INIT alone takes 1024.
+COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 28, None),
+          ("default", 40, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
+                           "cause_flush_write", "hit_on_entry_written_the_cycle_before"])]
+#: Progress-bound covers (with DRAM fairness): where the bound N is tight (INIT dominates).
+PROGRESS_COVERS = [("dm", 8), ("default", 36)]
+
+
 def _cover_jobs():
-    return [Job(f"{config}-cover", config, "cover", 24, fairness=PROVEN[config], covers=True)
-            for config in ("small", "dm", "assoc")]
+    jobs = [Job(f"{config}-cover", config, "cover", depth, covers=only or True, timeout=1200)
+            for config, depth, only in COVERS]
+    jobs += [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
+                 fairness=PROVEN[config], covers=True, timeout=1200)
+             for config, depth in PROGRESS_COVERS]
+    return jobs
 
 
 PROVE_JOBS = _prove_jobs() + _cover_jobs()

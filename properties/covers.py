@@ -5,8 +5,21 @@ from amaranth import *
 __all__ = ["add"]
 
 
-def add(h, m, P):
+def add(h, m, P, only=None):
+    """Add the covers; ``only``: the names to add (``None``: every one that applies)."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+
+    class Only:   # P, but adding only the chosen covers
+        def cover(self, name, test):
+            if only is None or name in only:
+                P.cover(name, test)
+    P = Only()
+    if h.fairness is not None:
+        # Liveness covers (DRAM fair): the progress bound N is met with equality, i.e. some
+        # gradient is accepted in exactly its N-th cycle of being offered.
+        P.cover("progress_bound_met_with_equality",
+                h.accept & ~d.flush & (h.progress_wait == h.progress - 1))
+        return
     for strobe in ("direct_write", "accum_write", "max_updates_write", "evict_write",
                    "flush_write"):
         if strobe == "evict_write" and d.max_updates == 1:
@@ -24,7 +37,3 @@ def add(h, m, P):
             m.d.sync += full_at_flush.eq(1)
         P.cover("flush_completes_with_every_way_valid", full_at_flush & d.flush & d.idle)
         P.cover("hit_on_entry_written_the_cycle_before", l1.hit & l1.fwd_valid)
-    if h.fairness is not None:
-        # The progress bound N is tight: some gradient waits exactly N - 1 cycles.
-        P.cover("progress_bound_met_with_equality",
-                h.accept & ~d.flush & (h.progress_wait == h.progress - 1))

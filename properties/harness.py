@@ -100,8 +100,8 @@ class FormalHarness(Elaboratable):
         proven per cycle and per tracked set, and composed on paper (docs/proofs.md).
     reset : "any" or "initial"
         Free reset, or reset only in the first cycle.
-    covers : bool
-        Emit the cover statements.
+    covers : bool or list of str
+        Emit the cover statements (``True``: every one that applies; a list: those named).
     assume_others : bool
         Assertions outside ``focus`` are assumed for the past cycles (``True``) or dropped.
     design : module or None
@@ -282,9 +282,9 @@ class FormalHarness(Elaboratable):
         if self.fairness is not None:
             liveness.add(self, m, P)
         if self.covers:
-            covers.add(self, m, P)
+            covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
         # No assertion is checked in a reset cycle.
-        P.emit(m, focus=self.focus, covers=self.covers, guard=self.rst,
+        P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
                assume_others=self.assume_others)
         return m
 
