@@ -9,18 +9,19 @@
 """
 
 import argparse
+import os
 import sys
 import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name
-from .run import run_jobs, print_summary, report_failures, progress
+from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .trace import read_vcd, print_table
 
 
 def _run(jobs, parallel, title):
     start = time.time()
-    print(f"{title}: {len(jobs)} jobs, {parallel} in parallel (work dir proofs/work/)",
-          flush=True)
+    print(f"{title}: {len(jobs)} jobs, {parallel} in parallel "
+          f"(work dir {os.path.relpath(work_dir())}/)", flush=True)
     results = run_jobs(jobs, parallel=parallel, on_done=progress)
     bad = report_failures(results)
     print()
@@ -63,7 +64,6 @@ def main(argv=None):
         return _run(jobs, args.jobs, f"make {args.cmd}")
     if args.cmd == "run":
         import dataclasses
-        import os
         jobs = [job_by_name(n) for n in args.names]
         if args.design:
             path = os.path.abspath(args.design)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from properties.harness import CONFIGS, flush_bound
 from .jobs import Job
-from .run import ROOT, WORK, run_job
+from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
@@ -138,7 +138,7 @@ def main(argv=None):
     start = time.time()
     # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
     # counterexample on the mutant it came from.
-    tmp = os.path.join(WORK, "mutant-designs")
+    tmp = os.path.join(work_dir(), "mutant-designs")
     shutil.rmtree(tmp, ignore_errors=True)
     # Patch every copy first, so that a rotten patch fails before any proof runs.
     for n in names:
@@ -165,8 +165,7 @@ def main(argv=None):
           f"wall time {time.time() - start:.0f} s")
     for r in results:
         if r["caught"] and r["result"].get("vcd"):
-            yw = os.path.relpath(r['result']['vcd'][:-4] + ".yw", ROOT)
-            print(f"  {r['mutant']}: python -m proofs replay {yw}")
+            print(f"  {r['mutant']}: {replay_command(r['result']['vcd'][:-4] + '.yw')}")
     if survivors:
         print("surviving mutants: " + ", ".join(survivors))
         return 1

@@ -12,10 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .trace import read_vcd, print_table
 
-__all__ = ["run_jobs", "run_job", "print_summary", "WORK", "tool_args"]
+__all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
 
+#: The folder holding the installed (or checked-out) packages: put on the PYTHONPATH of the
+#: job generator so that it imports the same ``design``.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORK = os.path.join(ROOT, "proofs", "work")
+
+
+def work_dir():
+    """Where proof jobs run: ``$GC_PROOFS_WORK``, else ``proofs/work`` under the current
+    directory (never inside the installed package)."""
+    return os.path.abspath(os.environ.get("GC_PROOFS_WORK") or os.path.join("proofs", "work"))
 
 
 def _bin(name):
@@ -39,9 +46,10 @@ def _env(design_path=None):
     return env
 
 
-def run_job(job, work=WORK, quiet=False):
-    """Generate and run one job. Returns a result dict."""
-    jobdir = os.path.join(work, job.name)
+def run_job(job, work=None, quiet=False):
+    """Generate and run one job (in ``work``, by default :func:`work_dir`). Returns a result
+    dict."""
+    jobdir = os.path.join(work or work_dir(), job.name)
     shutil.rmtree(jobdir, ignore_errors=True)
     os.makedirs(jobdir)
     with open(os.path.join(jobdir, "job.json"), "w") as f:
@@ -109,7 +117,7 @@ def run_job(job, work=WORK, quiet=False):
     return result
 
 
-def run_jobs(jobs, *, parallel=2, work=WORK, on_done=None):
+def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
     results = [None] * len(jobs)
 
     def one(i):
@@ -121,6 +129,14 @@ def run_jobs(jobs, *, parallel=2, work=WORK, on_done=None):
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, range(len(jobs))))
     return results
+
+
+def replay_command(witness):
+    """The command that replays ``witness``, runnable as printed from the current directory
+    (through this Python, so no virtual environment needs activating)."""
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) \
+        else sys.executable
+    return f"{python} -m proofs replay {os.path.relpath(witness)}"
 
 
 def progress(r):
@@ -158,14 +174,13 @@ def report_failures(results, file=None, table=True):
                 print(f"    unreached cover: {name}", file=file)
         if r.get("detail"):
             print(r["detail"], file=file)
-        print(f"    log: {os.path.relpath(r['log'], ROOT)}", file=file)
+        print(f"    log: {os.path.relpath(r['log'])}", file=file)
         if r["vcd"]:
-            print(f"    VCD: {os.path.relpath(r['vcd'], ROOT)}", file=file)
+            print(f"    VCD: {os.path.relpath(r['vcd'])}", file=file)
             yw = r["vcd"][:-4] + ".yw"
             if os.path.exists(yw):
-                print(f"    witness: {os.path.relpath(yw, ROOT)}", file=file)
-                print(f"    replay: python -m proofs replay {os.path.relpath(yw, ROOT)}",
-                      file=file)
+                print(f"    witness: {os.path.relpath(yw)}", file=file)
+                print(f"    replay: {replay_command(yw)}", file=file)
             if r["status"] == "CTI":
                 print("    (induction counterexample: starts in an arbitrary state; an "
                       "invariant is missing, not necessarily a bug)", file=file)

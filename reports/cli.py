@@ -27,6 +27,7 @@ from model import CAUSES
 from .backend import BACKENDS, Progress, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
+from .provenance import provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 
@@ -218,6 +219,10 @@ def render_markdown(report):
     cfg = report["configuration"]
     lines = ["# Gradient compressor bandwidth report", "",
              f"Command: `{report['command']}`  ",
+             f"gradient-compressor {report['version']}"
+             + (f", commit {report['commit'][:12]}" + (" with local changes" if report["dirty"]
+                                                      else "")
+                if report.get("commit") else "") + "  ",
              f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
              f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
              f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
@@ -381,6 +386,7 @@ def main(argv=None, *, result_filter=None):
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     report = {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
                                                               else sys.argv[1:])),
+              **provenance(),
               "backend": backend,
               "configuration": dict(params, dram=args.dram, threshold=args.threshold,
                                     limit=args.limit),

