@@ -10,7 +10,6 @@ harness is generated. Every mutant is checked by bounded model checking from res
 termination under DRAM fairness. The check fails if some mutant survives both.
 """
 
-import argparse
 import os
 import shutil
 import sys
@@ -18,6 +17,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from properties.harness import CONFIGS, flush_bound
+from reports.console import ArgumentParser, positive_integer, table, usage_error
 from .jobs import Job
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -130,11 +130,15 @@ def check_mutant(name, tmp):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m proofs.mutants")
-    p.add_argument("-j", "--jobs", type=int, default=2)
-    p.add_argument("-k", "--filter", default=None)
+    p = ArgumentParser(prog="python -m proofs.mutants",
+                       epilog="Exit status: 0 every mutant caught, 1 one survived, 2 bad "
+                              "argument.")
+    p.add_argument("-j", "--jobs", type=positive_integer, default=2)
+    p.add_argument("-k", "--filter", default=None, help="only mutants whose name contains this")
     args = p.parse_args(argv)
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
+    if not names:
+        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
     start = time.time()
     # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
     # counterexample on the mutant it came from.
@@ -155,11 +159,11 @@ def main(argv=None):
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(one, names))
     print()
-    print("| mutant | planted bug | caught by (job: property) | seconds |")
-    print("|---|---|---|---|")
-    for r in results:
-        caught = f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}"
-        print(f"| {r['mutant']} | {MUTANTS[r['mutant']][0]} | {caught} | {r['seconds']:.0f} |")
+    rows = [[r["mutant"], MUTANTS[r["mutant"]][0],
+             f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",
+             f"{r['seconds']:.0f}"] for r in results]
+    print(table(rows, ["mutant", "planted bug", "caught by (job: property)", "seconds"],
+                align=["left", "left", "left", "right"]))
     survivors = [r["mutant"] for r in results if not r["caught"]]
     print(f"\n{len(results) - len(survivors)}/{len(results)} mutants caught; "
           f"wall time {time.time() - start:.0f} s")

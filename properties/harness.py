@@ -15,6 +15,7 @@ from amaranth.hdl import Assume
 
 from design import GradientCompressor, L1State
 from design.layouts import value_width
+from design.params import DEFAULTS
 
 from .base import PropertySet
 from . import assumptions, outputs, invariants, covers
@@ -39,8 +40,7 @@ CONFIGS = {
     "mid":     dict(addr_width=4, grad_width=4, sets=4, ways=2, max_updates=4,
                     fifo_depth=8, burst_size=4),
     # The default configuration of the product.
-    "default": dict(addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255,
-                    fifo_depth=32, burst_size=16),
+    "default": dict(DEFAULTS),
 }
 
 

@@ -5,7 +5,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["provenance"]
+__all__ = ["provenance", "describe"]
 
 #: The folder above the packages: a git checkout's root when running from one.
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -35,3 +35,12 @@ def provenance():
             status = _git("status", "--porcelain", "--untracked-files=no")
             dirty = bool(status) if status is not None else None
     return {"version": version, "commit": commit, "dirty": dirty}
+
+
+def describe(info):
+    """One line for a Markdown report, from a dict holding :func:`provenance`'s keys."""
+    text = f"gradient-compressor {info.get('version') or '(version unknown)'}"
+    if info.get("commit"):
+        text += f", commit {info['commit'][:12]}" + (" with local changes" if info["dirty"]
+                                                      else "")
+    return text

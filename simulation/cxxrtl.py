@@ -33,7 +33,6 @@ Example::
 
 import fcntl
 import hashlib
-import inspect
 import os
 import shutil
 import struct
@@ -47,6 +46,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from design import GradientCompressor
+from design.params import DEFAULTS
 from model import CAUSES
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
@@ -58,7 +58,7 @@ _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
 
 #: Constructor parameters of :class:`design.GradientCompressor`, in order.
-PARAMS = ("addr_width", "grad_width", "sets", "ways", "max_updates", "fifo_depth", "burst_size")
+PARAMS = tuple(DEFAULTS)
 
 CXX = os.environ.get("CXX", "g++")
 CXXFLAGS = ["-O3", "-std=c++17", "-w"]
@@ -104,8 +104,7 @@ def _params_of(dut_or_params):
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
-    defaults = inspect.signature(GradientCompressor.__init__).parameters
-    return {name: params.get(name, defaults[name].default) for name in PARAMS}
+    return {name: params.get(name, DEFAULTS[name]) for name in PARAMS}
 
 
 class CompiledSimulator:
