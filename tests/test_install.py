@@ -11,6 +11,7 @@ can only come from the installed wheel; the test checks that they do.
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -38,9 +39,15 @@ def _files_under(folder):
 def installed(tmp_path_factory):
     """``(bin folder, site-packages)`` of a fresh environment with the wheel installed."""
     tmp = tmp_path_factory.mktemp("install")
+    # Build from a copy: setuptools writes build/ and *.egg-info next to the sources, and a
+    # stale build/lib would leak into the wheel.
+    source = tmp / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".hypothesis", ".pytest_cache",
+        "work", "out"))
     dist = tmp / "dist"
     _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-          "--wheel-dir", str(dist), str(ROOT)])
+          "--wheel-dir", str(dist), str(source)])
     wheel, = dist.glob("gradient_compressor-*.whl")
     env_dir = tmp / "venv"
     venv.create(env_dir, with_pip=False)
