@@ -24,11 +24,12 @@ from collections import Counter
 from design.params import DEFAULTS, check_config, check_threshold
 from model import CAUSES
 
-from .backend import BACKENDS, Progress, parse_dram, resolve_backend, run_rtl
+from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
 from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
                       usage_error)
+from .console import progress as console_progress
 from .provenance import describe, provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
@@ -145,8 +146,8 @@ def run_workload(trace, params, *, backend, dram="always", threshold=None, progr
                                 description=trace.description + f" (threshold set to "
                                                                  f"{threshold})",
                                 meta=dict(trace.meta, threshold_per="step"))
-    bar = Progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
-                   enabled=progress)
+    bar = console_progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
+                           enabled=progress)
     start = time.monotonic()
     result = run_rtl(backend, params, ops, dram_ready=parse_dram(dram), progress=bar)
     seconds = time.monotonic() - start

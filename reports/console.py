@@ -74,5 +74,7 @@ def table(rows, headers, *, fmt="pipe", align=None):
 def progress(total, label, *, enabled=True, unit="op"):
     """A progress bar on stderr over ``total`` steps: call ``update(n)`` with the steps done
     since the last call, then ``close()``. Disabled, it does nothing."""
+    # Into a log file (not a terminal), every redraw stays: redraw seldom.
+    interactive = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     return tqdm(total=total, desc=label, unit=unit, disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True, mininterval=0.5)
+                dynamic_ncols=True, mininterval=0.5 if interactive else 10)

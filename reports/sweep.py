@@ -18,10 +18,11 @@ from collections import Counter
 from design.params import DEFAULTS
 from model import CAUSES, ReferenceModel
 
-from .backend import BACKENDS, Progress, resolve_backend, run_rtl
+from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params, prepare_out
 from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
                       usage_error)
+from .console import progress as console_progress
 from .metrics import check_conservation, cross_check
 from .provenance import describe, provenance
 
@@ -87,15 +88,14 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
     "compression_ratio", "writes_by_cause"}`` and the oracle ratio per threshold."""
     n = len(trace)
     configs = [(s, w, t) for t in thresholds for w in ways_list for s in sets_list]
-    bar = Progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
-                   enabled=progress)
-    points, oracle, done, checks_ok = [], {}, 0, True
+    bar = console_progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
+                           enabled=progress, unit="point")
+    points, oracle, checks_ok = [], {}, True
     for threshold in thresholds:
         ops = trace.ops(threshold=threshold)
         writes = ReferenceModel(sets=None, max_updates=max_updates).run(ops)
         oracle[threshold] = n / len(writes) if writes else None
-        done += 1
-        bar.update(done)
+        bar.update(1)
         for sets, ways, t in configs:
             if t != threshold:
                 continue
@@ -118,8 +118,7 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
             point["compression_ratio"] = n / count if count else None
             point["writes_by_cause"] = {c: causes.get(c, 0) for c in CAUSES}
             points.append(point)
-            done += 1
-            bar.update(done)
+            bar.update(1)
     bar.close()
     return points, oracle, checks_ok
 

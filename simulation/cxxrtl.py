@@ -192,10 +192,12 @@ class CompiledSimulator:
 
     # -- running -------------------------------------------------------------------------------
     def run(self, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
-            max_cycles=None):
+            max_cycles=None, progress=None):
         """Run ``ops`` and return a :class:`~simulation.driver.SimResult`; the parameters are
         :func:`~simulation.driver.simulate`'s (``gap`` may also be an integer, or a sequence
-        indexed like ``ops``). Sets :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
+        indexed like ``ops``). ``progress``, if given, is called with the number of operations
+        done, about 200 times over the run (the simulator reports as it goes). Sets
+        :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
         start = time.perf_counter()
         p = self.params
         if flush_timeout is None:
@@ -203,17 +205,20 @@ class CompiledSimulator:
         dram = self._dram_args(dram_ready)
         with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp:
             ops_path, out_path = os.path.join(tmp, "ops.bin"), os.path.join(tmp, "out.bin")
+            encoded = self._encode_ops(ops, gap)
             with open(ops_path, "wb") as f:
-                f.write(self._encode_ops(ops, gap))
+                f.write(encoded)
             args = [str(self.binary), ops_path, out_path, *dram[:4], str(int(idle_hold)),
                     str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles))]
             args += dram[4:]
-            proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if proc.returncode == 3 and proc.stderr.startswith("ASSERTION: "):
-                raise AssertionError(proc.stderr[len("ASSERTION: "):].strip())
-            if proc.returncode != 0:
-                raise RuntimeError(f"compiled simulator failed (status {proc.returncode}): "
-                                   f"{proc.stderr.strip()}")
+            n_ops = struct.unpack_from("<q", encoded)[0]
+            returncode, stderr = _run_reporting(args, n_ops, progress,
+                                                os.path.join(tmp, "stderr.txt"))
+            if returncode == 3 and stderr.startswith("ASSERTION: "):
+                raise AssertionError(stderr[len("ASSERTION: "):].strip())
+            if returncode != 0:
+                raise RuntimeError(f"compiled simulator failed (status {returncode}): "
+                                   f"{stderr.strip()}")
             with open(out_path, "rb") as f:
                 data = f.read()
         result = self._decode(data)
@@ -254,6 +259,27 @@ class CompiledSimulator:
 
 
 _KINDS = {"grad": 0, "flush": 1}
+
+
+def _run_reporting(args, n_ops, progress, stderr_path):
+    """Run the simulator ``args``; pass its ``progress K`` lines (see the driver) on to
+    ``progress(K)``, then ``progress(n_ops)`` at the end. Returns ``(status, stderr text)``."""
+    env = dict(os.environ)
+    env.pop("GC_PROGRESS_EVERY", None)
+    if progress is not None:
+        env["GC_PROGRESS_EVERY"] = str(max(1, n_ops // 200))
+    with open(stderr_path, "w+") as stderr:   # a file: a full stderr pipe cannot block it
+        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                              env=env) as proc:
+            for line in proc.stdout:
+                kind, _, done = line.partition(" ")
+                if kind == "progress" and progress is not None:
+                    progress(int(done))
+        stderr.seek(0)
+        text = stderr.read()
+    if progress is not None and proc.returncode == 0:
+        progress(n_ops)
+    return proc.returncode, text
 
 
 def _int64_column(values, width):
@@ -383,13 +409,15 @@ def _compile(il_text, folder, include, defines, verbose):
 
 
 def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_hold=3,
-                      flush_timeout=None, max_cycles=None):
+                      flush_timeout=None, max_cycles=None, progress=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
     :class:`~design.GradientCompressor` or a dict of its parameters) and return a
     :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
 
     The keyword arguments are :func:`~simulation.driver.simulate`'s (no ``vcd``); ``gap`` may
-    also be an integer. Protocol failures raise :class:`AssertionError` like ``simulate``.
+    also be an integer; ``progress`` is :meth:`CompiledSimulator.run`'s. Protocol failures
+    raise :class:`AssertionError` like ``simulate``.
     """
     return build(dut_or_params).run(ops, gap=gap, dram_ready=dram_ready, idle_hold=idle_hold,
-                                    flush_timeout=flush_timeout, max_cycles=max_cycles)
+                                    flush_timeout=flush_timeout, max_cycles=max_cycles,
+                                    progress=progress)
