@@ -98,11 +98,17 @@ def main(argv=None):
     params = {k: v for k, v in vars(args).items() if k not in ("output", "name")}
     try:
         dut = GradientCompressor(**params)
-    except (TypeError, ValueError) as error:
-        parser.error(str(error))
+    except (TypeError, ValueError) as error:    # one line, exit 2, as every command here
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
     path = pathlib.Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(convert(dut, name=args.name))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(convert(dut, name=args.name))
+    except OSError as error:
+        print(f"{parser.prog}: error: -o {path}: cannot write it ({error.strerror or error})",
+              file=sys.stderr)
+        return 2
     print(f"wrote {path} ({', '.join(f'{k}={v}' for k, v in params.items())})")
 
 

@@ -108,3 +108,12 @@ def test_mutants_bad_input():
     done = run_module("proofs.mutants", "-k", "no-such-mutant")
     assert "-k no-such-mutant: no mutant's name contains it" in \
         _one_line_error(done, "python -m proofs.mutants")
+
+
+def test_verilog_export_bad_input(tmp_path):
+    done = run_module("design.verilog", "--burst-size", "64", "-o", tmp_path / "gc.v")
+    assert "burst_size must be at most fifo_depth (32), not 64" in \
+        _one_line_error(done, "python -m design.verilog")
+    done = run_module("design.verilog", "-o", "/proc/no/gc.v")
+    assert "-o /proc/no/gc.v: cannot write it" in _one_line_error(done, "python -m design.verilog")
+    assert not (tmp_path / "gc.v").exists()
