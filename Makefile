@@ -1,14 +1,15 @@
-# Every target builds .venv from pyproject.toml first if it is missing.
+# Every target builds .venv first if it is missing: the project (editable) with its test tools,
+# at the exact versions in constraints.txt (pyproject.toml gives ranges).
 VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 .PHONY: test prove bmc mutants bench verilog report sweep clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
 	$(PYTHON) -m pip install --quiet --upgrade pip
-	$(PYTHON) -m pip install --quiet -e .
+	$(PYTHON) -m pip install --quiet --constraint constraints.txt -e '.[test]'
 	touch $(STAMP)
 
 test: $(STAMP)

@@ -4,7 +4,7 @@ from amaranth.lib.wiring import In, Out
 
 from .l1 import L1Accumulator
 from .layouts import Cause, gradient_layout, dram_layout
-from .params import checked, check_int, check_power_of_two, log2
+from .params import DEFAULTS, check_config, checked
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -28,17 +28,21 @@ class GradientCompressor(wiring.Component):
     Parameters
     ----------
     addr_width : int
-        Address width, ``> log2(sets)``. Default 32.
+        Address width, ``> log2(sets)``.
     grad_width : int
-        Gradient width (signed) and threshold width (unsigned), ``>= 2``. Default 16.
+        Gradient width (signed) and threshold width (unsigned), ``>= 2``.
     sets, ways : int
-        L1 geometry, powers of two. Default 32 x 4.
+        L1 geometry, powers of two.
     max_updates : int
-        Updates after which an L1 entry is written out, ``>= 1``. Default 255.
+        Updates after which an L1 entry is written out, ``>= 1``.
     fifo_depth : int
-        L2 buffer capacity in writes, ``>= 1``. Default 32.
+        L2 buffer capacity in writes, ``>= 1``.
     burst_size : int
-        L2 level that starts a burst, ``1 <= burst_size <= fifo_depth``. Default 16.
+        L2 level that starts a burst, ``1 <= burst_size <= fifo_depth``.
+
+    The defaults (32-bit addresses, 16-bit gradients, 32 sets x 4 ways, max_updates 255, L2 of
+    32 with bursts at 16) are :data:`design.params.DEFAULTS`; :func:`design.params.check_config`
+    checks a configuration.
 
     Members
     -------
@@ -67,22 +71,13 @@ class GradientCompressor(wiring.Component):
         Running counts (modulo 2**32) of gradients accepted and of DRAM writes.
     """
 
-    def __init__(self, *, addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255,
-                 fifo_depth=32, burst_size=16):
+    def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+                 sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
+                 max_updates=DEFAULTS["max_updates"], fifo_depth=DEFAULTS["fifo_depth"],
+                 burst_size=DEFAULTS["burst_size"]):
         with checked(self):
-            check_power_of_two("sets", sets)
-            check_power_of_two("ways", ways)
-            check_int("grad_width", grad_width, minimum=2)
-            check_int("max_updates", max_updates, minimum=1)
-            check_int("addr_width", addr_width, minimum=1)
-            if addr_width <= log2(sets):
-                raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
-                                 f"so that a tag remains above the set index, not {addr_width}")
-            check_int("fifo_depth", fifo_depth, minimum=1)
-            check_int("burst_size", burst_size, minimum=1)
-            if burst_size > fifo_depth:
-                raise ValueError(f"burst_size must be at most fifo_depth ({fifo_depth}), "
-                                 f"not {burst_size}")
+            check_config(addr_width=addr_width, grad_width=grad_width, sets=sets, ways=ways,
+                         max_updates=max_updates, fifo_depth=fifo_depth, burst_size=burst_size)
 
         self.streamer  = Streamer(addr_width=addr_width, grad_width=grad_width)
         self.l1        = L1Accumulator(addr_width=addr_width, grad_width=grad_width,

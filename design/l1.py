@@ -6,7 +6,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .layouts import Cause, classified_layout, write_layout, value_width
-from .params import checked, check_int, check_power_of_two, log2
+from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State"]
 
@@ -85,7 +85,9 @@ class L1Accumulator(wiring.Component):
         Strobes: a small gradient committed on an L1 hit or miss.
     """
 
-    def __init__(self, *, addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255):
+    def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+                 sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
+                 max_updates=DEFAULTS["max_updates"]):
         with checked(self):
             self.grad_width  = check_int("grad_width", grad_width, minimum=2)
             self.sets        = check_power_of_two("sets", sets)

@@ -1,12 +1,26 @@
-"""Constructor argument checks shared by the design's components.
+"""The compressor's default configuration and the checks of its parameters: the one place for
+both. The components, the reference model, ``compressor-report``/``compressor-sweep``, the
+Verilog export and the formal harness's ``default`` configuration take them from here.
 
 Each check raises an error that names the parameter, the value given and the allowed range, so a
-mistake in a configuration script is found at construction and not in a waveform.
+mistake in a configuration script (or on a command line) is found at once and not in a waveform.
 """
 
 from contextlib import contextmanager
 
-__all__ = ["check_int", "check_power_of_two", "log2", "checked"]
+__all__ = ["DEFAULTS", "check_config", "check_threshold", "check_int", "check_power_of_two",
+           "log2", "checked"]
+
+#: :class:`~design.GradientCompressor`'s default parameters.
+DEFAULTS = {
+    "addr_width":  32,    # address bits
+    "grad_width":  16,    # signed gradient bits (and unsigned threshold bits)
+    "sets":        32,    # L1 sets (a power of two)
+    "ways":        4,     # L1 ways (a power of two)
+    "max_updates": 255,   # updates after which an L1 entry is written out
+    "fifo_depth":  32,    # L2 write-back buffer capacity, in writes
+    "burst_size":  16,    # L2 level that starts a DRAM burst
+}
 
 
 @contextmanager
@@ -43,3 +57,27 @@ def check_power_of_two(name, value):
 def log2(value):
     """The base-2 logarithm of a power of two."""
     return value.bit_length() - 1
+
+
+def check_config(*, addr_width, grad_width, sets, ways, max_updates, fifo_depth, burst_size):
+    """Check a whole :class:`~design.GradientCompressor` configuration (the parameters as in
+    :data:`DEFAULTS`); raise :class:`TypeError` or :class:`ValueError` naming the first bad one.
+    """
+    check_power_of_two("sets", sets)
+    check_power_of_two("ways", ways)
+    check_int("grad_width", grad_width, minimum=2)
+    check_int("max_updates", max_updates, minimum=1)
+    check_int("addr_width", addr_width, minimum=1)
+    if addr_width <= log2(sets):
+        raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
+                         f"so that a tag remains above the set index, not {addr_width}")
+    check_int("fifo_depth", fifo_depth, minimum=1)
+    check_int("burst_size", burst_size, minimum=1)
+    if burst_size > fifo_depth:
+        raise ValueError(f"burst_size must be at most fifo_depth ({fifo_depth}), "
+                         f"not {burst_size}")
+
+
+def check_threshold(value, grad_width=DEFAULTS["grad_width"]):
+    """Check a run-time threshold (unsigned, ``grad_width`` bits) and return it."""
+    return check_int("threshold", value, minimum=0, maximum=2 ** grad_width - 1)

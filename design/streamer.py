@@ -3,7 +3,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import gradient_layout, classified_layout
-from .params import checked, check_int
+from .params import DEFAULTS, checked, check_int
 
 __all__ = ["Streamer"]
 
@@ -34,7 +34,7 @@ class Streamer(wiring.Component):
         The same gradients with ``threshold`` and the verdict ``direct``.
     """
 
-    def __init__(self, *, addr_width=32, grad_width=16):
+    def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
         with checked(self):
             self.addr_width = check_int("addr_width", addr_width, minimum=1)
             self.grad_width = check_int("grad_width", grad_width, minimum=2)

@@ -18,6 +18,7 @@ from amaranth import ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
+from .params import DEFAULTS
 
 __all__ = ["flat_ports", "convert", "main"]
 
@@ -90,19 +91,24 @@ def main(argv=None):
     parser.add_argument("-o", "--output", default="build/gradient_compressor.v",
                         help="Verilog file to write (default: %(default)s)")
     parser.add_argument("--name", default="gradient_compressor", help="top module name")
-    for param, default in [("addr_width", 32), ("grad_width", 16), ("sets", 32), ("ways", 4),
-                           ("max_updates", 255), ("fifo_depth", 32), ("burst_size", 16)]:
+    for param, default in DEFAULTS.items():
         parser.add_argument("--" + param.replace("_", "-"), dest=param, type=int,
                             default=default, help=f"default: {default}")
     args = parser.parse_args(argv)
     params = {k: v for k, v in vars(args).items() if k not in ("output", "name")}
     try:
         dut = GradientCompressor(**params)
-    except (TypeError, ValueError) as error:
-        parser.error(str(error))
+    except (TypeError, ValueError) as error:    # one line, exit 2, as every command here
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 2
     path = pathlib.Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(convert(dut, name=args.name))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(convert(dut, name=args.name))
+    except OSError as error:
+        print(f"{parser.prog}: error: -o {path}: cannot write it ({error.strerror or error})",
+              file=sys.stderr)
+        return 2
     print(f"wrote {path} ({', '.join(f'{k}={v}' for k, v in params.items())})")
 
 

@@ -4,7 +4,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .layouts import dram_layout
-from .params import checked, check_int
+from .params import DEFAULTS, checked, check_int
 
 __all__ = ["WritebackBuffer"]
 
@@ -52,7 +52,8 @@ class WritebackBuffer(wiring.Component):
         High during a burst.
     """
 
-    def __init__(self, *, addr_width=32, grad_width=16, depth=32, burst_size=16):
+    def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+                 depth=DEFAULTS["fifo_depth"], burst_size=DEFAULTS["burst_size"]):
         with checked(self):
             self.addr_width = check_int("addr_width", addr_width, minimum=1)
             self.grad_width = check_int("grad_width", grad_width, minimum=2)

@@ -8,6 +8,8 @@ use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts)
 
 from collections import namedtuple
 
+from design.params import DEFAULTS, check_int, check_power_of_two
+
 __all__ = ["ReferenceModel", "Write", "CAUSES"]
 
 #: Write causes, with the names of :class:`design.Cause`.
@@ -31,13 +33,14 @@ class ReferenceModel:
         Gradient width; gradients must lie in ``[-2**(grad_width-1), 2**(grad_width-1))``.
     """
 
-    def __init__(self, *, sets=32, ways=4, max_updates=255, grad_width=16):
+    def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
+                 max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"]):
+        # The RTL's own checks (design.params), except that sets=None means unbounded.
         if sets is not None:
-            for name, value in (("sets", sets), ("ways", ways)):
-                if not isinstance(value, int) or value < 1 or value & (value - 1):
-                    raise ValueError(f"{name} must be a power of two, not {value!r}")
-        if not isinstance(max_updates, int) or max_updates < 1:
-            raise ValueError(f"max_updates must be at least 1, not {max_updates!r}")
+            check_power_of_two("sets", sets)
+            check_power_of_two("ways", ways)
+        check_int("max_updates", max_updates, minimum=1)
+        check_int("grad_width", grad_width, minimum=2)
         self.sets, self.ways = sets, ways
         self.max_updates = max_updates
         self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1

@@ -1,26 +1,31 @@
 """Formal proofs of the gradient compressor.
 
-    python -m proofs prove [-j 2]        # every k-induction proof, the covers, default BMC
+    python -m proofs prove [-j 2]        # every k-induction proof and the covers
     python -m proofs bmc   [-j 2]        # bounded checks (a few minutes; part of make test)
     python -m proofs list                # the jobs
     python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
     python -m proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
     python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py]
+
+(From a fresh shell, in a checkout: ``.venv/bin/python -m proofs ...``.)
 """
 
 import argparse
+import os
 import sys
 import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name
-from .run import run_jobs, print_summary, report_failures, progress
-from .trace import read_vcd, print_table
+from .run import run_jobs, print_summary, report_failures, progress, work_dir
+from .replay import WitnessError
+from .trace import COLUMNS, TraceError, read_vcd, print_table
+from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
 
 
 def _run(jobs, parallel, title):
     start = time.time()
-    print(f"{title}: {len(jobs)} jobs, {parallel} in parallel (work dir proofs/work/)",
-          flush=True)
+    print(f"{title}: {len(jobs)} jobs, {parallel} in parallel "
+          f"(work dir {os.path.relpath(work_dir())}/)", flush=True)
     results = run_jobs(jobs, parallel=parallel, on_done=progress)
     bad = report_failures(results)
     print()
@@ -30,17 +35,19 @@ def _run(jobs, parallel, title):
     return 1 if bad else 0
 
 
-def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m proofs", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+def build_parser():
+    p = ArgumentParser(prog="python -m proofs", description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="Exit status: 0 every job passed, 1 a job failed, 2 bad argument "
+                              "or input file.")
     sub = p.add_subparsers(dest="cmd", required=True)
     for name in ("prove", "bmc"):
         s = sub.add_parser(name)
-        s.add_argument("-j", "--jobs", type=int, default=2)
+        s.add_argument("-j", "--jobs", type=positive_integer, default=2)
         s.add_argument("-k", "--filter", default=None, help="only jobs whose name contains this")
     s = sub.add_parser("run")
     s.add_argument("names", nargs="+")
-    s.add_argument("-j", "--jobs", type=int, default=2)
+    s.add_argument("-j", "--jobs", type=positive_integer, default=2)
     s.add_argument("--design", default=None,
                    help="run against a copy of design/ in this directory (e.g. a mutant)")
     sub.add_parser("list")
@@ -50,35 +57,62 @@ def main(argv=None):
     s.add_argument("witness")
     s.add_argument("--pytest", default=None, help="write a pytest regression test here")
     s.add_argument("--design", default=None, help="a directory holding a copy of design/")
-    args = p.parse_args(argv)
+    return p
 
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _command(args)
+    except (UsageError, TraceError, WitnessError) as error:
+        return usage_error(parser.prog, error)
+
+
+def _check_design(path):
+    if path is not None and not os.path.isdir(os.path.join(path, "design")):
+        raise UsageError(f"--design {path}: no design/ folder in it")
+
+
+def _command(args):
     if args.cmd in ("prove", "bmc"):
         jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
         if args.cmd == "prove":   # the slowest first, so that two cores stay busy
-            slow = ("mid-conservation-bmc", "small-conservation", "default-control-bmc",
-                    "mid-conservation-except-l2-sum")
+            slow = ("large-policy", "default-policy", "default-cover", "small-conservation",
+                    "default-progress-cover-K2")
             jobs = sorted(jobs, key=lambda j: j.name not in slow)
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]
+            if not jobs:
+                raise UsageError(f"-k {args.filter}: no {args.cmd} job's name contains it")
         return _run(jobs, args.jobs, f"make {args.cmd}")
     if args.cmd == "run":
         import dataclasses
-        import os
-        jobs = [job_by_name(n) for n in args.names]
+        try:
+            jobs = [job_by_name(n) for n in args.names]
+        except KeyError as error:
+            raise UsageError(error.args[0]) from None
+        _check_design(args.design)
         if args.design:
             path = os.path.abspath(args.design)
             jobs = [dataclasses.replace(j, design_path=path, name=j.name + "-on-" +
                                         os.path.basename(path)) for j in jobs]
         return _run(jobs, args.jobs, "run")
     if args.cmd == "list":
-        for j in all_jobs():
-            print(f"{j.name:36s} {j.config:8s} {j.mode:6s} depth {j.depth:3d}  {j.properties}")
+        rows = [[j.name, j.config, j.mode, j.depth, j.properties] for j in all_jobs()]
+        print(table(rows, ["job", "config", "mode", "depth", "properties"],
+                    align=["left", "left", "left", "right", "left"]))
         return 0
     if args.cmd == "trace":
-        print_table(read_vcd(args.vcd))
+        trace = read_vcd(args.vcd)
+        if not any(trace.find(key) for _, key, _ in COLUMNS):
+            raise TraceError(f"{args.vcd}: none of the trace table's signals is in it "
+                             f"(is it a counterexample of a proof job?)")
+        print_table(trace)
         return 0
     if args.cmd == "replay":
         from .replay import replay_main
+        _check_design(args.design)
         return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design)
 
 

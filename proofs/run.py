@@ -1,21 +1,30 @@
 """Run proof jobs with SymbiYosys, in parallel, and summarise them."""
 
+import glob
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from xml.etree import ElementTree
 
+from reports.console import table
 from .trace import read_vcd, print_table
 
-__all__ = ["run_jobs", "run_job", "print_summary", "WORK", "tool_args"]
+__all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
 
+#: The folder holding the installed (or checked-out) packages: put on the PYTHONPATH of the
+#: job generator so that it imports the same ``design``.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-WORK = os.path.join(ROOT, "proofs", "work")
+
+
+def work_dir():
+    """Where proof jobs run: ``$GC_PROOFS_WORK``, else ``proofs/work`` under the current
+    directory (never inside the installed package)."""
+    return os.path.abspath(os.environ.get("GC_PROOFS_WORK") or os.path.join("proofs", "work"))
 
 
 def _bin(name):
@@ -39,9 +48,10 @@ def _env(design_path=None):
     return env
 
 
-def run_job(job, work=WORK, quiet=False):
-    """Generate and run one job. Returns a result dict."""
-    jobdir = os.path.join(work, job.name)
+def run_job(job, work=None, quiet=False):
+    """Generate and run one job (in ``work``, by default :func:`work_dir`). Returns a result
+    dict."""
+    jobdir = os.path.join(work or work_dir(), job.name)
     shutil.rmtree(jobdir, ignore_errors=True)
     os.makedirs(jobdir)
     with open(os.path.join(jobdir, "job.json"), "w") as f:
@@ -80,36 +90,67 @@ def run_job(job, work=WORK, quiet=False):
     with open(result["log"], "w") as f:
         f.write(out)
     result["seconds"] = time.time() - start
-    if "status" not in result:
-        m = re.search(r"DONE \((\w+), rc=(\d+)\)", out)
-        result["status"] = m.group(1) if m else "ERROR"
-    if result["status"] == "UNKNOWN" and "Temporal induction failed" in out and \
-            "returned pass for basecase" in out:
-        result["status"] = "CTI"   # induction failed: an invariant is missing (not a bug)
-    props = meta["props"]
-
-    def name_of(src):
-        path, _, line = src.rpartition(":")
-        if "@" in path:
-            return path.rpartition("@")[2]
-        return props.get(f"{os.path.basename(path)}:{line}", src)
-
-    for m in re.finditer(r"(?:Assert failed in \S+|failed assertion \S+ at) (\S+?:\d+)", out):
-        n = name_of(m.group(1))
-        if n not in result["failed"]:
-            result["failed"].append(n)
-    for m in re.finditer(r"(Reached|Unreached) cover statement (?:in step (\d+) )?at \S+: "
-                         r"(\S+?:\d+)", out):
-        result["covers"].append((m.group(1).lower(), name_of(m.group(3)), m.group(2)))
-    m = re.search(r"counterexample trace(?: \[\w+\])?: (\S+)", out)
-    if m:
-        result["vcd"] = os.path.join(jobdir, m.group(1))
+    sby_dir = os.path.join(jobdir, "job")     # SymbiYosys's own work folder
+    outcome = read_sby_outcome(sby_dir, meta["props"])
+    result.setdefault("status", outcome["status"])
+    if result["status"] == "UNKNOWN" and outcome["failed"]:
+        # k-induction: the base case passed (else FAIL) but the induction step failed: an
+        # invariant is missing, not necessarily a bug.
+        result["status"] = "CTI"
+    result["failed"], result["covers"] = outcome["failed"], outcome["covers"]
+    if outcome["trace"]:
+        result["vcd"] = os.path.join(sby_dir, outcome["trace"])
     result["bound"] = meta.get("bound")
     result["solver"] = meta.get("solver")
     return result
 
 
-def run_jobs(jobs, *, parallel=2, work=WORK, on_done=None):
+def property_name(location, props):
+    """The property at a source ``location`` (``file@group/name:line`` as Amaranth writes it,
+    or ``file:line`` looked up in the job's ``props`` map); the location itself if unknown."""
+    path, _, line = location.rpartition(":")
+    if "@" in path:
+        return path.rpartition("@")[2]
+    return props.get(f"{os.path.basename(path)}:{line}", location)
+
+
+def read_sby_outcome(sby_dir, props):
+    """What SymbiYosys reported in its work folder ``sby_dir``: ``{"status", "failed",
+    "covers", "trace"}``, from its ``status`` file and its JUnit report (``<task>.xml``).
+
+    ``status`` is SBY's (PASS, FAIL, UNKNOWN, ERROR...), ERROR if it wrote none; ``failed``
+    the names of the failed assertions; ``covers`` ``(reached|unreached, name, None)`` per
+    cover statement; ``trace`` the first failed assertion's counterexample VCD, relative to
+    ``sby_dir`` (None if there is none)."""
+    outcome = {"status": "ERROR", "failed": [], "covers": [], "trace": None}
+    try:
+        with open(os.path.join(sby_dir, "status")) as f:
+            outcome["status"] = (f.read().split() or ["ERROR"])[0]
+    except OSError:
+        return outcome
+    reports = glob.glob(os.path.join(sby_dir, "*.xml"))
+    if not reports:
+        return outcome
+    try:
+        tree = ElementTree.parse(reports[0])
+    except ElementTree.ParseError:
+        return outcome
+    for case in tree.iter("testcase"):
+        kind, location = case.get("type"), case.get("location")
+        if kind not in ("ASSERT", "COVER") or not location:
+            continue
+        name, failed = property_name(location, props), case.find("failure") is not None
+        if kind == "ASSERT" and failed:
+            if name not in outcome["failed"]:
+                outcome["failed"].append(name)
+            outcome["trace"] = outcome["trace"] or case.get("tracefile")
+        elif kind == "COVER":
+            reached = case.get("tracefile") is not None and not failed
+            outcome["covers"].append(("reached" if reached else "unreached", name, None))
+    return outcome
+
+
+def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
     results = [None] * len(jobs)
 
     def one(i):
@@ -121,6 +162,14 @@ def run_jobs(jobs, *, parallel=2, work=WORK, on_done=None):
     with ThreadPoolExecutor(max_workers=parallel) as pool:
         list(pool.map(one, range(len(jobs))))
     return results
+
+
+def replay_command(witness):
+    """The command that replays ``witness``, runnable as printed from the current directory
+    (through this Python, so no virtual environment needs activating)."""
+    python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) \
+        else sys.executable
+    return f"{python} -m proofs replay {os.path.relpath(witness)}"
 
 
 def progress(r):
@@ -137,12 +186,7 @@ def print_summary(results, file=None):
             status = f"PASS ({sum(c[0] == 'reached' for c in r['covers'])} reached)"
         rows.append([r["job"], r["properties"], r["config"], r["mode"], str(r["depth"]),
                      status, f"{r['seconds']:.0f}"])
-    widths = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(heads)]
-    line = "| " + " | ".join(h.ljust(w) for h, w in zip(heads, widths)) + " |"
-    print(line, file=file)
-    print("|" + "|".join("-" * (w + 2) for w in widths) + "|", file=file)
-    for row in rows:
-        print("| " + " | ".join(x.ljust(w) for x, w in zip(row, widths)) + " |", file=file)
+    print(table(rows, heads, align=["left"] * 4 + ["right", "left", "right"]), file=file)
 
 
 def report_failures(results, file=None, table=True):
@@ -158,14 +202,13 @@ def report_failures(results, file=None, table=True):
                 print(f"    unreached cover: {name}", file=file)
         if r.get("detail"):
             print(r["detail"], file=file)
-        print(f"    log: {os.path.relpath(r['log'], ROOT)}", file=file)
+        print(f"    log: {os.path.relpath(r['log'])}", file=file)
         if r["vcd"]:
-            print(f"    VCD: {os.path.relpath(r['vcd'], ROOT)}", file=file)
+            print(f"    VCD: {os.path.relpath(r['vcd'])}", file=file)
             yw = r["vcd"][:-4] + ".yw"
             if os.path.exists(yw):
-                print(f"    witness: {os.path.relpath(yw, ROOT)}", file=file)
-                print(f"    replay: python -m proofs replay {os.path.relpath(yw, ROOT)}",
-                      file=file)
+                print(f"    witness: {os.path.relpath(yw)}", file=file)
+                print(f"    replay: {replay_command(yw)}", file=file)
             if r["status"] == "CTI":
                 print("    (induction counterexample: starts in an arbitrary state; an "
                       "invariant is missing, not necessarily a bug)", file=file)

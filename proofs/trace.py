@@ -1,7 +1,9 @@
-"""Read SymbiYosys/smtbmc VCD traces and print them as cycle-by-cycle tables."""
+"""Read SymbiYosys/smtbmc VCD traces (with pyvcd's tokenizer) and print them as cycle-by-cycle
+tables."""
 
+from vcd.reader import TokenKind, VCDParseError, tokenize
 
-__all__ = ["read_vcd", "Trace", "print_table", "COLUMNS"]
+__all__ = ["read_vcd", "Trace", "TraceError", "print_table", "COLUMNS"]
 
 
 class Trace:
@@ -35,46 +37,47 @@ class Trace:
         return out
 
 
+class TraceError(ValueError):
+    """A file that is not a readable VCD trace."""
+
+
 def read_vcd(path):
+    """Read an smtbmc VCD trace (step ``k`` at time ``10 * k``) into a :class:`Trace`.
+
+    Signal names are dotted scope paths below the top module. Raises :class:`TraceError` if
+    ``path`` cannot be read or is not a VCD file with at least one variable."""
     scopes, codes, changes = [], {}, {}
     time = 0
-    with open(path) as f:
-        data = f.read()
-    header, _, body = data.partition("$enddefinitions")
-    for line in header.splitlines():
-        tok = line.split()
-        if not tok:
-            continue
-        if tok[0] == "$scope":
-            scopes.append(tok[2])
-        elif tok[0] == "$upscope":
-            scopes.pop()
-        elif tok[0] == "$var":
-            width, code, name = int(tok[2]), tok[3], tok[4]
-            full = ".".join(scopes[1:] + [name])  # drop the top module's scope
-            codes.setdefault(code, []).append((full, width))
-    for code, names in codes.items():
-        for full, width in names:
-            changes[full] = (width, [])
-    for tok in body.split():
-        if tok.startswith("#"):
-            time = int(tok[1:])
-            continue
-        if tok[0] in "bB":
-            pending = tok[1:]
-            continue
-        if tok[0] in "01xXzZ" and len(tok) > 1 and not tok.startswith("$"):
-            value, code = tok[0], tok[1:]
-        elif tok in codes:
-            value, code = pending, tok
-        else:
-            continue
-        try:
-            v = int(value, 2)
-        except ValueError:
-            v = None
-        for full, width in codes.get(code, []):
-            changes[full][1].append((time, v))
+    try:
+        with open(path, "rb") as f:
+            for token in tokenize(f):
+                kind = token.kind
+                if kind is TokenKind.SCOPE:
+                    scopes.append(token.data.ident)
+                elif kind is TokenKind.UPSCOPE:
+                    scopes.pop()
+                elif kind is TokenKind.VAR:
+                    var = token.data
+                    full = ".".join(scopes[1:] + [var.reference])  # drop the top module
+                    codes.setdefault(var.id_code, []).append(full)
+                    changes[full] = (var.size, [])
+                elif kind is TokenKind.CHANGE_TIME:
+                    time = token.data
+                elif kind in (TokenKind.CHANGE_SCALAR, TokenKind.CHANGE_VECTOR):
+                    value = token.data.value
+                    if isinstance(value, str):      # a scalar, or a vector with x or z bits
+                        try:
+                            value = int(value, 2)
+                        except ValueError:
+                            value = None
+                    for full in codes.get(token.data.id_code, []):
+                        changes[full][1].append((time, value))
+    except OSError as error:
+        raise TraceError(f"{path}: {error.strerror or error}") from None
+    except (VCDParseError, UnicodeDecodeError, IndexError) as error:
+        raise TraceError(f"{path}: not a VCD file ({error})") from None
+    if not changes:
+        raise TraceError(f"{path}: not a VCD trace (no variables in it)")
     # smtbmc: step k is at time 10*k.
     last = max([t for _, ch in changes.values() for t, _ in ch] or [0])
     steps = last // 10 + 1
@@ -135,8 +138,10 @@ CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU"}
 
 
 def print_table(trace, columns=COLUMNS, file=None, start=0):
+    """Print ``trace`` one cycle a line, from cycle ``start``: the :data:`COLUMNS` it has
+    (``|`` marks the first column of a group), states and causes by name, ``?`` unknown."""
     import sys
-    file = file or sys.stdout
+    from reports.console import table
     cols = []
     for head, key, signed in columns:
         vals = trace.values(key, signed)
@@ -146,12 +151,7 @@ def print_table(trace, columns=COLUMNS, file=None, start=0):
             vals = [STATES.get(v, v) for v in vals]
         if key.endswith("cause"):
             vals = [CAUSES.get(v, v) for v in vals]
-        cols.append((head, ["?" if v is None else str(v) for v in vals]))
+        cols.append((head, ["?" if v is None else v for v in vals]))
     heads = ["cyc"] + [h for h, _ in cols]
-    rows = [[str(k)] + [c[1][k] for c in cols] for k in range(start, trace.steps)]
-    widths = [max(len(heads[i]), *(len(r[i]) for r in rows)) if rows else len(heads[i])
-              for i in range(len(heads))]
-    fmt = lambda r: " ".join(x.rjust(w) for x, w in zip(r, widths))
-    print(fmt(heads), file=file)
-    for r in rows:
-        print(fmt(r), file=file)
+    rows = [[k] + [c[1][k] for c in cols] for k in range(start, trace.steps)]
+    print(table(rows, heads, fmt="compact", align=["right"] * len(heads)), file=file or sys.stdout)

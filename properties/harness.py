@@ -15,6 +15,7 @@ from amaranth.hdl import Assume
 
 from design import GradientCompressor, L1State
 from design.layouts import value_width
+from design.params import DEFAULTS
 
 from .base import PropertySet
 from . import assumptions, outputs, invariants, covers, writeback, policy, liveness
@@ -39,11 +40,9 @@ CONFIGS = {
     "mid":     dict(addr_width=4, grad_width=4, sets=4, ways=2, max_updates=4,
                     fifo_depth=8, burst_size=4),
     # The default configuration of the product.
-    "default": dict(addr_width=32, grad_width=16, sets=32, ways=4, max_updates=255,
-                    fifo_depth=32, burst_size=16),
+    "default": dict(DEFAULTS),
     # A large one: L1 in block RAM (1024 x 4), L2 of 64 with bursts of 32.
-    "large":   dict(addr_width=32, grad_width=16, sets=1024, ways=4, max_updates=255,
-                    fifo_depth=64, burst_size=32),
+    "large":   dict(DEFAULTS, sets=1024, fifo_depth=64, burst_size=32),
 }
 
 

@@ -2,11 +2,10 @@
 the Amaranth simulator (with a note on stderr)."""
 
 import sys
-import time
 
 from simulation.driver import always, every_other, random_ready
 
-__all__ = ["BACKENDS", "resolve_backend", "run_rtl", "parse_dram", "Progress"]
+__all__ = ["BACKENDS", "resolve_backend", "run_rtl", "parse_dram"]
 
 BACKENDS = ("compiled", "amaranth")
 
@@ -58,68 +57,34 @@ def parse_dram(text):
     raise ValueError(f"bad --dram {text!r}: use always, every-other or random:P[:SEED]")
 
 
-class Progress:
-    """A simple progress bar on stderr (redrawn in place on a terminal, every 10% otherwise)."""
-
-    def __init__(self, total, label, enabled=True, stream=sys.stderr):
-        self.total, self.label, self.enabled, self.stream = max(total, 1), label, enabled, stream
-        self.tty = enabled and hasattr(stream, "isatty") and stream.isatty()
-        self.start = time.monotonic()
-        self.shown = -1
-
-    def update(self, done):
-        if not self.enabled:
-            return
-        fraction = min(done / self.total, 1.0)
-        if self.tty:
-            step = int(fraction * 200)
-            if step == self.shown:
-                return
-            self.shown = step
-            filled = int(fraction * 30)
-            elapsed = time.monotonic() - self.start
-            eta = elapsed / fraction - elapsed if fraction > 0 else 0
-            self.stream.write(f"\r{self.label} [{'#' * filled}{'.' * (30 - filled)}] "
-                              f"{fraction:6.1%} {done}/{self.total} ETA {eta:5.0f}s ")
-            self.stream.flush()
-        else:
-            step = int(fraction * 10)
-            if step != self.shown:
-                self.shown = step
-                self.stream.write(f"{self.label}: {step * 10}% ({done}/{self.total})\n")
-                self.stream.flush()
-
-    def close(self):
-        if self.enabled:
-            self.update(self.total)
-            if self.tty:
-                self.stream.write(f" {time.monotonic() - self.start:.1f}s\n")
-            self.stream.flush()
-
-
 def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
     """Run ``ops`` through the RTL of the :class:`design.GradientCompressor` ``params`` with
-    ``backend`` and return the :class:`~simulation.driver.SimResult`."""
-    if backend == "compiled":
-        simulate_compiled, reason = _compiled()
-        if simulate_compiled is None:
-            raise RuntimeError(f"the compiled simulator is not available: {reason}")
+    ``backend`` and return the :class:`~simulation.driver.SimResult`. ``progress``, if given,
+    is a progress bar (:func:`reports.console.progress`) over ``len(ops)`` operations: both
+    simulators advance it as they go, and it is closed at the end."""
+    def advance(done):
+        progress.update(done - progress.n)
+
+    try:
+        if backend == "compiled":
+            simulate_compiled, reason = _compiled()
+            if simulate_compiled is None:
+                raise RuntimeError(f"the compiled simulator is not available: {reason}")
+            return simulate_compiled(dict(params), ops, dram_ready=dram_ready,
+                                     progress=advance if progress is not None else None)
+        from design import GradientCompressor
+        from simulation.driver import simulate
+        dut = GradientCompressor(**params)
+        gap = None
         if progress is not None:
-            progress.update(0)      # the compiled run reports only at its end
-        result = simulate_compiled(dict(params), ops, dram_ready=dram_ready)
+            # The driver asks for the gap before offering each gradient: a free progress hook.
+            def gap(index):
+                advance(index)
+                return 0
+        result = simulate(dut, ops, gap=gap, dram_ready=dram_ready)
+        if progress is not None:
+            advance(len(ops))
+        return result
+    finally:
         if progress is not None:
             progress.close()
-        return result
-    from design import GradientCompressor
-    from simulation.driver import simulate
-    dut = GradientCompressor(**params)
-    gap = None
-    if progress is not None:
-        # The driver asks for the gap before offering each gradient: a free progress hook.
-        def gap(index):
-            progress.update(index)
-            return 0
-    result = simulate(dut, ops, gap=gap, dram_ready=dram_ready)
-    if progress is not None:
-        progress.close()
-    return result

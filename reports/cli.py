@@ -14,7 +14,6 @@ Checks, each of which makes the command exit non-zero (status 1) instead of prin
 A bad argument or trace file exits with status 2 and a one-line message.
 """
 
-import argparse
 import json
 import os
 import shlex
@@ -22,46 +21,50 @@ import sys
 import time
 from collections import Counter
 
+from design.params import DEFAULTS, check_config, check_threshold
 from model import CAUSES
 
-from .backend import BACKENDS, Progress, parse_dram, resolve_backend, run_rtl
+from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
+from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
+                      usage_error)
+from .console import progress as console_progress
+from .provenance import describe, provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 
 DEFAULT_OUT = os.path.join("reports", "out")
 
 
-class UsageError(Exception):
-    """A bad argument or input: reported in one line, exit status 2."""
-
-
-def _positive(text):
+def check_params(params, threshold=None, *, threshold_option="--threshold"):
+    """Check a compressor configuration (``params``: some of :data:`design.params.DEFAULTS`'
+    keys) and a threshold with the design's own checks; raise :class:`UsageError` naming the
+    command-line option."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+        check_config(**dict(DEFAULTS, **params))
+    except (TypeError, ValueError) as error:
+        # "sets must be ..." -> "--sets must be ...": the user typed the option, not the name.
+        name, _, rest = str(error).partition(" ")
+        raise UsageError(f"--{name.replace('_', '-')} {rest}") from None
+    if threshold is not None:
+        try:
+            check_threshold(threshold, DEFAULTS["grad_width"])
+        except ValueError as error:
+            raise UsageError(f"{threshold_option} {str(error).partition(' ')[2]}") from None
 
 
-def _power_of_two(text):
-    value = _positive(text)
-    if value & (value - 1):
-        raise argparse.ArgumentTypeError(f"must be a power of two, not {value}")
-    return value
-
-
-def _threshold(text):
+def prepare_out(path):
+    """Create the output folder ``path`` now, before minutes of simulation, and check that a
+    file can be written there; raise :class:`UsageError` if not."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if not 0 <= value <= 0xFFFF:
-        raise argparse.ArgumentTypeError(f"must be in [0, 65535], not {value}")
-    return value
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, ".write-test"), "w"):
+            pass
+        os.remove(os.path.join(path, ".write-test"))
+    except OSError as error:
+        raise UsageError(f"--out {path}: cannot write there ({error.strerror or error})") \
+            from None
 
 
 def parse_params(items):
@@ -87,7 +90,7 @@ def parse_params(items):
 
 def build_parser():
     from workloads import DEFAULT_WORKLOADS
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="compressor-report",
         description="Run gradient workloads through the compressor's RTL (a flush at every "
                     "training-step boundary) and write a Markdown report, a JSON file with "
@@ -104,19 +107,23 @@ def build_parser():
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     geometry = parser.add_argument_group("compressor configuration (the design's defaults)")
-    geometry.add_argument("--sets", type=_power_of_two, default=32)
-    geometry.add_argument("--ways", type=_power_of_two, default=4)
-    geometry.add_argument("--max-updates", type=_positive, default=255)
-    geometry.add_argument("--fifo-depth", type=_positive, default=32, help="L2 buffer depth")
-    geometry.add_argument("--burst-size", type=_positive, default=16,
-                          help="L2 level that starts a DRAM burst")
+    geometry.add_argument("--sets", type=integer, default=DEFAULTS["sets"],
+                          help="L1 sets, a power of two (default: %(default)s)")
+    geometry.add_argument("--ways", type=integer, default=DEFAULTS["ways"],
+                          help="L1 ways, a power of two (default: %(default)s)")
+    geometry.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],
+                          help="default: %(default)s")
+    geometry.add_argument("--fifo-depth", type=integer, default=DEFAULTS["fifo_depth"],
+                          help="L2 buffer depth (default: %(default)s)")
+    geometry.add_argument("--burst-size", type=integer, default=DEFAULTS["burst_size"],
+                          help="L2 level that starts a DRAM burst (default: %(default)s)")
     run = parser.add_argument_group("run")
-    run.add_argument("--threshold", type=_threshold, default=None,
+    run.add_argument("--threshold", type=integer, default=None,
                      help="override the traces' thresholds with this one")
     run.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                      help="parameter of the synthetic generators (repeatable), e.g. "
                           "--param steps=50 --param k=8 (integers, floats or comma lists)")
-    run.add_argument("--limit", type=_positive, default=None,
+    run.add_argument("--limit", type=positive_integer, default=None,
                      help="keep only the first N gradients of each workload")
     run.add_argument("--dram", default="always",
                      help="DRAM ready pattern: always (default), every-other, random:P[:SEED]")
@@ -139,8 +146,8 @@ def run_workload(trace, params, *, backend, dram="always", threshold=None, progr
                                 description=trace.description + f" (threshold set to "
                                                                  f"{threshold})",
                                 meta=dict(trace.meta, threshold_per="step"))
-    bar = Progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
-                   enabled=progress)
+    bar = console_progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
+                           enabled=progress)
     start = time.monotonic()
     result = run_rtl(backend, params, ops, dram_ready=parse_dram(dram), progress=bar)
     seconds = time.monotonic() - start
@@ -218,6 +225,7 @@ def render_markdown(report):
     cfg = report["configuration"]
     lines = ["# Gradient compressor bandwidth report", "",
              f"Command: `{report['command']}`  ",
+             describe(report) + "  ",
              f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
              f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
              f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
@@ -228,19 +236,18 @@ def render_markdown(report):
              f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
     ok = [m for m in report["workloads"] if m["conservation"]["ok"]]
     if ok:
+        summary = [[m["workload"], _fmt(m["gradients"]), m["trace"]["steps"],
+                    _fmt(m["dram_writes"]), _fmt(m["compression_ratio"], "ratio"),
+                    _fmt(m["bandwidth_reduction"], "pct"),
+                    _fmt(m["reference_points"]["oracle"]["compression_ratio"], "ratio"),
+                    _fmt(m["l1_hit_rate"], "pct"), _fmt(m["cycles_per_gradient"], "float"),
+                    f"{m['bursts']['count']} ({_fmt(m['bursts']['mean_length'], 'float')})"]
+                   for m in ok]
         lines += ["## Summary", "",
-                  "| workload | gradients | steps | DRAM writes | ratio | bandwidth reduction "
-                  "| oracle ratio | L1 hit rate | cycles/gradient | bursts (mean length) |",
-                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for m in ok:
-            lines.append(
-                f"| {m['workload']} | {_fmt(m['gradients'])} | {m['trace']['steps']} | "
-                f"{_fmt(m['dram_writes'])} | {_fmt(m['compression_ratio'], 'ratio')} | "
-                f"{_fmt(m['bandwidth_reduction'], 'pct')} | "
-                f"{_fmt(m['reference_points']['oracle']['compression_ratio'], 'ratio')} | "
-                f"{_fmt(m['l1_hit_rate'], 'pct')} | {_fmt(m['cycles_per_gradient'], 'float')} "
-                f"| {m['bursts']['count']} ({_fmt(m['bursts']['mean_length'], 'float')}) |")
-        lines += ["", "![compression ratio per workload](summary.png)", ""]
+                  table(summary, ["workload", "gradients", "steps", "DRAM writes", "ratio",
+                                  "bandwidth reduction", "oracle ratio", "L1 hit rate",
+                                  "cycles/gradient", "bursts (mean length)"]),
+                  "", "![compression ratio per workload](summary.png)", ""]
     for m in report["workloads"]:
         lines += [f"## {m['workload']}", "", m["description"], ""]
         if not m["conservation"]["ok"]:
@@ -248,18 +255,15 @@ def render_markdown(report):
                       "No ratio is reported for this workload.", ""]
             continue
         refs = m["reference_points"]
-        lines += ["| | RTL | oracle (unbounded L1) | no compression |", "|---|---:|---:|---:|"]
-        rows = [("gradients in", "gradients", "int"), ("DRAM writes", "dram_writes", "int"),
-                ("bytes in", "bytes_in", "int"), ("bytes out", "bytes_out", "int"),
-                ("compression ratio", "compression_ratio", "ratio"),
-                ("bandwidth reduction", "bandwidth_reduction", "pct")]
-        for label, key, kind in rows:
-            lines.append(f"| {label} | {_fmt(m[key], kind)} | "
-                         f"{_fmt(refs['oracle'][key], kind)} | "
-                         f"{_fmt(refs['no_compression'][key], kind)} |")
-        for cause in CAUSES:
-            lines.append(f"| writes: {cause} | {_fmt(m['writes_by_cause'][cause])} | "
-                         f"{_fmt(refs['oracle']['writes_by_cause'][cause])} | |")
+        figures = [("gradients in", "gradients", "int"), ("DRAM writes", "dram_writes", "int"),
+                   ("bytes in", "bytes_in", "int"), ("bytes out", "bytes_out", "int"),
+                   ("compression ratio", "compression_ratio", "ratio"),
+                   ("bandwidth reduction", "bandwidth_reduction", "pct")]
+        rows = [[label, _fmt(m[key], kind), _fmt(refs["oracle"][key], kind),
+                 _fmt(refs["no_compression"][key], kind)] for label, key, kind in figures]
+        rows += [[f"writes: {cause}", _fmt(m["writes_by_cause"][cause]),
+                  _fmt(refs["oracle"]["writes_by_cause"][cause]), ""] for cause in CAUSES]
+        lines.append(table(rows, ["", "RTL", "oracle (unbounded L1)", "no compression"]))
         b = m["bursts"]
         lines += ["",
                   f"- L1: {_fmt(m['l1_hits'])} hits, {_fmt(m['l1_misses'])} misses "
@@ -283,32 +287,29 @@ def render_markdown(report):
                   f"{m['simulation']['seconds']} s", ""]
         if "seed_comparison" in m:
             s, o = m["seed_comparison"]["seed"], m["seed_comparison"]["ours"]
+            rows = [
+                ["gradients in", s["gradients"], o["gradients"]],
+                ["writes pushed into L2 before the flush", s["pushes_into_l2"],
+                 o["writes_before_flush_cause"]],
+                ["DRAM writes counted", s["dram_writes"], o["dram_writes"]],
+                ["flush writes", "0 (never flushed)", o["flush_writes"]],
+                ["compression ratio", f"{s['compression_ratio']:.2f}x",
+                 f"{o['compression_ratio']:.2f}x"],
+                ["bandwidth reduction, 4 bytes per record (the seed's convention)",
+                 f"{100 * s['bandwidth_reduction']:.2f} %",
+                 f"{100 * o['bandwidth_reduction_seed_convention']:.2f} %"],
+                ["bandwidth reduction, 6-byte gradients / 8-byte writes", "n/a",
+                 f"{100 * o['bandwidth_reduction']:.2f} %"]]
             lines += ["### Seed comparison", "",
-                      "| | seed's report (no flush) | ours (after the flush) |",
-                      "|---|---:|---:|",
-                      f"| gradients in | {s['gradients']} | {o['gradients']} |",
-                      f"| writes pushed into L2 before the flush | {s['pushes_into_l2']} | "
-                      f"{o['writes_before_flush_cause']} |",
-                      f"| DRAM writes counted | {s['dram_writes']} | {o['dram_writes']} |",
-                      f"| flush writes | 0 (never flushed) | {o['flush_writes']} |",
-                      f"| compression ratio | {s['compression_ratio']:.2f}x | "
-                      f"{o['compression_ratio']:.2f}x |",
-                      f"| bandwidth reduction, 4 bytes per record (the seed's convention) | "
-                      f"{100 * s['bandwidth_reduction']:.2f} % | "
-                      f"{100 * o['bandwidth_reduction_seed_convention']:.2f} % |",
-                      f"| bandwidth reduction, 6-byte gradients / 8-byte writes | n/a | "
-                      f"{100 * o['bandwidth_reduction']:.2f} % |", ""]
+                      table(rows, ["", "seed's report (no flush)", "ours (after the flush)"]),
+                      ""]
             phases = m["seed_comparison"].get("phases")
             if phases:
+                rows = [[row["name"], row["gradients"], row["writes"],
+                         *(row["writes_by_cause"][c] for c in CAUSES)] for row in phases]
                 lines += ["Writes triggered by each phase's gradients (reference model, same "
                           "geometry; equal to the RTL's):", "",
-                          "| phase | gradients | writes | " + " | ".join(CAUSES) + " |",
-                          "|---|---:|---:|" + "---:|" * len(CAUSES)]
-                for row in phases:
-                    lines.append(f"| {row['name']} | {row['gradients']} | {row['writes']} | "
-                                 + " | ".join(str(row["writes_by_cause"][c]) for c in CAUSES)
-                                 + " |")
-                lines.append("")
+                          table(rows, ["phase", "gradients", "writes", *CAUSES]), ""]
         if m.get("plots"):
             lines += [f"![writes by cause]({m['plots']['causes']})",
                       f"![burst lengths]({m['plots']['bursts']})", ""]
@@ -346,41 +347,43 @@ def main(argv=None, *, result_filter=None):
     """Entry point; returns the exit status (``result_filter`` is a test hook)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload, workload_names
+    from workloads import workload_names
     if args.list:
         print("\n".join(workload_names()))
         return 0
-    if args.burst_size > args.fifo_depth:
-        parser.error(f"--burst-size ({args.burst_size}) must be at most --fifo-depth "
-                     f"({args.fifo_depth})")
+    try:
+        return _report(args, argv, result_filter)
+    except UsageError as error:
+        return usage_error(parser.prog, error)
+
+
+def _report(args, argv, result_filter):
+    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
+              "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
+    check_params(params, args.threshold)
     try:
         parse_dram(args.dram)
     except ValueError as error:
-        parser.error(str(error))
+        raise UsageError(error) from None
     names = args.workloads or DEFAULT_WORKLOADS
     if args.param and not any(name.startswith("synthetic-") for name in names):
-        parser.error("--param applies to the synthetic workloads, and none is named")
+        raise UsageError("--param applies to the synthetic workloads, and none is named")
     try:
         synthetic_params = parse_params(args.param)
-    except ValueError as error:
-        parser.error(str(error))
-    try:
         traces = [get_workload(name, **synthetic_params) for name in names]
-    except TraceError as error:
-        print(f"compressor-report: error: {error}", file=sys.stderr)
-        return 2
+    except (ValueError, TraceError) as error:
+        raise UsageError(error) from None
     empty = [t.name for t in traces if len(t) == 0]
     if empty:
-        print(f"compressor-report: error: {', '.join(empty)}: the trace has no gradients",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"{', '.join(empty)}: the trace has no gradients")
     if args.limit:
         traces = [t.head(args.limit) for t in traces]
+    prepare_out(args.out)
     backend = resolve_backend(args.sim)
-    params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
-              "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     report = {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
                                                               else sys.argv[1:])),
+              **provenance(),
               "backend": backend,
               "configuration": dict(params, dram=args.dram, threshold=args.threshold,
                                     limit=args.limit),
@@ -394,8 +397,7 @@ def main(argv=None, *, result_filter=None):
                                    threshold=args.threshold, progress=not args.quiet,
                                    result_filter=result_filter)
         except ValueError as error:     # e.g. gradients outside the configured widths
-            print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
-            return 2
+            raise UsageError(f"{trace.name}: {error}") from None
         except AssertionError as error:  # the driver saw the DRAM stream's rules broken
             print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
                   f"{error}", file=sys.stderr)
@@ -413,7 +415,10 @@ def main(argv=None, *, result_filter=None):
                   file=sys.stderr)
         else:
             print(f"{trace.name}: {metrics['conservation']['message']}", file=sys.stderr)
-    write_report(report, args.out, plots=not args.no_plots)
+    try:
+        write_report(report, args.out, plots=not args.no_plots)
+    except OSError as error:
+        raise UsageError(f"--out {args.out}: cannot write the report ({error})") from None
     print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
           + ("" if args.no_plots else " and plots"), file=sys.stderr)
     bad = [m for m in report["workloads"]

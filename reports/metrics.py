@@ -12,6 +12,7 @@ Every figure is taken after the final flush, so every accepted gradient has reac
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from design.params import DEFAULTS
 from model import CAUSES, ReferenceModel
 
 __all__ = ["BYTES_PER_GRADIENT", "BYTES_PER_WRITE", "Conservation", "check_conservation",
@@ -108,7 +109,8 @@ def _point(gradients, writes, causes):
     }
 
 
-def reference_points(ops, gradients, max_updates=255, grad_width=16):
+def reference_points(ops, gradients, max_updates=DEFAULTS["max_updates"],
+                     grad_width=DEFAULTS["grad_width"]):
     """The two reference points on the same operations: no compression (one DRAM write per
     gradient) and the unbounded-L1 oracle of the same policy (``ReferenceModel(sets=None)``)."""
     oracle = ReferenceModel(sets=None, max_updates=max_updates, grad_width=grad_width).run(ops)
@@ -118,7 +120,8 @@ def reference_points(ops, gradients, max_updates=255, grad_width=16):
             "oracle": _point(gradients, len(oracle), Counter(w.cause for w in oracle))}
 
 
-def cross_check(ops, result, sets, ways, max_updates=255, grad_width=16):
+def cross_check(ops, result, sets, ways, max_updates=DEFAULTS["max_updates"],
+                grad_width=DEFAULTS["grad_width"]):
     """Compare the RTL's writes and causes with :class:`ReferenceModel` of the same geometry.
 
     Returns ``{"match": bool, "model_writes": n, "first_mismatch": ... or None}``."""
@@ -160,8 +163,8 @@ def split_by_step(trace, result):
     return [{cause: c.get(cause, 0) for cause in CAUSES} for c in per_step]
 
 
-def compute_metrics(trace, result, ops, *, sets, ways, max_updates=255, grad_width=16,
-                    conservation=None):
+def compute_metrics(trace, result, ops, *, sets, ways, max_updates=DEFAULTS["max_updates"],
+                    grad_width=DEFAULTS["grad_width"], conservation=None):
     """Every figure of the report for one workload, as a JSON-able dict.
 
     If the conservation check fails, the dict says so and holds no ratio."""

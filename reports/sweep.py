@@ -15,28 +15,35 @@ import sys
 import time
 from collections import Counter
 
+from design.params import DEFAULTS
 from model import CAUSES, ReferenceModel
 
-from .backend import BACKENDS, Progress, resolve_backend, run_rtl
-from .cli import _power_of_two, _positive, _threshold
+from .backend import BACKENDS, resolve_backend, run_rtl
+from .cli import check_params, prepare_out
+from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
+                      usage_error)
+from .console import progress as console_progress
 from .metrics import check_conservation, cross_check
+from .provenance import describe, provenance
 
 __all__ = ["main", "sweep"]
 
 DEFAULT_OUT = os.path.join("reports", "out", "sweep")
 
 
-def _int_list(parse):
-    def convert(text):
-        try:
-            return sorted({parse(item) for item in text.split(",") if item.strip()})
-        except argparse.ArgumentTypeError as error:
-            raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
-    return convert
+def _int_list(text):
+    """``"8,16,32"`` -> ``[8, 16, 32]`` (sorted, without repeats); an empty list is an error."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"no value in {text!r}: give a comma-separated list")
+    try:
+        return sorted({integer(item) for item in items})
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="compressor-sweep",
         description="Sweep L1 sets x ways x threshold over one workload and plot the compression "
                     "ratio (after the flush at every step) against L1 size, with the oracle "
@@ -45,16 +52,16 @@ def build_parser():
         epilog="Exit status: 0 done, 1 a check failed (RTL engine), 2 bad argument or trace.")
     parser.add_argument("workload", nargs="?", default="tiny-embed",
                         help="workload name or .npz trace path (default: tiny-embed)")
-    parser.add_argument("--sets", type=_int_list(_power_of_two), default=[8, 16, 32, 64, 128,
-                                                                           256, 512],
+    parser.add_argument("--sets", type=_int_list, default=[8, 16, 32, 64, 128, 256, 512],
                         help="comma-separated powers of two (default: 8,...,512)")
-    parser.add_argument("--ways", type=_int_list(_power_of_two), default=[1, 2, 4, 8],
+    parser.add_argument("--ways", type=_int_list, default=[1, 2, 4, 8],
                         help="comma-separated powers of two (default: 1,2,4,8)")
-    parser.add_argument("--thresholds", type=_int_list(_threshold), default=None,
+    parser.add_argument("--thresholds", type=_int_list, default=None,
                         help="comma-separated thresholds (default: the trace's own threshold, "
                              "and half and twice it)")
-    parser.add_argument("--max-updates", type=_positive, default=255)
-    parser.add_argument("--limit", type=_positive, default=None,
+    parser.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],
+                        help="default: %(default)s")
+    parser.add_argument("--limit", type=positive_integer, default=None,
                         help="keep only the first N gradients")
     parser.add_argument("--engine", choices=("model", "rtl"), default="model",
                         help="model: the reference model (exact, fast; default); rtl: simulate "
@@ -72,7 +79,7 @@ def _default_thresholds(trace):
     if len(thr) != 1:
         return None
     t = thr[0]
-    return sorted({max(1, t // 2), t, min(0xFFFF, 2 * t)})
+    return sorted({max(1, t // 2), t, min(2 ** DEFAULTS["grad_width"] - 1, 2 * t)})
 
 
 def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="model",
@@ -81,15 +88,14 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
     "compression_ratio", "writes_by_cause"}`` and the oracle ratio per threshold."""
     n = len(trace)
     configs = [(s, w, t) for t in thresholds for w in ways_list for s in sets_list]
-    bar = Progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
-                   enabled=progress)
-    points, oracle, done, checks_ok = [], {}, 0, True
+    bar = console_progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
+                           enabled=progress, unit="point")
+    points, oracle, checks_ok = [], {}, True
     for threshold in thresholds:
         ops = trace.ops(threshold=threshold)
         writes = ReferenceModel(sets=None, max_updates=max_updates).run(ops)
         oracle[threshold] = n / len(writes) if writes else None
-        done += 1
-        bar.update(done)
+        bar.update(1)
         for sets, ways, t in configs:
             if t != threshold:
                 continue
@@ -112,14 +118,14 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
             point["compression_ratio"] = n / count if count else None
             point["writes_by_cause"] = {c: causes.get(c, 0) for c in CAUSES}
             points.append(point)
-            done += 1
-            bar.update(done)
+            bar.update(1)
     bar.close()
     return points, oracle, checks_ok
 
 
 def render_markdown(data):
     lines = ["# L1 design-space sweep", "", f"Command: `{data['command']}`  ",
+             describe(data) + "  ",
              f"Workload: {data['workload']} ({data['gradients']} gradients, {data['steps']} "
              f"steps, a flush after each); max_updates {data['max_updates']}.  ",
              f"Engine: {data['engine_note']}", "",
@@ -129,38 +135,43 @@ def render_markdown(data):
         pts = [p for p in data["points"] if p["threshold"] == threshold]
         ways = sorted({p["ways"] for p in pts})
         sets = sorted({p["sets"] for p in pts})
+        ratio = {(p["sets"], p["ways"]): p["compression_ratio"] for p in pts}
         lines += [f"## Threshold {threshold} (oracle: "
                   f"{data['oracle'][str(threshold)]:.2f}x)", "",
-                  "| sets \\ ways | " + " | ".join(map(str, ways)) + " |",
-                  "|---:|" + "---:|" * len(ways)]
-        for s in sets:
-            row = []
-            for w in ways:
-                p = next(p for p in pts if p["sets"] == s and p["ways"] == w)
-                row.append(f"{p['compression_ratio']:.2f}x")
-            lines.append(f"| {s} | " + " | ".join(row) + " |")
-        lines.append("")
+                  table([[s, *(f"{ratio[s, w]:.2f}x" for w in ways)] for s in sets],
+                        ["sets \\ ways", *ways], align=["right"] * (len(ways) + 1)), ""]
     return "\n".join(lines)
 
 
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        return _sweep(args, argv)
+    except UsageError as error:
+        return usage_error(parser.prog, error)
+
+
+def _sweep(args, argv):
     from workloads import TraceError, get_workload
+    for sets in args.sets:
+        check_params({"sets": sets, "max_updates": args.max_updates})
+    for ways in args.ways:
+        check_params({"ways": ways})
+    for threshold in args.thresholds or []:
+        check_params({}, threshold, threshold_option="--thresholds")
     try:
         trace = get_workload(args.workload)
     except TraceError as error:
-        print(f"compressor-sweep: error: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(error) from None
     if len(trace) == 0:
-        print(f"compressor-sweep: error: {trace.name}: the trace has no gradients",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"{trace.name}: the trace has no gradients")
     if args.limit:
         trace = trace.head(args.limit)
     thresholds = args.thresholds or _default_thresholds(trace)
     if not thresholds:
-        parser.error("the trace has several thresholds: give --thresholds")
+        raise UsageError("the trace has several thresholds: give --thresholds")
+    prepare_out(args.out)
     backend = resolve_backend(args.sim) if args.engine == "rtl" else None
     start = time.monotonic()
     try:
@@ -169,8 +180,7 @@ def main(argv=None):
                                    engine=args.engine, backend=backend,
                                    progress=not args.quiet)
     except ValueError as error:
-        print(f"compressor-sweep: error: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(error) from None
     seconds = time.monotonic() - start
     if args.engine == "model":
         note = ("points from the reference model, which matches the RTL write for write "
@@ -179,20 +189,23 @@ def main(argv=None):
         note = f"every point simulated with the RTL ({backend}) and cross-checked with the model"
     data = {"command": "compressor-sweep " + " ".join(map(shlex.quote, argv if argv is not None
                                                            else sys.argv[1:])),
+            **provenance(),
             "workload": trace.name, "gradients": len(trace), "steps": trace.steps,
             "max_updates": args.max_updates, "engine": args.engine, "backend": backend,
             "engine_note": note, "seconds": round(seconds, 2), "thresholds": thresholds,
             "oracle": {str(t): r for t, r in oracle.items()}, "points": points,
             "checks_ok": ok}
-    os.makedirs(args.out, exist_ok=True)
     from .plots import plot_sweep
-    plot_sweep(points, oracle, os.path.join(args.out, "sweep.png"),
-               f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
-               note)
-    with open(os.path.join(args.out, "sweep.json"), "w") as f:
-        json.dump(data, f, indent=1)
-    with open(os.path.join(args.out, "sweep.md"), "w") as f:
-        f.write(render_markdown(data))
+    try:
+        plot_sweep(points, oracle, os.path.join(args.out, "sweep.png"),
+                   f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
+                   note)
+        with open(os.path.join(args.out, "sweep.json"), "w") as f:
+            json.dump(data, f, indent=1)
+        with open(os.path.join(args.out, "sweep.md"), "w") as f:
+            f.write(render_markdown(data))
+    except OSError as error:
+        raise UsageError(f"--out {args.out}: cannot write the sweep ({error})") from None
     print(f"wrote {args.out}/sweep.md, sweep.json and sweep.png ({len(points)} points, "
           f"{seconds:.1f} s)", file=sys.stderr)
     if not ok:

@@ -7,13 +7,13 @@ one-million-gradient trace; the run fails (exit status 1) if it takes a minute o
 two simulators disagree on the small trace they both run.
 """
 
-import argparse
 import random
 import sys
 import time
 import warnings
 
 from design import GradientCompressor
+from reports.console import ArgumentParser, positive_integer, table
 
 from .cxxrtl import build, compiler_available
 from .driver import always, every_other, random_ready, simulate
@@ -41,16 +41,21 @@ def _fresh(ready):
     return ready if ready in (always, every_other) else ready()
 
 
-def _row(name, ready_name, grads, cycles, seconds, extra=""):
-    print(f"{name:9} {ready_name:12} {grads:>9} {cycles:>9} {seconds:9.2f} "
-          f"{grads / seconds:>12,.0f} {cycles / seconds:>12,.0f}{extra}")
+HEADERS = ["simulator", "DRAM ready", "gradients", "cycles", "seconds", "gradients/s",
+           "cycles/s", "note"]
+
+
+def _row(name, ready_name, grads, cycles, seconds, note=""):
+    return [name, ready_name, grads, cycles, f"{seconds:.2f}", f"{grads / seconds:,.0f}",
+            f"{cycles / seconds:,.0f}", note]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m simulation.bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--amaranth", type=int, default=5000, metavar="N",
+    parser = ArgumentParser(prog="python -m simulation.bench",
+                            description=__doc__.split("\n\n")[0])
+    parser.add_argument("--amaranth", type=positive_integer, default=5000, metavar="N",
                         help="gradients for the Amaranth simulator (default 5000)")
-    parser.add_argument("--compiled", type=int, default=1_000_000, metavar="N",
+    parser.add_argument("--compiled", type=positive_integer, default=1_000_000, metavar="N",
                         help="gradients for the compiled simulator (default 1000000)")
     args = parser.parse_args(argv)
 
@@ -65,9 +70,7 @@ def main(argv=None):
     build_s = time.perf_counter() - t0
     print(f"compiled simulator: {sim.binary} (ready in {build_s:.1f} s)")
 
-    print(f"{'simulator':9} {'DRAM ready':12} {'gradients':>9} {'cycles':>9} {'seconds':>9} "
-          f"{'gradients/s':>12} {'cycles/s':>12}")
-    ok = True
+    ok, rows = True, []
     small = make_trace(args.amaranth)
     for ready_name, ready in patterns:
         t0 = time.perf_counter()
@@ -75,11 +78,12 @@ def main(argv=None):
             warnings.simplefilter("ignore")
             reference = simulate(GradientCompressor(), small, dram_ready=_fresh(ready))
         seconds = time.perf_counter() - t0
-        _row("amaranth", ready_name, args.amaranth, reference.cycles, seconds)
+        rows.append(_row("amaranth", ready_name, args.amaranth, reference.cycles, seconds))
         same = sim.run(small, dram_ready=_fresh(ready)) == reference
         ok &= same
-        _row("compiled", ready_name, args.amaranth, reference.cycles, sim.last_total_seconds,
-             "  identical" if same else "  DIFFERENT FROM AMARANTH")
+        rows.append(_row("compiled", ready_name, args.amaranth, reference.cycles,
+                         sim.last_total_seconds,
+                         "identical" if same else "DIFFERENT FROM AMARANTH"))
 
     t0 = time.perf_counter()
     big = make_trace(args.compiled)
@@ -87,15 +91,16 @@ def main(argv=None):
     for ready_name, ready in patterns:
         result = sim.run(big, dram_ready=_fresh(ready))
         total = sim.last_total_seconds
-        _row("compiled", ready_name, args.compiled, result.cycles, total,
-             f"  (simulation alone {sim.last_sim_seconds:.2f} s, "
-             f"{args.compiled / sim.last_sim_seconds:,.0f} gradients/s)")
+        rows.append(_row("compiled", ready_name, args.compiled, result.cycles, total,
+                         f"simulation alone {sim.last_sim_seconds:.2f} s, "
+                         f"{args.compiled / sim.last_sim_seconds:,.0f} gradients/s"))
         if len(result.accepted) != args.compiled:
             print(f"  only {len(result.accepted)} gradients were accepted")
             ok = False
         if args.compiled >= 1_000_000 and total >= LIMIT:
             print(f"  took {total:.1f} s, not under {LIMIT:.0f} s")
             ok = False
+    print(table(rows, HEADERS, align=["left", "left"] + ["right"] * 5 + ["left"]))
     return 0 if ok else 1
 
 

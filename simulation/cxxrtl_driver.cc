@@ -24,6 +24,8 @@
 //   MAX_STALL, MAX_CYCLES: -1 for none.
 // On a protocol failure (DRAM stream rule, flush timeout, max cycles) the message goes to
 // stderr prefixed "ASSERTION: " and the exit status is 3.
+// Progress: with the environment variable GC_PROGRESS_EVERY=N (N > 0), a line
+// "progress K" (K operations done) goes to stdout after every N operations, for a progress bar.
 
 #include <cinttypes>
 #include <cstdint>
@@ -273,9 +275,13 @@ struct Driver {
 		return in_fire;
 	}
 
-	void run(const Ops &ops, int64_t idle_hold, int64_t flush_timeout) {
+	void run(const Ops &ops, int64_t idle_hold, int64_t flush_timeout, int64_t progress_every) {
 		int64_t g = 0;   // next gradient
 		for (int64_t index = 0; index < ops.n_ops; index++) {
+			if (progress_every > 0 && index > 0 && index % progress_every == 0) {
+				printf("progress %" PRId64 "\n", index);
+				fflush(stdout);
+			}
 			uint8_t kind = ops.kind[index];
 			if (kind == 0) {
 				int64_t gap = ops.gap_mode == 0 ? 0 : ops.gap_mode == 1 ? ops.gap : ops.gaps[g];
@@ -441,10 +447,13 @@ int main(int argc, char **argv) {
 		v->reserve(n_grads + 64);
 	d->r.causes.reserve(n_grads + 64);
 
+	const char *progress_env = getenv("GC_PROGRESS_EVERY");
+	int64_t progress_every = progress_env ? strtoll(progress_env, nullptr, 10) : 0;
+
 	auto t0 = std::chrono::steady_clock::now();
 	try {
 		d->reset();
-		d->run(ops, idle_hold, flush_timeout);
+		d->run(ops, idle_hold, flush_timeout, progress_every);
 	} catch (const Failure &failure) {
 		fprintf(stderr, "ASSERTION: %s\n", failure.message.c_str());
 		return 3;

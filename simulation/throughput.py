@@ -13,6 +13,8 @@ import random
 import sys
 
 from design import GradientCompressor
+from design.params import DEFAULTS
+from reports.console import table
 from simulation import always, every_other, simulate
 
 __all__ = ["streams", "measure", "main"]
@@ -42,12 +44,13 @@ def measure(ops, dram_ready):
 
 def main():
     print(__doc__.strip().splitlines()[0])
-    print("configuration: GradientCompressor() defaults (32 sets x 4 ways, L2 32, burst 16)\n")
-    print(f"{'stream':<36} {'gradients':>9}   {'DRAM always ready':>21}   {'DRAM ready 1/2':>21}")
-    print(f"{'':<36} {'':>9}   {'accept':>10} {'end-to-end':>10}   {'accept':>10} {'end-to-end':>10}")
-    for name, ops in streams().items():
-        row = [f"{x:10.2f}" for ready in (always, every_other) for x in measure(ops, ready)]
-        print(f"{name:<36} {len(ops):>9}   {row[0]} {row[1]}   {row[2]} {row[3]}")
+    print("configuration: GradientCompressor() defaults ("
+          + ", ".join(f"{k} {v}" for k, v in DEFAULTS.items()) + ")\n")
+    rows = [[name, len(ops), *(f"{x:.2f}" for ready in (always, every_other)
+                               for x in measure(ops, ready))]
+            for name, ops in streams().items()]
+    print(table(rows, ["stream", "gradients", "accept (DRAM always ready)", "end-to-end",
+                       "accept (DRAM ready 1/2)", "end-to-end"]))
     return 0
 
 

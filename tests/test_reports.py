@@ -121,21 +121,6 @@ def test_committed_trace_head_rtl_equals_model(tmp_path):
     assert m["gradients"] == 600 and m["cross_check"]["match"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--sets", "3"], "power of two"),
-    (["--ways", "x"], "not an integer"),
-    (["--threshold", "70000"], "must be in [0, 65535]"),
-    (["--dram", "sometimes"], "bad --dram"),
-    (["--burst-size", "64"], "must be at most --fifo-depth"),
-    (["--sim", "verilator"], "invalid choice"),
-])
-def test_bad_arguments(args, message, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main(args)
-    assert info.value.code == 2
-    assert message in capsys.readouterr().err
-
-
 def test_bad_trace_file(tmp_path, capsys):
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"not a zip")
@@ -185,9 +170,8 @@ def test_falls_back_to_amaranth_with_a_note(monkeypatch, capsys):
 
 
 def test_param_needs_a_synthetic_workload(tmp_path, capsys):
-    with pytest.raises(SystemExit) as info:
-        cli.main(["seed", "--param", "steps=2", "--out", str(tmp_path)])
-    assert info.value.code == 2 and "--param applies" in capsys.readouterr().err
+    assert cli.main(["seed", "--param", "steps=2", "--out", str(tmp_path)]) == 2
+    assert "--param applies" in capsys.readouterr().err
     assert cli.main(["synthetic-tiled", "--param", "colour=3", "--out", str(tmp_path)]) == 2
     assert "takes no parameter colour" in capsys.readouterr().err
 

@@ -1,0 +1,80 @@
+"""What the command-line tools print: one-line usage errors, tables and progress bars, in one
+place so that every command looks and fails the same way.
+
+* :class:`ArgumentParser` reports a bad argument in one line on stderr and exits with status 2
+  (status 1 means "a check failed");
+* :func:`table` renders every table (``tabulate``), as Markdown pipe tables unless asked
+  otherwise, so that what a command prints can be pasted into the README as it is;
+* :func:`progress` is the progress bar (``tqdm``) of long runs.
+"""
+
+import argparse
+import sys
+
+from tabulate import simple_separated_format, tabulate
+from tqdm import tqdm
+
+__all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "positive_integer",
+           "table", "progress"]
+
+#: Exit status of a bad argument or input file.
+USAGE_STATUS = 2
+
+
+class UsageError(Exception):
+    """A bad argument or input: reported in one line, exit status 2."""
+
+
+def usage_error(prog, message):
+    """Print ``prog: error: message`` on stderr (one line) and return status 2."""
+    print(f"{prog}: error: {message}", file=sys.stderr)
+    return USAGE_STATUS
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """:class:`argparse.ArgumentParser` whose errors are one line (no usage block) and exit 2."""
+
+    def error(self, message):
+        self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def integer(text):
+    """An argparse ``type``: an integer."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+
+
+def positive_integer(text):
+    """An argparse ``type``: an integer, at least 1."""
+    value = integer(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def table(rows, headers, *, fmt="pipe", align=None):
+    """``rows`` (sequences of cells, printed as given) under ``headers``, as text.
+
+    ``fmt`` is a tabulate format: ``"pipe"`` (Markdown, the default) or ``"plain"`` (aligned
+    columns), or ``"compact"``: aligned columns one space apart, for wide cycle-by-cycle
+    traces. ``align`` gives each column's alignment ("left", "right", "center"); by default
+    the first column is left-aligned and the others right-aligned (a name, then figures)."""
+    headers = list(headers)
+    rows = [list(map(str, row)) for row in rows]
+    if align is None:
+        align = ["left"] + ["right"] * (len(headers) - 1)
+    if fmt == "compact":    # the headers as a row: tabulate pads a header line by 2 spaces
+        return tabulate([headers] + rows, tablefmt=simple_separated_format(" "),
+                        colalign=align, disable_numparse=True)
+    return tabulate(rows, headers=headers, tablefmt=fmt, colalign=align, disable_numparse=True)
+
+
+def progress(total, label, *, enabled=True, unit="op"):
+    """A progress bar on stderr over ``total`` steps: call ``update(n)`` with the steps done
+    since the last call, then ``close()``. Disabled, it does nothing."""
+    # Into a log file (not a terminal), every redraw stays: redraw seldom.
+    interactive = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
+    return tqdm(total=total, desc=label, unit=unit, disable=not enabled, file=sys.stderr,
+                dynamic_ncols=True, mininterval=0.5 if interactive else 10)

@@ -1,0 +1,46 @@
+"""Which code made a report: the package version and, when running from a git checkout, the
+commit (so that a figure can be traced back and reproduced)."""
+
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+__all__ = ["provenance", "describe"]
+
+#: The folder above the packages: a git checkout's root when running from one.
+_SOURCE_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _git(*args):
+    try:
+        done = subprocess.run(["git", "-C", str(_SOURCE_ROOT), *args], capture_output=True,
+                              text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def provenance():
+    """``{"version", "commit", "dirty"}``: ``version`` from the installed package's metadata;
+    ``commit`` (the full hash) and ``dirty`` (uncommitted changes to tracked files) are None
+    outside a git checkout, e.g. for an installed wheel."""
+    try:
+        version = metadata.version("gradient-compressor")
+    except metadata.PackageNotFoundError:
+        version = None
+    commit = dirty = None
+    if (_SOURCE_ROOT / ".git").exists():
+        commit = _git("rev-parse", "HEAD")
+        if commit is not None:
+            status = _git("status", "--porcelain", "--untracked-files=no")
+            dirty = bool(status) if status is not None else None
+    return {"version": version, "commit": commit, "dirty": dirty}
+
+
+def describe(info):
+    """One line for a Markdown report, from a dict holding :func:`provenance`'s keys."""
+    text = f"gradient-compressor {info.get('version') or '(version unknown)'}"
+    if info.get("commit"):
+        text += f", commit {info['commit'][:12]}" + (" with local changes" if info["dirty"]
+                                                      else "")
+    return text

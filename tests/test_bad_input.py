@@ -1,0 +1,119 @@
+"""Every bad argument or input file of every command gets one line on stderr, naming the
+problem, and exit status 2 (status 1 means "a check failed"); nothing is overwritten."""
+
+import subprocess
+import sys
+
+import pytest
+
+from reports import cli, sweep
+
+
+def _one_line_error(done, prog):
+    """The single stderr line of a failed command, checked to be an error from ``prog``."""
+    assert done.returncode == 2, (done.returncode, done.stderr)
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith(f"{prog}: error: "), lines[0]
+    return lines[0]
+
+
+def run_module(module, *args, cwd=None):
+    return subprocess.run([sys.executable, "-m", module, *map(str, args)], capture_output=True,
+                          text=True, cwd=cwd)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
+    (["--sets", "3"], "--sets must be a power of two (1, 2, 4, ...), not 3"),
+    (["--ways", "x"], "argument --ways: not an integer: 'x'"),
+    (["--max-updates", "0"], "--max-updates must be at least 1, not 0"),
+    (["--fifo-depth", "-1"], "--fifo-depth must be at least 1, not -1"),
+    (["--threshold", "70000"], "--threshold must be at most 65535, not 70000"),
+    (["--threshold", "-1"], "--threshold must be at least 0, not -1"),
+    (["--burst-size", "64"], "--burst-size must be at most fifo_depth (32), not 64"),
+    (["--limit", "0"], "argument --limit: must be at least 1, not 0"),
+    (["--dram", "sometimes"], "bad --dram 'sometimes'"),
+    (["--dram", "random:2"], "bad --dram 'random:2': P must be in (0, 1]"),
+    (["--sim", "verilator"], "argument --sim: invalid choice: 'verilator'"),
+    (["--param", "steps=2"], "--param applies to the synthetic workloads, and none is named"),
+    (["synthetic-tiled", "--param", "steps"], "bad --param 'steps': use KEY=VALUE"),
+    (["no-such-workload"], "unknown workload 'no-such-workload'"),
+    (["/nonexistent/trace.npz"], "no such trace file"),
+])
+def test_report_bad_input(args, message, tmp_path):
+    out = [] if "--out" in args else ["--out", tmp_path / "out"]
+    if args[0].startswith("-"):
+        args = ["seed"] + args
+    done = run_module("reports.cli", *args, *out, "-q", "--no-plots")
+    assert message in _one_line_error(done, "compressor-report")
+    assert not (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--sets", ""], "argument --sets: no value in ''"),
+    (["--ways", ","], "argument --ways: no value in ','"),
+    (["--sets", "8,x"], "argument --sets: in '8,x': not an integer: 'x'"),
+    (["--sets", "3"], "--sets must be a power of two (1, 2, 4, ...), not 3"),
+    (["--thresholds", "70000"], "--thresholds must be at most 65535, not 70000"),
+    (["--max-updates", "0"], "--max-updates must be at least 1, not 0"),
+    (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
+    (["no-such-workload"], "unknown workload 'no-such-workload'"),
+])
+def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
+    out = tmp_path / "sweep"
+    assert sweep.main(["seed", "--sets", "8", "--ways", "1", "--out", str(out), "-q"]) == 0
+    before = (out / "sweep.json").read_text()
+    if "--out" not in args:
+        args = args + ["--out", out]
+    if args[0].startswith("-"):
+        args = ["seed"] + args
+    done = run_module("reports.sweep", *args, "-q")
+    assert message in _one_line_error(done, "compressor-sweep")
+    assert (out / "sweep.json").read_text() == before
+
+
+def test_proofs_bad_input(tmp_path):
+    text = tmp_path / "notes.txt"
+    text.write_text("not a trace\n")
+    cases = [
+        (["run", "NO_SUCH_JOB"], "no job named 'NO_SUCH_JOB'"),
+        (["run", "small-cover", "--design", tmp_path], f"--design {tmp_path}: no design/ folder"),
+        (["bmc", "-j", "0"], "argument -j/--jobs: must be at least 1, not 0"),
+        (["bmc", "-k", "no-such-job"], "-k no-such-job: no bmc job's name contains it"),
+        (["trace", text], f"{text}: not a VCD file"),
+        (["trace", tmp_path / "missing.vcd"], f"{tmp_path / 'missing.vcd'}: No such file"),
+        (["replay", text], f"{text}: not a Yosys witness file"),
+        (["replay", tmp_path / "missing.yw"], f"{tmp_path / 'missing.yw'}: no such file"),
+        (["nonsense"], "argument cmd: invalid choice: 'nonsense'"),
+    ]
+    for args, message in cases:
+        done = run_module("proofs", *args, cwd=tmp_path)
+        line = _one_line_error(done, "python -m proofs" + (" bmc" if args[0] == "bmc" and
+                                                           "-j" in args else ""))
+        assert message in line, (args, line)
+    assert not (tmp_path / "proofs").exists(), "a bad command must not start a job"
+
+
+def test_trace_of_a_vcd_without_trace_signals(tmp_path):
+    vcd = tmp_path / "other.vcd"
+    vcd.write_text("$timescale 1ns $end\n$scope module top $end\n$var wire 1 ! clk $end\n"
+                   "$upscope $end\n$enddefinitions $end\n#0\n0!\n#10\n1!\n")
+    line = _one_line_error(run_module("proofs", "trace", vcd), "python -m proofs")
+    assert "none of the trace table's signals is in it" in line
+
+
+def test_mutants_bad_input():
+    done = run_module("proofs.mutants", "-k", "no-such-mutant")
+    assert "-k no-such-mutant: no mutant's name contains it" in \
+        _one_line_error(done, "python -m proofs.mutants")
+
+
+def test_verilog_export_bad_input(tmp_path):
+    done = run_module("design.verilog", "--burst-size", "64", "-o", tmp_path / "gc.v")
+    assert "burst_size must be at most fifo_depth (32), not 64" in \
+        _one_line_error(done, "python -m design.verilog")
+    done = run_module("design.verilog", "-o", "/proc/no/gc.v")
+    assert "-o /proc/no/gc.v: cannot write it" in _one_line_error(done, "python -m design.verilog")
+    assert not (tmp_path / "gc.v").exists()
