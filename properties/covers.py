@@ -9,11 +9,13 @@ def add(h, m, P, only=None):
     """Add the covers; ``only``: the names to add (``None``: every one that applies)."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
 
-    class Only:   # P, but adding only the chosen covers
+    props = P
+
+    class Chosen:   # the property set, adding only the chosen covers
         def cover(self, name, test):
             if only is None or name in only:
-                P.cover(name, test)
-    P = Only()
+                props.cover(name, test)
+    P = Chosen()
     if h.fairness is not None:
         # Liveness covers (DRAM fair): the progress bound N is met with equality, i.e. some
         # gradient is accepted in exactly its N-th cycle of being offered.
