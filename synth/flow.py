@@ -138,12 +138,12 @@ def place_and_route(build, seed, freq):
 
 
 def _cell_label(netlist, cell, port):
-    """Name a path's start or end cell: the register it is or the memory port it drives."""
+    """Name a path's start or end cell: the register or the memory (and which side of it)."""
     yosys_cell = cell.split("$")[0]   # nextpnr appends $... to the cells it splits (RAM, I/O)
     memory = netlist.memory_name(yosys_cell)
     if memory:
         return f"{memory} ({'read data' if port.startswith('DO') else 'write'})"
-    return None
+    return netlist.register_name(yosys_cell)
 
 
 def critical_path(netlist, report):
@@ -176,7 +176,7 @@ def critical_path(netlist, report):
         })
     # (label, cumulative delay at it): the start, the named nets and sources, the end.
     start, end = elements[0]["from"], elements[-1]["to"]
-    labels = [(_cell_label(netlist, start["cell"], start["port"]), 0.0)]
+    labels = [(_cell_label(netlist, start["cell"], start["port"]), elements[0]["delay"])]
     unnamed = 0
     for step in steps:
         label = (step["signals"] or [None])[0] or step["source"]

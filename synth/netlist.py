@@ -73,6 +73,19 @@ class Netlist:
                     bit_name = name if len(net["bits"]) == 1 else f"{name}[{index}]"
                     self._names[bit].append((self._short(bit_name), signal))
 
+        # For the flip-flops that Yosys adds at a block RAM: the memory whose RAM cell reads a
+        # net bit, and the net bits that flip-flops drive.
+        self._ram_input = {}
+        self._flip_flop_outputs = set()
+        for name, cell in self.cells.items():
+            memory = self.memory_name(name)
+            if memory:
+                for port, bits in cell["connections"].items():
+                    if cell["port_directions"][port] == "input":
+                        self._ram_input.update((b, memory) for b in bits if isinstance(b, int))
+            elif cell["type"] == "TRELLIS_FF":
+                self._flip_flop_outputs.add(cell["connections"]["Q"][0])
+
     def _short(self, name):
         return name[len(self.prefix):] if name.startswith(self.prefix) else name
 
@@ -122,12 +135,15 @@ class Netlist:
     def cell_source(self, name):
         """Where in the design's source a cell comes from (``l1.py:178 hit_sum.eq(...)``).
 
-        Yosys keeps the source of flip-flops and carry chains; lookup tables made by ABC have
-        none. Returns None for a cell without one in the design (rather than in Amaranth's
-        own library), or one that nextpnr made.
+        Yosys keeps the source of carry chains; lookup tables made by ABC have none, and that
+        of a flip-flop is where its signal is declared (see :meth:`register_name`). Returns
+        None for those, for a cell whose source is only in Amaranth's own library, and for one
+        that nextpnr made.
         """
         cell = self.cells.get(name)
-        locations = cell["attributes"].get("src", "").split("|") if cell else []
+        if cell is None or cell["type"] == "TRELLIS_FF":
+            return None
+        locations = cell["attributes"].get("src", "").split("|")
         location = next((location for location in locations if _is_python(location)
                          and not location.startswith(AMARANTH)), None)
         if not location:
@@ -136,6 +152,21 @@ class Netlist:
         line = line.split(".")[0]
         text = linecache.getline(path, int(line)).strip().rstrip(",:") if line.isdigit() else ""
         return f"{pathlib.Path(path).name}:{line}" + (f" {text}" if text else "")
+
+    def register_name(self, cell_name):
+        """What a flip-flop holds: its Amaranth signal (``l1.s1``) or, for one that Yosys added
+        at a block RAM, which (see :meth:`flip_flops_by_signal`); None for any other cell."""
+        cell = self.cells.get(cell_name)
+        if cell is None or cell["type"] != "TRELLIS_FF":
+            return None
+        q, d = cell["connections"]["Q"][0], cell["connections"]["DI"][0]
+        if self.signal_name(q):
+            return self.signal_name(q)
+        if q in self._ram_input:
+            return f"{self._ram_input[q]} (RAM input register, added by Yosys)"
+        if d in self._ram_input and d in self._flip_flop_outputs:
+            return f"{self._ram_input[d]} (copy of the RAM input register, added by Yosys)"
+        return None
 
     def memory_name(self, cell_name):
         """The Amaranth memory a RAM cell belongs to (``l1.storage``), or None.
@@ -162,29 +193,8 @@ class Netlist:
         dict
             ``{group: count}``.
         """
-        ram_input = {}   # net bit -> memory whose RAM cell reads it
-        for name, cell in self.cells.items():
-            memory = self.memory_name(name)
-            if memory:
-                for port, bits in cell["connections"].items():
-                    if cell["port_directions"][port] == "input":
-                        ram_input.update((bit, memory) for bit in bits if isinstance(bit, int))
-        flip_flops = [cell for cell in self.cells.values() if cell["type"] == "TRELLIS_FF"]
-        driven_by_ff = {cell["connections"]["Q"][0]: cell for cell in flip_flops}
-        groups = Counter()
-        for cell in flip_flops:
-            q, d = cell["connections"]["Q"][0], cell["connections"]["DI"][0]
-            source = driven_by_ff.get(d)
-            if self.signal_name(q):
-                group = self.signal_name(q)
-            elif q in ram_input:
-                group = f"{ram_input[q]} (RAM input register, added by Yosys)"
-            elif source and source["connections"]["Q"][0] in ram_input:
-                memory = ram_input[source["connections"]["Q"][0]]
-                group = f"{memory} (copy of the RAM input register, added by Yosys)"
-            else:
-                group = "(unnamed)"
-            groups[group] += 1
+        groups = Counter(self.register_name(name) or "(unnamed)"
+                         for name, cell in self.cells.items() if cell["type"] == "TRELLIS_FF")
         return dict(groups.most_common())
 
     def combinational_io_paths(self):

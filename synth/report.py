@@ -70,8 +70,8 @@ def render_markdown(report):
             f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in r["seeds"])
         lines += [times + ".", "",
                   f"Flip-flops by the Amaranth signal they hold (an L1 row is "
-                  f"{r['l1_row_bits']} bits; `(unnamed)` are flip-flops Yosys added, e.g. to "
-                  f"emulate a memory's read behaviour):", ""]
+                  f"{r['l1_row_bits']} bits; Yosys adds flip-flops of its own when it maps a "
+                  f"memory to block RAM, see docs/synth.md):", ""]
         lines += _table(["signal", "FFs"], r["flip_flops_by_signal"].items())
     return "\n".join(lines) + "\n"
 
