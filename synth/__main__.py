@@ -23,16 +23,6 @@ from .report import render_markdown, tool_versions, write_report
 DEFAULT_OUT = "build/synth"
 
 
-def _positive(text):
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m synth", description=__doc__,
@@ -43,9 +33,9 @@ def build_parser():
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")
-    parser.add_argument("--seeds", nargs="+", type=_positive, default=[1], metavar="SEED",
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1], metavar="SEED",
                         help="nextpnr placement seeds, one run each (default: 1)")
-    parser.add_argument("--freq", type=_positive, default=200, metavar="MHZ",
+    parser.add_argument("--freq", type=float, default=200, metavar="MHZ",
                         help="clock constraint for nextpnr in MHz (default: %(default)s)")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help="folder for the report and the build files (default: %(default)s)")
@@ -57,6 +47,8 @@ def build_parser():
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    if not args.freq > 0:
+        parser.error(f"--freq must be a positive number of MHz, not {args.freq:g}")
     configs = []
     try:
         for text in args.configs:

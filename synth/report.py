@@ -46,7 +46,7 @@ def render_markdown(report):
     """The Markdown text of a report (what ``synth.json`` holds)."""
     lines = ["# ECP5 synthesis report", "",
              f"Command: `{report['command']}`  ",
-             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']} "
+             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
              f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
              "",
              "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "

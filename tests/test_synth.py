@@ -22,6 +22,7 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     assert result["cells"]["LUT4"] > 0 and result["cells"]["TRELLIS_FF"] > 0
     assert result["seeds"] == []
     # grad_in.ready is combinational from flush (`~flush & ...`), and from nothing else.
+    # (Issue 8 asks for registered ports: this becomes {}.)
     assert result["combinational_io_paths"] == {"in_ready": ["flush"]}
     # The forwarding register holds one L1 row.
     assert result["flip_flops_by_signal"]["l1.fwd_row"] == result["l1_row_bits"]
@@ -45,6 +46,14 @@ def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tm
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == f"python -m synth: error: {message}"
     assert not (tmp_path / "synth.json").exists()
+
+
+def test_frequency_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--freq", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "python -m synth: error: --freq must be a positive number of MHz, not 0"
 
 
 def _netlist(tmp_path, cells, ports):
