@@ -74,17 +74,14 @@ class Netlist:
                     self._names[bit].append((self._short(bit_name), signal))
 
         # For the flip-flops that Yosys adds at a block RAM: the memory whose RAM cell reads a
-        # net bit, and the net bits that flip-flops drive.
+        # net bit.
         self._ram_input = {}
-        self._flip_flop_outputs = set()
         for name, cell in self.cells.items():
             memory = self.memory_name(name)
             if memory:
                 for port, bits in cell["connections"].items():
                     if cell["port_directions"][port] == "input":
                         self._ram_input.update((b, memory) for b in bits if isinstance(b, int))
-            elif cell["type"] == "TRELLIS_FF":
-                self._flip_flop_outputs.add(cell["connections"]["Q"][0])
 
     def _short(self, name):
         return name[len(self.prefix):] if name.startswith(self.prefix) else name
@@ -164,8 +161,8 @@ class Netlist:
             return self.signal_name(q)
         if q in self._ram_input:
             return f"{self._ram_input[q]} (RAM input register, added by Yosys)"
-        if d in self._ram_input and d in self._flip_flop_outputs:
-            return f"{self._ram_input[d]} (copy of the RAM input register, added by Yosys)"
+        if d in self._ram_input:
+            return f"{self._ram_input[d]} (copy of the RAM's write data, added by Yosys)"
         return None
 
     def memory_name(self, cell_name):
@@ -183,10 +180,10 @@ class Netlist:
 
         Flip-flops that Yosys added have no Amaranth name. When it maps a memory to block RAM
         and the RAM cannot give the memory's read-during-write behaviour by itself, Yosys
-        registers the RAM's inputs (the write is made a cycle later) and keeps a copy of that
-        register to bypass the RAM on a read of the row being written. Those are counted as
-        ``"<memory> (RAM input register, added by Yosys)"`` and ``"<memory> (copy of the RAM
-        input register, added by Yosys)"``; any other as ``"(unnamed)"``.
+        may register the RAM's inputs (the write is made a cycle later) and keeps a copy of the
+        RAM's write data to bypass the RAM on a read of the row being written. Those are
+        counted as ``"<memory> (RAM input register, added by Yosys)"`` and ``"<memory> (copy of
+        the RAM's write data, added by Yosys)"``; any other as ``"(unnamed)"``.
 
         Returns
         -------
