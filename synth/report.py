@@ -64,7 +64,7 @@ def render_markdown(report):
             path = median["critical_path"]
             lines += [f"Critical path (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
                       f"{path['delay_ns']:.2f} ns; `~k` = k nets without an Amaranth name, "
-                      f"`file.py:line` = a carry chain or register made there):", "",
+                      f"`file.py:line` = a carry chain made there):", "",
                       f"    {path['summary']}", ""]
         times = f"Run times: synth_ecp5 {r['synth_seconds']:.0f} s" + "".join(
             f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in r["seeds"])
