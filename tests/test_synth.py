@@ -1,0 +1,81 @@
+"""The ECP5 flow of ``python -m synth``: a synthesis-only smoke run and the argument errors.
+
+Place and route (minutes per configuration) is a benchmark, not a test: ``make synth``.
+"""
+
+import json
+
+import pytest
+
+from synth.__main__ import main
+from synth.netlist import Netlist
+
+# Small enough for Yosys to take a few seconds; every component is still there.
+SMALL = "sets=2,ways=2,addr_width=8,grad_width=8,fifo_depth=4,burst_size=2"
+
+
+def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, capsys):
+    assert main(["--synth-only", SMALL, "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "synth.json").read_text())
+    (result,) = report["results"]
+    assert result["configuration"]["sets"] == 2 and result["configuration"]["max_updates"] == 255
+    assert result["cells"]["LUT4"] > 0 and result["cells"]["TRELLIS_FF"] > 0
+    assert result["seeds"] == []
+    # grad_in.ready is combinational from flush (`~flush & ...`), and from nothing else.
+    # (Issue 8 asks for registered ports: this becomes {}.)
+    assert result["combinational_io_paths"] == {"in_ready": ["flush"]}
+    # The forwarding register holds one L1 row.
+    assert result["flip_flops_by_signal"]["l1.fwd_row"] == result["l1_row_bits"]
+    markdown = (tmp_path / "synth.md").read_text()
+    assert f"| {SMALL} |" in markdown and "flush -> in_ready" in markdown
+    assert "# ECP5 synthesis report" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("config, message", [
+    ("fast", "unknown configuration 'fast': use default, SETSxWAYS (e.g. 1024x4) or KEY=VALUE"),
+    ("3x4", "configuration '3x4': sets must be a power of two (1, 2, 4, ...), not 3"),
+    ("ways=x", "ways must be an integer, not 'x'"),
+    ("128x4,depth=8", "unknown parameter 'depth' in '128x4,depth=8': use one of addr_width, "
+                      "grad_width, sets, ways, max_updates, fifo_depth, burst_size"),
+    ("burst_size=64", "configuration 'burst_size=64': burst_size must be at most fifo_depth "
+                      "(32), not 64"),
+])
+def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit:
+        main(["default", config, "--out", str(tmp_path)])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m synth: error: {message}"
+    assert not (tmp_path / "synth.json").exists()
+
+
+def test_frequency_must_be_positive(capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(["--freq", "0"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        "python -m synth: error: --freq must be a positive number of MHz, not 0"
+
+
+def _netlist(tmp_path, cells, ports):
+    path = tmp_path / "net.json"
+    path.write_text(json.dumps({"modules": {"top": {
+        "ports": ports, "cells": cells, "netnames": {}}}}))
+    return Netlist(path)
+
+
+def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_path):
+    def cell(kind, **connections):
+        directions = {port: "output" if port in ("Z", "Q", "DO") else "input"
+                      for port in connections}
+        return {"type": kind, "port_directions": directions, "connections": connections,
+                "attributes": {}}
+    ports = {"a": {"direction": "input", "bits": [2]}, "b": {"direction": "input", "bits": [3]},
+             "c": {"direction": "input", "bits": [4]},
+             "y": {"direction": "output", "bits": [10]}, "q": {"direction": "output", "bits": [11]},
+             "r": {"direction": "output", "bits": [12]}}
+    cells = {
+        "lut": cell("LUT4", A=[2], B=["0"], C=["0"], D=["0"], Z=[10]),           # a -> y
+        "ff": cell("TRELLIS_FF", DI=[3], CLK=[1], Q=[11]),                       # b -/-> q
+        "ram": cell("TRELLIS_DPR16X4", RAD=[4], DI=[3], WAD=[2], WRE=[2], DO=[12]),  # c -> r
+    }
+    assert _netlist(tmp_path, cells, ports).combinational_io_paths() == {"y": ["a"], "r": ["c"]}
