@@ -5,7 +5,7 @@
     python -m proofs list                # the jobs
     python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
     python -m proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
-    python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py]
+    python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
 """
 
 import argparse
@@ -50,6 +50,8 @@ def main(argv=None):
     s.add_argument("witness")
     s.add_argument("--pytest", default=None, help="write a pytest regression test here")
     s.add_argument("--design", default=None, help="a directory holding a copy of design/")
+    s.add_argument("--vcd", default=None, metavar="FILE",
+                   help="write the replay as a waveform here (and a .gtkw beside it)")
     args = p.parse_args(argv)
 
     if args.cmd in ("prove", "bmc"):
@@ -79,7 +81,8 @@ def main(argv=None):
         return 0
     if args.cmd == "replay":
         from .replay import replay_main
-        return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design)
+        return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design,
+                           vcd=args.vcd)
 
 
 if __name__ == "__main__":
