@@ -289,9 +289,8 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None):
         print("no contract violation in the Amaranth simulation "
               "(the formal property may be an internal invariant)")
     if vcd:
-        from simulation.waves import write_gtkw
-        gtkw, _ = write_gtkw(vcd)
-        print(f"wrote {vcd} and {gtkw}: gtkwave {vcd} {gtkw}")
+        from simulation.waves import gtkw_path_for
+        print(f"wrote {vcd}: gtkwave {vcd} {gtkw_path_for(vcd)}")
     if pytest_path:
         name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
         name = "".join(c if c.isalnum() else "_" for c in name) or "replay"

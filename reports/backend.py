@@ -97,16 +97,19 @@ class Progress:
             self.stream.flush()
 
 
-def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
+def run_rtl(backend, params, ops, *, dram_ready=always, progress=None, vcd=None,
+            vcd_cycles=None):
     """Run ``ops`` through the RTL of the :class:`design.GradientCompressor` ``params`` with
-    ``backend`` and return the :class:`~simulation.driver.SimResult`."""
+    ``backend`` and return the :class:`~simulation.driver.SimResult`; write the first
+    ``vcd_cycles`` cycles to the waveform ``vcd`` (and a .gtkw beside it) if given."""
     if backend == "compiled":
         simulate_compiled, reason = _compiled()
         if simulate_compiled is None:
             raise RuntimeError(f"the compiled simulator is not available: {reason}")
         if progress is not None:
             progress.update(0)      # the compiled run reports only at its end
-        result = simulate_compiled(dict(params), ops, dram_ready=dram_ready)
+        result = simulate_compiled(dict(params), ops, dram_ready=dram_ready, vcd=vcd,
+                                   vcd_cycles=vcd_cycles)
         if progress is not None:
             progress.close()
         return result
@@ -119,7 +122,7 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
         def gap(index):
             progress.update(index)
             return 0
-    result = simulate(dut, ops, gap=gap, dram_ready=dram_ready)
+    result = simulate(dut, ops, gap=gap, dram_ready=dram_ready, vcd=vcd, vcd_cycles=vcd_cycles)
     if progress is not None:
         progress.close()
     return result

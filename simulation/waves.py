@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from vcd.gtkw import GTKWSave
-from vcd.reader import TokenKind, tokenize
+from vcd.reader import TokenKind, VCDParseError, tokenize
 
 from proofs.trace import COLUMNS
 
@@ -55,8 +55,9 @@ def read_vcd_header(path):
     for a vector (as Amaranth writes its own save files)."""
     variables, scopes = {}, []
     with open(path, "rb") as f:
-        # pyvcd drops the backslash of an escaped name (Amaranth escapes ``a.b``); GTKWave
-        # keeps it in the signal's name, so look for it in the declarations.
+        # GTKWave names a signal whose name holds a dot, or was escaped in the file, with a
+        # backslash (``top.\\s1.addr[31:0]``); pyvcd drops the escape, so look for it in the
+        # declarations.
         lines = []
         for line in f:
             lines.append(line)
@@ -71,7 +72,7 @@ def read_vcd_header(path):
                 scopes.pop()
             elif token.kind is TokenKind.VAR:
                 var = token.data
-                escaped = f" \\{var.reference} " in header
+                escaped = "." in var.reference or f" \\{var.reference} " in header
                 gtkw = ".".join([*scopes, "\\" * escaped + var.reference])
                 if var.size > 1:
                     gtkw += f"[{var.size - 1}:0]"
@@ -83,15 +84,20 @@ def read_vcd_header(path):
 
 
 def vcd_summary(path):
-    """``(variables, last_time)``: :func:`read_vcd_header`'s variables and the last timestamp,
-    reading the whole file with pyvcd (so a malformed file raises)."""
+    """``(variables, last_ns)``: :func:`read_vcd_header`'s variables and the last timestamp in
+    nanoseconds, reading the whole file with pyvcd (so a malformed file raises)."""
     variables = read_vcd_header(path)
-    last = 0
+    last, ns_per_unit = 0, 1.0
     with open(path, "rb") as f:
         for token in tokenize(f):
-            if token.kind is TokenKind.CHANGE_TIME:
+            if token.kind is TokenKind.TIMESCALE:
+                ns_per_unit = token.data.magnitude.value * _NS_PER[token.data.unit.value]
+            elif token.kind is TokenKind.CHANGE_TIME:
                 last = token.data
-    return variables, last
+    return variables, last * ns_per_unit
+
+
+_NS_PER = {"s": 1e9, "ms": 1e6, "us": 1e3, "ns": 1.0, "ps": 1e-3, "fs": 1e-6}
 
 
 def _find(variables, key):
@@ -148,8 +154,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         path, count = write_gtkw(args.vcd, args.gtkw)
-    except (OSError, ValueError) as error:
-        parser.exit(2, f"python -m simulation.waves: error: {args.vcd}: {error}\n")
+    except (OSError, ValueError, VCDParseError) as error:
+        print(f"python -m simulation.waves: error: {args.vcd}: {error}", file=sys.stderr)
+        return 2
     print(f"wrote {path} ({count} signals): gtkwave {args.vcd} {path}")
     return 0
 

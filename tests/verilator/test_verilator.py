@@ -68,11 +68,12 @@ def test_cocotb_seed_scenarios_under_verilator(tmp_path, verilator_env):
     runner.build(sources=[VerilatorControlFile(verilog.with_suffix(".vlt")), verilog],
                  hdl_toplevel="gradient_compressor", build_dir=tmp_path / "sim_build",
                  timescale=("1ns", "1ps"), build_args=["-O1"], log_file=tmp_path / "build.log")
-    results = runner.test(hdl_toplevel="gradient_compressor", test_module="seed_bench",
-                          test_dir=Path(__file__).parent, build_dir=tmp_path / "sim_build",
-                          extra_env={"PYTHONPATH": os.pathsep.join(
-                              [str(ROOT), str(Path(__file__).parent)])},
-                          log_file=tmp_path / "test.log")
+    # The simulation runs in tmp_path (its results file goes there); the runner passes this
+    # process's sys.path on, so the testbench imports as it does here.
+    results = runner.test(hdl_toplevel="gradient_compressor",
+                          test_module="tests.verilator.seed_bench", test_dir=tmp_path,
+                          results_xml=str(tmp_path / "results.xml"),
+                          build_dir=tmp_path / "sim_build", log_file=tmp_path / "test.log")
     from cocotb_tools.check_results import get_results
-    passed, failed = get_results(results)
-    assert (passed, failed) == (1, 0), (tmp_path / "test.log").read_text()[-4000:]
+    tests, failed = get_results(results)
+    assert (tests, failed) == (1, 0), (tmp_path / "test.log").read_text()[-4000:]
