@@ -121,7 +121,8 @@ def write_gtkw(vcd_path, gtkw_path=None):
     with open(gtkw_path, "w") as f:
         save = GTKWSave(f)
         save.dumpfile(str(vcd_path.resolve()))
-        save.zoom_markers(-4)
+        save.size(1400, 900)
+        save.zoom_markers(-7)       # about 50 cycles of 10 ns across the window
         save.signals_width(260)
         clock = _find(variables, "clk")
         if clock:
@@ -134,7 +135,9 @@ def write_gtkw(vcd_path, gtkw_path=None):
             with save.group(title):
                 for head, name, signed in found:
                     gtkw, width = variables[name]
-                    save.trace(gtkw, alias=head, datafmt="signed" if signed else
+                    # GTKWave shows an alias only after its last dot: in.v -> in_v.
+                    save.trace(gtkw, alias=head.replace(".", "_"),
+                               datafmt="signed" if signed else
                                "dec" if width > 1 else "hex")
                     count += 1
     return gtkw_path, count
