@@ -60,6 +60,9 @@ def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
 
 
 @needs_verilator
+@pytest.mark.skipif(shutil.which("g++") is None or shutil.which("make") is None,
+                    reason="Verilator builds the simulation with g++ and make; one is missing "
+                           "(apt-get install g++ make)")
 def test_cocotb_seed_scenarios_under_verilator(tmp_path, verilator_env):
     from cocotb_tools.runner import VerilatorControlFile, get_runner
     verilog = tmp_path / "gradient_compressor.v"
