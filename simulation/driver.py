@@ -168,10 +168,10 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     """
     ops = list(ops)
     result = SimResult()
-    if flush_timeout is None:
-        flush_timeout = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
-    if ready_timeout is None:
-        ready_timeout = flush_timeout
+    # Generous bounds from the configuration (a flush, or a wait for L2 after L1's INIT).
+    generous = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
+    flush_timeout = generous if flush_timeout is None else flush_timeout
+    ready_timeout = generous if ready_timeout is None else ready_timeout
     strobes = [getattr(dut, name) for name in _STROBES]
 
     async def testbench(ctx):
