@@ -105,8 +105,8 @@ class GradientCompressor(wiring.Component):
     discard_addr : ``Out(addr_width)``, discard_error : ``Out(signed(grad_width + 1))``
         ... at this address, with this ``grad - written``.
     discard_count : ``Out(32)``, discard_sum : ``Out(signed(grad_width + 33))``
-        Running count and sum of the accounted discards of the step; cleared in the first
-        cycle ``flush`` is low after a completed barrier.
+        Running count and sum of the accounted discards of the step; they hold through and
+        after a completed flush barrier, and the first gradient accepted after it clears them.
     bypassed : ``Out(1)``
         Strobe: a gradient in an enabled bypass window was accepted.
     """
@@ -258,10 +258,11 @@ class GradientCompressor(wiring.Component):
             self.discard_addr.eq(l1.s1.addr),
             self.discard_error.eq(l1.s1.grad - Mux(self.stochastic_write, l1.push.p.value, 0)),
         ]
-        # The step's totals stay readable through the barrier and are cleared when it ends.
+        # The step's totals stay readable through the barrier and after it; the first gradient
+        # accepted after a completed barrier clears them (its own decision comes a cycle later).
         barrier_done = Signal()
         clear = Signal()
-        m.d.comb += clear.eq(barrier_done & ~self.flush)
+        m.d.comb += clear.eq(barrier_done & accept)
         with m.If(self.flush & self.idle):
             m.d.sync += barrier_done.eq(1)
         with m.Elif(clear):

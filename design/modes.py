@@ -8,7 +8,8 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   ``sign(grad) * small_threshold`` (``Cause.STOCHASTIC``) with probability about
   ``|grad| / small_threshold``, else nothing. Either way ``grad - written`` is *accounted*: a
   ``discard`` strobe with ``discard_addr`` / ``discard_error``, and the step's running
-  ``discard_count`` / ``discard_sum`` (cleared when a completed flush barrier ends). So after a
+  ``discard_count`` / ``discard_sum`` (held after a completed flush barrier, cleared by the next
+  accepted gradient). So after a
   flush, per address: accepted = written + accounted.
 
   The random bits: ``R = min(grad_width, 32)`` low bits ``u`` of a 32-bit Galois LFSR

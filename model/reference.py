@@ -48,8 +48,9 @@ class ReferenceModel:
     Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
     {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or
     ``("seed", value)``). Accounted discards are kept in :attr:`discards` (all of them, in
-    order) and in :attr:`discard_count` / :attr:`discard_sum` (the running totals of the step,
-    cleared by :meth:`flush`; :attr:`step_discards` keeps each finished step's totals).
+    order) and in :attr:`discard_count` / :attr:`discard_sum` (the running totals of the step:
+    they hold after :meth:`flush` and the next gradient clears them, as in the RTL;
+    :attr:`step_discards` keeps their values at each flush).
     """
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
@@ -73,6 +74,7 @@ class ReferenceModel:
         self.discards = []
         self.discard_count, self.discard_sum = 0, 0
         self.step_discards = []
+        self._clear_discards = False   # a flush ended the step: the next gradient clears
         if sets is None:
             self._entries = {}                                  # addr -> [sum, count]
         else:
@@ -160,6 +162,9 @@ class ReferenceModel:
             raise ValueError(f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]")
         if not 0 <= threshold <= self.threshold_max:
             raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
+        if self._clear_discards:
+            self.discard_count, self.discard_sum = 0, 0
+            self._clear_discards = False
         if self.modes["ema_enable"]:
             threshold = self.ema_threshold
         if self.in_bypass_window(addr):
@@ -215,10 +220,10 @@ class ReferenceModel:
         """The flush barrier: write every held entry out, set by set, lowest way first.
 
         It also ends the step: the EMA's value is latched (for ``ema_per_step``) and the running
-        discard totals are kept in :attr:`step_discards` and cleared."""
+        discard totals are kept in :attr:`step_discards` (the next gradient clears them)."""
         self.ema_latched = self.ema
         self.step_discards.append((self.discard_count, self.discard_sum))
-        self.discard_count, self.discard_sum = 0, 0
+        self._clear_discards = True
         if self.sets is None:
             writes = [Write(addr, entry[0], "FLUSH") for addr, entry in self._entries.items()]
             self._entries.clear()
