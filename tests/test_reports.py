@@ -195,3 +195,19 @@ def test_empty_step_and_empty_trace(tmp_path, capsys):
     save(Trace(np.zeros(0, np.uint32), np.zeros(0, np.int16), [0], [50], name="empty"), empty)
     assert cli.main([str(empty), "--out", str(tmp_path)]) == 2
     assert "has no gradients" in capsys.readouterr().err
+
+
+def test_mode_comparison(tmp_path):
+    """``python -m reports.modes``: lossless modes keep DRAM exact after every step; the dual
+    threshold's error is what it discarded, and stochastic rounding is less biased than drop."""
+    from reports.modes import main as modes_main
+    assert modes_main(["seed", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "modes.json").read_text())
+    rows = {r["mode"]: r for r in data["workloads"][0]["rows"]}
+    assert list(rows) == ["exact", "drop", "stochastic", "ema", "ema per step", "bypass"]
+    for name in ("exact", "ema", "ema per step", "bypass"):
+        assert rows[name]["discards"] == 0 and rows[name]["error_max"] == 0
+    assert rows["drop"]["dram_writes"] < rows["exact"]["dram_writes"]
+    assert rows["drop"]["discarded_mass"] > 0
+    assert abs(rows["stochastic"]["bias"]) < abs(rows["drop"]["bias"])
+    assert "| stochastic" in (tmp_path / "modes.md").read_text()
