@@ -211,3 +211,22 @@ def test_mode_comparison(tmp_path):
     assert rows["drop"]["discarded_mass"] > 0
     assert abs(rows["stochastic"]["bias"]) < abs(rows["drop"]["bias"])
     assert "| stochastic" in (tmp_path / "modes.md").read_text()
+
+
+def test_sweep_small_threshold(tmp_path, capsys):
+    """``--small-thresholds``: 0 is the exact sweep; on the seed stimulus a larger dual
+    threshold (mode drop) discards more and writes less; the RTL engine refuses it."""
+    assert sweep.main(["seed", "--sets", "8,32", "--ways", "2", "--thresholds", "50",
+                       "--small-thresholds", "0,10,25", "--out", str(tmp_path), "-q"]) == 0
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    by = {(p["sets"], p["small_threshold"]): p for p in data["points"]}
+    assert len(by) == 6
+    for sets in (8, 32):
+        assert by[sets, 0]["discards"] == 0
+        assert by[sets, 0]["dram_writes"] >= by[sets, 10]["dram_writes"] \
+            >= by[sets, 25]["dram_writes"]
+        assert by[sets, 25]["discards"] > by[sets, 10]["discards"] > 0
+    assert "small_threshold 25 (drop)" in (tmp_path / "sweep.md").read_text()
+    assert sweep.main(["seed", "--small-thresholds", "10", "--engine", "rtl",
+                       "--out", str(tmp_path), "-q"]) == 2
+    assert "--small-thresholds needs --engine model" in capsys.readouterr().err
