@@ -95,7 +95,8 @@ class GradientCompressor(wiring.Component):
     bypass0_enable, bypass1_enable : ``In(1)``
         ... each enabled by its bit.
     current_threshold : ``Out(grad_width)``
-        The threshold a gradient accepted now is judged against (outside bypass windows).
+        The threshold that was in force in the cycle before (a register): the one the gradient
+        accepted then, now in L1's stage ``s1``, was judged against (outside bypass windows).
     ema_average : ``Out(grad_width + 8)``
         The EMA of ``|grad|`` (8 fraction bits).
     stochastic_write : ``Out(1)``
@@ -108,7 +109,8 @@ class GradientCompressor(wiring.Component):
         Running count and sum of the accounted discards of the step; they hold through and
         after a completed flush barrier, and the first gradient accepted after it clears them.
     bypassed : ``Out(1)``
-        Strobe: a gradient in an enabled bypass window was accepted.
+        Strobe (a register): a gradient in an enabled bypass window was accepted in the cycle
+        before.
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
@@ -189,7 +191,13 @@ class GradientCompressor(wiring.Component):
         m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
         # -- run-time modes: the threshold in force, bypass windows, random bits --------------
+        threshold_in_force = Signal(self.grad_width)
         in_window = Signal()
+        # The modes' outputs are registers: no input reaches an output combinationally.
+        m.d.sync += [
+            self.current_threshold.eq(threshold_in_force),
+            self.bypassed.eq(accept & in_window),
+        ]
         m.d.comb += in_window.eq(Cat(
             getattr(self, f"bypass{i}_enable") &
             (getattr(self, f"bypass{i}_base") <= self.grad_in.p.addr) &
@@ -205,8 +213,7 @@ class GradientCompressor(wiring.Component):
             ema.per_step.eq(self.ema_per_step),
             ema.latch.eq(self.flush),      # no gradient is accepted while flush is high
             self.ema_average.eq(ema.average),
-            self.current_threshold.eq(Mux(self.ema_enable, ema.threshold, self.threshold)),
-            self.bypassed.eq(accept & in_window),
+            threshold_in_force.eq(Mux(self.ema_enable, ema.threshold, self.threshold)),
             streamer.bypass.eq(in_window),
             streamer.small_threshold.eq(self.small_threshold),
             streamer.stochastic.eq(self.stochastic),
@@ -224,7 +231,7 @@ class GradientCompressor(wiring.Component):
         ]
 
         m.d.comb += [
-            streamer.threshold.eq(self.current_threshold),
+            streamer.threshold.eq(threshold_in_force),
             # L1 -> L2: the cause only feeds the event strobes.
             writeback.push.valid.eq(l1.push.valid),
             writeback.push.p.addr.eq(l1.push.p.addr),

@@ -29,12 +29,12 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   ``0 <= ema <= 2**(grad_width-1) << 8``. A gradient is judged against the threshold of the EMA
   *before* its own update. With ``ema_per_step`` the threshold follows the EMA's value at the
   last flush barrier instead (constant during a step). ``current_threshold`` shows the
-  threshold in force (``threshold`` when the mode is off).
+  threshold in force (``threshold`` when the mode is off) a cycle later, as a register.
 
 * **Bypass windows** (``bypass<i>_base``, ``bypass<i>_limit``, ``bypass<i>_enable``, two of
   them). A gradient with ``base <= addr <= limit`` in an enabled window is judged against
   threshold 0, so it is written through as it is (``Cause.DIRECT``), exactly once, never
-  accumulated and never dropped; ``bypassed`` strobes on its acceptance.
+  accumulated and never dropped; ``bypassed`` strobes in the cycle after its acceptance.
 
 All settings (and ``threshold``) apply to a gradient as they are in the cycle it is accepted.
 """

@@ -136,7 +136,7 @@ class SimResult:
     flush_cycles: list = field(default_factory=list)
     #: Total cycles simulated.
     cycles: int = 0
-    #: ``current_threshold`` at each acceptance (the threshold in force), in order.
+    #: The threshold in force at each acceptance (``current_threshold`` a cycle later).
     accept_thresholds: list = field(default_factory=list)
     #: Accounted discards (dual threshold) as ``(addr, error)``, in order.
     discards: list = field(default_factory=list)
@@ -194,7 +194,6 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 result.accepted.append((ctx.get(dut.grad_in.p.addr), ctx.get(dut.grad_in.p.grad),
                                         ctx.get(dut.threshold)))
                 result.accept_cycles.append(cycle)
-                result.accept_thresholds.append(ctx.get(dut.current_threshold))
             dram_valid = ctx.get(dut.dram_out.valid)
             if last_dram is not None:
                 assert dram_valid, f"cycle {cycle}: dram_out.valid fell before it was taken"
@@ -220,9 +219,21 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
             await ctx.tick()
             cycle += 1
+            if in_fire:   # current_threshold shows, a cycle later, the one it was judged by
+                result.accept_thresholds.append(ctx.get(dut.current_threshold))
             if max_cycles is not None and cycle > max_cycles:
                 raise AssertionError(f"the run took more than {max_cycles} cycles")
             return in_fire
+
+        async def until_idle(raised):
+            """Tick until ``idle``, within ``flush_timeout`` cycles; return the cycles taken."""
+            start = cycle
+            while not ctx.get(dut.idle):
+                if cycle - start > flush_timeout:
+                    raise AssertionError(f"{raised} raised at cycle {start} did not reach idle "
+                                         f"within {flush_timeout} cycles")
+                await tick(False)
+            return cycle - start
 
         for index, op in enumerate(ops):
             if op[0] == "grad":
@@ -238,13 +249,7 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 ctx.set(dut.grad_in.valid, 0)
             elif op[0] == "flush":
                 ctx.set(dut.flush, 1)
-                start = cycle
-                while not ctx.get(dut.idle):
-                    if cycle - start > flush_timeout:
-                        raise AssertionError(f"flush raised at cycle {start} did not reach idle "
-                                             f"within {flush_timeout} cycles")
-                    await tick(False)
-                result.flush_cycles.append(cycle - start)
+                result.flush_cycles.append(await until_idle("flush"))
                 result.step_discards.append((ctx.get(dut.discard_count),
                                              ctx.get(dut.discard_sum)))
                 for _ in range(idle_hold):
@@ -259,12 +264,7 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
             elif op[0] == "seed":
                 ctx.set(dut.lfsr_seed, op[1])
                 ctx.set(dut.lfsr_load, 1)
-                start = cycle
-                while not ctx.get(dut.idle):
-                    if cycle - start > flush_timeout:
-                        raise AssertionError(f"seed at cycle {start}: the compressor was not "
-                                             f"idle within {flush_timeout} cycles")
-                    await tick(False)
+                await until_idle("lfsr_load")
                 await tick(False)      # the cycle in which the LFSR loads
                 ctx.set(dut.lfsr_load, 0)
             else:

@@ -423,3 +423,13 @@ def test_bypass_windows_write_through_once():
     # (every write enters L2 and leaves in order, so writes and causes line up)
     assert direct == [(a, g) for _, a, g, _ in in_window]
     assert all(not 0x100 <= a <= 0x10f for a, _ in result.discards)
+
+
+def test_seed_waits_for_idle():
+    """The LFSR loads only while idle: with an entry held, a seed never takes (and the driver's
+    wait for it is bounded); the model refuses it the same way."""
+    dut = GradientCompressor(**SMALL)
+    with pytest.raises(AssertionError, match="lfsr_load raised at cycle .* within 40 cycles"):
+        simulate(dut, [("grad", 1, 1, 50), ("seed", 3)], flush_timeout=40, max_cycles=1000)
+    with pytest.raises(ValueError, match="seeded only while"):
+        ReferenceModel().run([("grad", 1, 1, 50), ("seed", 3)])
