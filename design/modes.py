@@ -27,8 +27,9 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   ``ema_enable`` is set, so it is warm when enabled), in shift-and-add arithmetic:
   ``ema += ((|grad| << 8) - ema) >> ema_shift`` (an arithmetic shift: floor), so
   ``0 <= ema <= 2**(grad_width-1) << 8``. A gradient is judged against the threshold of the EMA
-  *before* its own update. With ``ema_per_step`` the threshold follows the EMA's value at the
-  last flush barrier instead (constant during a step). ``current_threshold`` shows the
+  *before* its own update. With ``ema_per_step`` the threshold follows the EMA's value latched
+  while ``flush`` was last high (no gradient is accepted then: the value at the last flush
+  barrier), so it is constant during a step. ``current_threshold`` shows the
   threshold in force (``threshold`` when the mode is off) a cycle later, as a register.
 
 * **Bypass windows** (``bypass<i>_base``, ``bypass<i>_limit``, ``bypass<i>_enable``, two of
