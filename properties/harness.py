@@ -289,7 +289,7 @@ class FormalHarness(Elaboratable):
 
     def set_of(self, addr):
         """The L1 set index of an address."""
-        return addr[:self.set_bits] if self.set_bits else C(0, 1)
+        return addr[:self.set_bits]     # 0 bits wide with one set
 
     @staticmethod
     def popcount(row):

@@ -64,7 +64,7 @@ def add(h, m, P):
     P.check("fifo", "tracked_write_held_in_its_slot",
             ~stored | (h.l2_track_port.data.as_value() == entry.as_value()))
     P.check("fifo", "tracked_slot_between_read_and_write_pointers",
-            ~stored | (offset < wb.count))
+            ~stored | ((slot < D) & (offset < wb.count)))
     P.check("fifo", "tracked_write_has_ahead_writes_before_it",
             ~stored | (ahead == offset + wb.out_valid))
     P.check("fifo", "tracked_write_in_output_register_with_nothing_ahead",

@@ -152,7 +152,7 @@ _STROBES = ("direct_write", "accum_write", "max_updates_write", "evict_write", "
 
 
 def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
-             max_cycles=None, vcd=None):
+             ready_timeout=None, max_cycles=None, vcd=None):
     """Run ``ops`` through ``dut`` and return a :class:`SimResult`.
 
     Parameters
@@ -169,6 +169,9 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     flush_timeout : int or None
         Cycles a flush may take before the run fails; by default a generous bound from the
         configuration.
+    ready_timeout : int or None
+        Cycles a gradient may wait for ``grad_in.ready`` before the run fails (a deadlock
+        fails instead of hanging); by default a generous bound from the configuration.
     max_cycles : int or None
         Cycles the whole run may take before it fails.
     vcd : str or None
@@ -178,6 +181,8 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     result = SimResult()
     if flush_timeout is None:
         flush_timeout = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
+    if ready_timeout is None:
+        ready_timeout = flush_timeout
     strobes = [getattr(dut, name) for name in _STROBES]
 
     async def testbench(ctx):
@@ -244,8 +249,12 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 ctx.set(dut.grad_in.p.addr, addr)
                 ctx.set(dut.grad_in.p.grad, grad)
                 ctx.set(dut.grad_in.valid, 1)
+                waited = 0
                 while not await tick(True):
-                    pass
+                    waited += 1
+                    if waited > ready_timeout:
+                        raise AssertionError(f"cycle {cycle}: gradient #{index} waited more "
+                                             f"than {ready_timeout} cycles for grad_in.ready")
                 ctx.set(dut.grad_in.valid, 0)
             elif op[0] == "flush":
                 ctx.set(dut.flush, 1)

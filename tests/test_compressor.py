@@ -189,8 +189,12 @@ def test_flush_dropped_early_loses_nothing(data):
                 ctx.set(dut.grad_in.p.addr, addr)
                 ctx.set(dut.grad_in.p.grad, grad)
                 ctx.set(dut.grad_in.valid, 1)
-                while not ctx.get(dut.grad_in.ready):
+                for _ in range(1000):
+                    if ctx.get(dut.grad_in.ready):
+                        break
                     await tick()
+                else:
+                    raise AssertionError("grad_in.ready stayed low for 1000 cycles")
                 await tick()
                 ctx.set(dut.grad_in.valid, 0)
             ctx.set(dut.flush, 1)                 # a pulse, usually too short for idle
@@ -211,3 +215,13 @@ def test_flush_dropped_early_loses_nothing(data):
     sim.run()
     assert len(accepted) == sum(len(grads) for grads, _ in steps)
     assert per_address(written) == per_address(accepted)
+
+
+def test_deadlock_fails_instead_of_hanging():
+    # With DRAM never ready, L2 (2 writes) and s1 fill with direct writes and the fourth
+    # gradient is never taken: the driver gives up with a message that says what it waited for.
+    dut = GradientCompressor(sets=2, ways=1, fifo_depth=2, burst_size=1, addr_width=4,
+                             grad_width=4, max_updates=3)
+    with pytest.raises(AssertionError, match="gradient #3 waited more than 20 cycles for "
+                                             "grad_in.ready"):
+        simulate(dut, [("grad", 1, 1, 0)] * 4, dram_ready=lambda cycle: 0, ready_timeout=20)

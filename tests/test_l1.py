@@ -44,7 +44,7 @@ def test_valid_count_and_pushes_follow_the_model():
             ctx.set(dut.grad_in.p.threshold, op[2])
             ctx.set(dut.grad_in.p.direct, abs(op[1]) >= op[2])
             ctx.set(dut.grad_in.valid, 1)
-            while True:
+            for _ in range(1000):
                 ctx.set(dut.push.ready, rng.random() < 0.7)
                 accepted = ctx.get(dut.grad_in.ready)
                 if ctx.get(dut.push.valid) and ctx.get(dut.push.ready):
@@ -53,15 +53,21 @@ def test_valid_count_and_pushes_follow_the_model():
                 await ctx.tick()
                 if accepted:
                     break
+            else:
+                raise AssertionError("grad_in.ready stayed low for 1000 cycles")
             expected.extend(model.write(*op))
             ctx.set(dut.grad_in.valid, 0)
             # The gradient commits in s1: wait for it, then compare the counts.
-            while ctx.get(dut.s1_valid):
+            for _ in range(1000):
+                if not ctx.get(dut.s1_valid):
+                    break
                 ctx.set(dut.push.ready, 1)
                 if ctx.get(dut.push.valid):
                     pushes.append((ctx.get(dut.push.p.addr), ctx.get(dut.push.p.value),
                                    CAUSES[ctx.get(dut.push.p.cause).value]))
                 await ctx.tick()
+            else:
+                raise AssertionError("s1 did not commit within 1000 cycles")
             assert ctx.get(dut.valid_count) == model.valid_count
         ctx.set(dut.flush, 1)
         ctx.set(dut.push.ready, 1)

@@ -76,3 +76,15 @@ def test_counterexample_replays(tmp_path):
     assert errors, "the mutant's counterexample must break the contract in simulation"
     errors, _ = check_steps(_factory(config), steps)
     assert errors == [], errors
+
+
+def test_mutant_classes():
+    from proofs.mutants import DEFAULT_SAMPLE
+    classes = {}
+    for name, (cls, *_rest) in MUTANTS.items():
+        classes.setdefault(cls, []).append(name)
+    assert set(classes) == {"policy", "progress", "counters", "power-up", "widths", "l2",
+                            "forwarding"}
+    assert all(len(names) >= 3 for names in classes.values()), classes
+    # make mutants checks one mutant of every class on the default configuration too
+    assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes)
