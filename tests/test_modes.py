@@ -190,7 +190,8 @@ def mode_streams(draw, mode):
         dict(sets=2, ways=4, max_updates=2, fifo_depth=8, burst_size=8)])), addr_width=8)
     addrs = st.builds(lambda tag, index: tag * config["sets"] + index,
                       st.integers(0, 5), st.integers(0, config["sets"] - 1))
-    values = st.one_of(st.integers(-80, 80), st.sampled_from([-32768, 32767, 0, 1, -1]))
+    values = st.one_of(st.integers(-12, 12), st.integers(-80, 80),
+                       st.sampled_from([-32768, 32767, 0, 1, -1]))
 
     def settings_for():
         s = {}
@@ -212,7 +213,8 @@ def mode_streams(draw, mode):
     ops.append(("modes", settings_for()))
     for _ in range(draw(st.integers(1, 3))):
         for _ in range(draw(st.integers(0, 30))):
-            ops.append(("grad", draw(addrs), draw(values), draw(st.sampled_from([0, 20, 50]))))
+            ops.append(("grad", draw(addrs), draw(values),
+                        draw(st.sampled_from([0, 20, 50, 200]))))
             if draw(st.integers(0, 9)) == 0:
                 ops.append(("modes", settings_for()))
         ops.append(("flush",))
