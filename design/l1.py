@@ -236,7 +236,7 @@ class L1Accumulator(wiring.Component):
                 m.d.comb += self.small_miss.eq(s1_done)
                 with m.If(s1.stochastic & (self.random * s1.small_threshold <
                                            (abs(s1.grad) << self.grad_width))):
-                    push(s1.addr, Mux(s1.grad < 0, -s1.small_threshold, s1.small_threshold),
+                    push(s1.addr, Mux(s1.grad[-1], -s1.small_threshold, s1.small_threshold),
                          Cause.STOCHASTIC)
             with m.Elif(free.any()):
                 m.d.comb += self.miss.eq(s1_done)

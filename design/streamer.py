@@ -58,13 +58,17 @@ class Streamer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # A signal of its own, not the payload's field: the verdict reads it, and a field of
+        # the payload read back into the payload is a (word-level) loop for Verilator.
+        judged_by = Signal(self.grad_width)
+        m.d.comb += judged_by.eq(Mux(self.bypass, 0, self.threshold))
         m.d.comb += [
             self.grad_out.valid.eq(self.grad_in.valid),
             self.grad_in.ready.eq(self.grad_out.ready),
             self.grad_out.p.addr.eq(self.grad_in.p.addr),
             self.grad_out.p.grad.eq(self.grad_in.p.grad),
-            self.grad_out.p.threshold.eq(Mux(self.bypass, 0, self.threshold)),
-            self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= self.grad_out.p.threshold),
+            self.grad_out.p.threshold.eq(judged_by),
+            self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= judged_by),
             self.grad_out.p.small_threshold.eq(self.small_threshold),
             self.grad_out.p.stochastic.eq(self.stochastic),
         ]

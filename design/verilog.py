@@ -7,11 +7,16 @@ Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, `
 event outputs under their member names (``direct_write``, ..., ``dram_write_count``), and the
 run-time modes' inputs and outputs under their member names (``small_threshold``, ...,
 ``bypass1_enable``, ``lfsr_seed``, ``lfsr_load``; ``current_threshold``, ..., ``bypassed``).
+
+Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
+configuration that waives the lint warnings of the generated code's idioms, each with its
+reason: ``verilator --lint-only -Wall FILE.vlt FILE.v`` then reports nothing.
 """
 
 import argparse
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -22,7 +27,10 @@ from amaranth.back import rtlil
 from .compressor import GradientCompressor
 from .params import DEFAULTS, MODES_OFF
 
-__all__ = ["flat_ports", "convert", "main"]
+__all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
+
+#: Verilator configuration that waives the lint warnings of the generated code's idioms.
+LINT_WAIVERS = pathlib.Path(__file__).resolve().parent / "gradient_compressor.vlt"
 
 #: Flat port name -> path of the member in :class:`GradientCompressor`.
 PORTS = {
@@ -109,14 +117,17 @@ def main(argv=None):
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
     path = pathlib.Path(args.output)
+    vlt = path.with_suffix(".vlt")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(convert(dut, name=args.name))
+        # The lint waivers of the generated code's idioms go beside it (see the file).
+        shutil.copyfile(LINT_WAIVERS, vlt)
     except OSError as error:
         print(f"{parser.prog}: error: -o {path}: cannot write it ({error.strerror or error})",
               file=sys.stderr)
         return 2
-    print(f"wrote {path} ({', '.join(f'{k}={v}' for k, v in params.items())})")
+    print(f"wrote {path} and {vlt.name} ({', '.join(f'{k}={v}' for k, v in params.items())})")
 
 
 if __name__ == "__main__":

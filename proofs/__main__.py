@@ -5,7 +5,7 @@
     python -m proofs list                # the jobs
     python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
     python -m proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
-    python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py]
+    python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
 
 (From a fresh shell, in a checkout: ``.venv/bin/python -m proofs ...``.)
 """
@@ -57,6 +57,8 @@ def build_parser():
     s.add_argument("witness")
     s.add_argument("--pytest", default=None, help="write a pytest regression test here")
     s.add_argument("--design", default=None, help="a directory holding a copy of design/")
+    s.add_argument("--vcd", default=None, metavar="FILE",
+                   help="write the replay as a waveform here (and a .gtkw beside it)")
     return p
 
 
@@ -113,7 +115,8 @@ def _command(args):
     if args.cmd == "replay":
         from .replay import replay_main
         _check_design(args.design)
-        return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design)
+        return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design,
+                           vcd=args.vcd)
 
 
 if __name__ == "__main__":

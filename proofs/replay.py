@@ -3,6 +3,7 @@ simulator, check the compressor's contract on it in Python, and optionally write
 pytest regression test.
 
     python -m proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
+        [--vcd replay.vcd]
 
 The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``) are
 read from the witness; the configuration (and, for a mutant, the design copy) from the job's
@@ -10,7 +11,8 @@ read from the witness; the configuration (and, for a mutant, the design copy) fr
 high, DRAM always ready) and then checks, per address, that the values written to DRAM add
 up to the gradients accepted. Checked on every cycle: the stream rules of ``dram_out``,
 ``idle`` only with ``l1_valid_count == 0`` and ``l2_level == 0``, and (if the job assumed
-DRAM fairness) idle within the flush bound B.
+DRAM fairness) idle within the flush bound B. ``--vcd FILE`` writes the replay (trace and
+drain) as a waveform, with a GTKWave save file beside it (``simulation/waves.py``).
 """
 
 import importlib
@@ -159,9 +161,10 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
     return dut, records
 
 
-def check_steps(dut_factory, steps, *, bound=None, drain=200):
-    """Replay and check the contract. Returns a list of violations (strings)."""
-    dut, recs = simulate_steps(dut_factory, steps, drain=drain)
+def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
+    """Replay and check the contract (writing a waveform to ``vcd`` if given). Returns a list
+    of violations (strings)."""
+    dut, recs = simulate_steps(dut_factory, steps, drain=drain, vcd=vcd)
     errors = []
     acc, wr = {}, {}
     last = None
@@ -264,11 +267,13 @@ def _failed(jobdir, props):
     return ", ".join(read_sby_outcome(os.path.join(jobdir, "job"), props)["failed"])
 
 
-def replay_main(path, *, pytest_path=None, design_path=None):
+def replay_main(path, *, pytest_path=None, design_path=None, vcd=None):
     """``python -m proofs replay``: returns the exit status; a bad file raises
     :class:`WitnessError` or :class:`~reports.console.UsageError`."""
     if not os.path.isfile(path):
         raise WitnessError(f"{path}: no such file")
+    if vcd and not os.path.isdir(os.path.dirname(os.path.abspath(vcd))):
+        raise UsageError(f"--vcd {vcd}: its folder does not exist")
     steps = read_witness(path)
     jobdir = _find_job_dir(path)
     job, meta = {}, {}
@@ -290,7 +295,7 @@ def replay_main(path, *, pytest_path=None, design_path=None):
     print(f"replaying {len(steps)} steps of {path}")
     print(f"  job {job.get('name')}, config {config}"
           + (f", design copy {design_path}" if design_path else ""))
-    errors, recs = check_steps(_factory(config, design_path), steps, bound=bound)
+    errors, recs = check_steps(_factory(config, design_path), steps, bound=bound, vcd=vcd)
     keys = ["cycle", "rst", "valid", "in_ready_out", "addr", "grad", "thresh", "flush", "ready",
             "dram_valid", "dram_addr", "dram_value", "idle", "valid_count", "l2_level"]
     heads = ["cyc", "rst", "in.v", "in.rdy", "addr", "grad", "thr", "flush", "d.rdy",
@@ -304,6 +309,9 @@ def replay_main(path, *, pytest_path=None, design_path=None):
     else:
         print("no contract violation in the Amaranth simulation "
               "(the formal property may be an internal invariant)")
+    if vcd:
+        from simulation.waves import gtkw_path_for
+        print(f"wrote {vcd}: gtkwave {vcd} {gtkw_path_for(vcd)}")
     if pytest_path:
         name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
         name = "".join(c if c.isalnum() else "_" for c in name) or "replay"

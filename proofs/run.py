@@ -1,6 +1,7 @@
 """Run proof jobs with SymbiYosys, in parallel, and summarise them."""
 
 import glob
+import io
 import json
 import os
 import shutil
@@ -190,31 +191,50 @@ def print_summary(results, file=None):
 
 
 def report_failures(results, file=None, table=True):
+    """Print each failed job's failure (properties, files, trace table) and write the same
+    text to ``failure.txt`` in its job folder (what CI uploads), with a GTKWave save file
+    beside its counterexample VCD. Returns the failed results."""
     file = file or sys.stdout
     bad = [r for r in results if r["status"] not in ("PASS",)]
     for r in bad:
-        print(f"\n*** {r['job']} ({r['mode']}, config {r['config']}, depth {r['depth']}): "
-              f"{r['status']}", file=file)
-        for name in r["failed"]:
-            print(f"    failed property: {name}", file=file)
-        for kind, name, step in r["covers"]:
-            if kind == "unreached":
-                print(f"    unreached cover: {name}", file=file)
-        if r.get("detail"):
-            print(r["detail"], file=file)
-        print(f"    log: {os.path.relpath(r['log'])}", file=file)
-        if r["vcd"]:
-            print(f"    VCD: {os.path.relpath(r['vcd'])}", file=file)
-            yw = r["vcd"][:-4] + ".yw"
-            if os.path.exists(yw):
-                print(f"    witness: {os.path.relpath(yw)}", file=file)
-                print(f"    replay: {replay_command(yw)}", file=file)
-            if r["status"] == "CTI":
-                print("    (induction counterexample: starts in an arbitrary state; an "
-                      "invariant is missing, not necessarily a bug)", file=file)
-            if table:
-                try:
-                    print_table(read_vcd(r["vcd"]), file=file)
-                except Exception as e:  # a trace must never hide the failure itself
-                    print(f"    (could not print the trace: {e})", file=file)
+        text = io.StringIO()
+        _report_failure(r, text, table)
+        print(text.getvalue(), end="", file=file)
+        if os.path.isdir(r["dir"]):
+            with open(os.path.join(r["dir"], "failure.txt"), "w") as f:
+                f.write(text.getvalue())
     return bad
+
+
+def _report_failure(r, file, table):
+    print(f"\n*** {r['job']} ({r['mode']}, config {r['config']}, depth {r['depth']}): "
+          f"{r['status']}", file=file)
+    for name in r["failed"]:
+        print(f"    failed property: {name}", file=file)
+    for kind, name, step in r["covers"]:
+        if kind == "unreached":
+            print(f"    unreached cover: {name}", file=file)
+    if r.get("detail"):
+        print(r["detail"], file=file)
+    print(f"    log: {os.path.relpath(r['log'])}", file=file)
+    if r["vcd"]:
+        print(f"    VCD: {os.path.relpath(r['vcd'])}", file=file)
+        try:
+            from simulation.waves import write_gtkw
+            gtkw, _ = write_gtkw(r["vcd"])
+            print(f"    waves: gtkwave {os.path.relpath(r['vcd'])} {os.path.relpath(gtkw)}",
+                  file=file)
+        except Exception as e:  # a save file must never hide the failure itself
+            print(f"    (could not write a GTKWave save file: {e})", file=file)
+        yw = r["vcd"][:-4] + ".yw"
+        if os.path.exists(yw):
+            print(f"    witness: {os.path.relpath(yw)}", file=file)
+            print(f"    replay: {replay_command(yw)}", file=file)
+        if r["status"] == "CTI":
+            print("    (induction counterexample: starts in an arbitrary state; an "
+                  "invariant is missing, not necessarily a bug)", file=file)
+        if table:
+            try:
+                print_table(read_vcd(r["vcd"]), file=file)
+            except Exception as e:  # a trace must never hide the failure itself
+                print(f"    (could not print the trace: {e})", file=file)

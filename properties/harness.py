@@ -19,6 +19,7 @@ from design.params import DEFAULTS
 
 from .base import PropertySet
 from . import assumptions, outputs, invariants, covers, writeback, policy, liveness
+from .liveness import flush_bound, measure_max, progress_bound
 
 __all__ = ["FormalHarness", "CONFIGS", "flush_bound", "progress_bound", "measure_max"]
 
@@ -44,41 +45,6 @@ CONFIGS = {
     # A large one: L1 in block RAM (1024 x 4), L2 of 64 with bursts of 32.
     "large":   dict(DEFAULTS, sets=1024, fifo_depth=64, burst_size=32),
 }
-
-
-def flush_bound(sets, ways, fifo_depth, K):
-    """The flush termination bound B (cycles from ``flush`` rising to ``idle``).
-
-    With ``flush`` held high and DRAM ready at least once in every ``K`` cycles, ``idle`` is
-    high at the latest ``B`` cycles after the first cycle with ``flush`` high, where::
-
-        B = (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
-
-    It follows from the ranking function :func:`flush_measure` (work left): under ``flush`` it
-    never grows and falls at least once in every ``K + 1`` cycles until ``idle``. Both facts,
-    and the bound itself, are proven (``termination`` group).
-    """
-    return (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
-
-
-def measure_max(sets, ways, fifo_depth):
-    """The largest value of the flush ranking function (see :func:`flush_bound`)."""
-    return fifo_depth + 2 * sets * ways + 3 + 2 * sets + 1
-
-
-def progress_bound(sets, ways, K):
-    """The progress bound N: with ``flush`` low, no reset and DRAM ready at least once in every
-    ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
-    cycle of being offered::
-
-        N = max(sets + 1, ways * (K + 1) + 3)
-
-    ``sets + 1``: L1's INIT after a reset (one cycle per set); ``ways * (K + 1) + 3``: after
-    ``flush`` drops during a scan, L1 first finishes the set it is scanning, each of its ways
-    waiting at most ``K + 1`` cycles for room in L2. In between, ``s1`` waits at most ``K + 1``
-    cycles for L2.
-    """
-    return max(sets + 1, ways * (K + 1) + 3, K + 3)
 
 
 class FormalHarness(Elaboratable):

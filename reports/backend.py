@@ -57,11 +57,14 @@ def parse_dram(text):
     raise ValueError(f"bad --dram {text!r}: use always, every-other or random:P[:SEED]")
 
 
-def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
+def run_rtl(backend, params, ops, *, dram_ready=always, progress=None, vcd=None,
+            vcd_cycles=None):
     """Run ``ops`` through the RTL of the :class:`design.GradientCompressor` ``params`` with
-    ``backend`` and return the :class:`~simulation.driver.SimResult`. ``progress``, if given,
-    is a progress bar (:func:`reports.console.progress`) over ``len(ops)`` operations: both
-    simulators advance it as they go, and it is closed at the end."""
+    ``backend`` and return the :class:`~simulation.driver.SimResult`; write the first
+    ``vcd_cycles`` cycles to the waveform ``vcd`` (and a .gtkw beside it) if given.
+    ``progress``, if given, is a progress bar (:func:`reports.console.progress`) over
+    ``len(ops)`` operations: both simulators advance it as they go, and it is closed at the
+    end."""
     def advance(done):
         progress.update(done - progress.n)
 
@@ -71,7 +74,8 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
             if simulate_compiled is None:
                 raise RuntimeError(f"the compiled simulator is not available: {reason}")
             return simulate_compiled(dict(params), ops, dram_ready=dram_ready,
-                                     progress=advance if progress is not None else None)
+                                     progress=advance if progress is not None else None,
+                                     vcd=vcd, vcd_cycles=vcd_cycles)
         from design import GradientCompressor
         from simulation.driver import simulate
         dut = GradientCompressor(**params)
@@ -81,7 +85,8 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None):
             def gap(index):
                 advance(index)
                 return 0
-        result = simulate(dut, ops, gap=gap, dram_ready=dram_ready)
+        result = simulate(dut, ops, gap=gap, dram_ready=dram_ready, vcd=vcd,
+                          vcd_cycles=vcd_cycles)
         if progress is not None:
             advance(len(ops))
         return result

@@ -130,15 +130,21 @@ def build_parser():
     run.add_argument("--sim", choices=BACKENDS, default=None,
                      help="RTL simulator: compiled (CXXRTL, default when available) or "
                           "amaranth (slow, ~2000 cycles/s)")
+    run.add_argument("--vcd", default=None, metavar="FILE",
+                     help="write the first --vcd-cycles cycles of the workload (one workload "
+                          "only) as a waveform, with a GTKWave save file (.gtkw) beside it")
+    run.add_argument("--vcd-cycles", type=positive_integer, default=2000, metavar="N",
+                     help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
 
 def run_workload(trace, params, *, backend, dram="always", threshold=None, progress=True,
-                 result_filter=None):
-    """Simulate one trace and compute its metrics; ``result_filter`` (for tests) may alter the
-    simulation result before the checks."""
+                 result_filter=None, vcd=None, vcd_cycles=None):
+    """Simulate one trace and compute its metrics (writing its first ``vcd_cycles`` cycles to
+    the waveform ``vcd`` if given); ``result_filter`` (for tests) may alter the simulation
+    result before the checks."""
     ops = trace.ops(threshold=threshold)
     if threshold is not None:
         trace = trace.__class__(trace.addr, trace.grad, trace.step_end,
@@ -149,7 +155,8 @@ def run_workload(trace, params, *, backend, dram="always", threshold=None, progr
     bar = console_progress(len(ops), f"{trace.name} ({len(trace)} gradients, {backend})",
                            enabled=progress)
     start = time.monotonic()
-    result = run_rtl(backend, params, ops, dram_ready=parse_dram(dram), progress=bar)
+    result = run_rtl(backend, params, ops, dram_ready=parse_dram(dram), progress=bar, vcd=vcd,
+                     vcd_cycles=vcd_cycles)
     seconds = time.monotonic() - start
     if result_filter is not None:
         result = result_filter(result)
@@ -369,6 +376,11 @@ def _report(args, argv, result_filter):
     names = args.workloads or DEFAULT_WORKLOADS
     if args.param and not any(name.startswith("synthetic-") for name in names):
         raise UsageError("--param applies to the synthetic workloads, and none is named")
+    if args.vcd and len(names) != 1:
+        raise UsageError(f"--vcd writes one workload's waveform: name one workload, not "
+                         f"{len(names)}")
+    if args.vcd and not os.path.isdir(os.path.dirname(os.path.abspath(args.vcd))):
+        raise UsageError(f"--vcd {args.vcd}: no such folder")
     try:
         synthetic_params = parse_params(args.param)
         traces = [get_workload(name, **synthetic_params) for name in names]
@@ -395,7 +407,8 @@ def _report(args, argv, result_filter):
         try:
             metrics = run_workload(trace, params, backend=backend, dram=args.dram,
                                    threshold=args.threshold, progress=not args.quiet,
-                                   result_filter=result_filter)
+                                   result_filter=result_filter, vcd=args.vcd,
+                                   vcd_cycles=args.vcd_cycles)
         except ValueError as error:     # e.g. gradients outside the configured widths
             raise UsageError(f"{trace.name}: {error}") from None
         except AssertionError as error:  # the driver saw the DRAM stream's rules broken
@@ -421,6 +434,10 @@ def _report(args, argv, result_filter):
         raise UsageError(f"--out {args.out}: cannot write the report ({error})") from None
     print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
           + ("" if args.no_plots else " and plots"), file=sys.stderr)
+    if args.vcd:
+        from simulation.waves import gtkw_path_for
+        print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "
+              f"{gtkw_path_for(args.vcd)}", file=sys.stderr)
     bad = [m for m in report["workloads"]
            if not m["conservation"]["ok"] or not m["cross_check"]["match"]]
     return 1 if bad else 0

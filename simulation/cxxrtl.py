@@ -180,15 +180,15 @@ class CompiledSimulator:
     def _dram_args(dram_ready):
         # mode, seed, probability, max_stall, pattern
         if dram_ready is always:
-            return ["0", "0", "0", "-1"]
+            return ["0", "0", "0", "-1", "-"]
         if dram_ready is every_other:
-            return ["1", "0", "0", "-1"]
+            return ["1", "0", "0", "-1", "-"]
         if isinstance(dram_ready, random_ready):
             if dram_ready.calls:
                 raise ValueError("this random_ready has been used already; the compiled "
                                  "simulator starts from its seed: pass a fresh random_ready")
             return ["2", str(dram_ready.seed & ((1 << 64) - 1)), repr(dram_ready.probability),
-                    "-1" if dram_ready.max_stall is None else str(dram_ready.max_stall)]
+                    "-1" if dram_ready.max_stall is None else str(dram_ready.max_stall), "-"]
         if isinstance(dram_ready, periodic_ready):
             pattern = "".join("1" if b else "0" for b in dram_ready.pattern)
             return ["3", "0", "0", "-1", pattern]
@@ -197,12 +197,14 @@ class CompiledSimulator:
 
     # -- running -------------------------------------------------------------------------------
     def run(self, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
-            max_cycles=None, progress=None):
+            max_cycles=None, progress=None, vcd=None, vcd_cycles=None):
         """Run ``ops`` and return a :class:`~simulation.driver.SimResult`; the parameters are
         :func:`~simulation.driver.simulate`'s (``gap`` may also be an integer, or a sequence
         indexed like ``ops``). ``progress``, if given, is called with the number of operations
-        done, about 200 times over the run (the simulator reports as it goes). Sets
-        :attr:`last_sim_seconds` and :attr:`last_total_seconds`."""
+        done, about 200 times over the run (the simulator reports as it goes). ``vcd``: write
+        the first ``vcd_cycles`` cycles (all if None) to this VCD file with CXXRTL's own
+        writer, and a GTKWave save file beside it. Sets :attr:`last_sim_seconds` and
+        :attr:`last_total_seconds`."""
         start = time.perf_counter()
         p = self.params
         if flush_timeout is None:
@@ -214,11 +216,15 @@ class CompiledSimulator:
             with open(ops_path, "wb") as f:
                 f.write(encoded)
             args = [str(self.binary), ops_path, out_path, *dram[:4], str(int(idle_hold)),
-                    str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles))]
-            args += dram[4:]
+                    str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles)),
+                    dram[4], os.path.abspath(vcd) if vcd else "-",
+                    str((1 << 62) if vcd_cycles is None else int(vcd_cycles))]
             n_ops = struct.unpack_from("<q", encoded)[0]
             returncode, stderr = _run_reporting(args, n_ops, progress,
                                                 os.path.join(tmp, "stderr.txt"))
+            if vcd and os.path.exists(vcd):
+                from .waves import write_gtkw
+                write_gtkw(vcd)
             if returncode == 3 and stderr.startswith("ASSERTION: "):
                 raise AssertionError(stderr[len("ASSERTION: "):].strip())
             if returncode != 0:
@@ -417,15 +423,16 @@ def _compile(il_text, folder, include, defines, verbose):
 
 
 def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_hold=3,
-                      flush_timeout=None, max_cycles=None, progress=None):
+                      flush_timeout=None, max_cycles=None, progress=None, vcd=None,
+                      vcd_cycles=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
     :class:`~design.GradientCompressor` or a dict of its parameters) and return a
     :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
 
-    The keyword arguments are :func:`~simulation.driver.simulate`'s (no ``vcd``); ``gap`` may
-    also be an integer; ``progress`` is :meth:`CompiledSimulator.run`'s. Protocol failures
-    raise :class:`AssertionError` like ``simulate``.
+    The keyword arguments are :func:`~simulation.driver.simulate`'s; ``gap`` may also be an
+    integer; ``progress``, ``vcd`` and ``vcd_cycles`` are :meth:`CompiledSimulator.run`'s.
+    Protocol failures raise :class:`AssertionError` like ``simulate``.
     """
     return build(dut_or_params).run(ops, gap=gap, dram_ready=dram_ready, idle_hold=idle_hold,
                                     flush_timeout=flush_timeout, max_cycles=max_cycles,
-                                    progress=progress)
+                                    progress=progress, vcd=vcd, vcd_cycles=vcd_cycles)

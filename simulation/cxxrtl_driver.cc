@@ -13,7 +13,8 @@
 // every cycle ("tick") the inputs are set, the design is settled (clock low), outputs are
 // sampled, then the clock rises. See driver.py for the protocol.
 //
-// Usage: sim OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD FLUSH_TIMEOUT MAX_CYCLES [PATTERN]
+// Usage: sim OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD FLUSH_TIMEOUT MAX_CYCLES PATTERN
+//            VCD VCD_CYCLES
 //   OPS   binary operations file, little-endian, in columns (see struct Ops):
 //         int64 n_ops, n_grads, gap_mode (0 none, 1 constant, 2 one per gradient), gap;
 //         uint8 kind[n_ops] (0 gradient, 1 flush); int64 addr[n_grads], grad[n_grads],
@@ -21,7 +22,11 @@
 //         gradient). Values are truncated to the port widths, as the Amaranth simulator does.
 //   OUT   binary results file (see write_results), written on success.
 //   DRAM_MODE 0 always, 1 every_other, 2 random(seed, probability, max_stall), 3 periodic PATTERN
-//   MAX_STALL, MAX_CYCLES: -1 for none.
+//   MAX_STALL, MAX_CYCLES: -1 for none. PATTERN: "-" unless DRAM_MODE is 3.
+//   VCD   "-", or a VCD file to write the first VCD_CYCLES cycles to, through CXXRTL's own
+//         writer (cxxrtl_vcd.h): each cycle is sampled settled with the clock low (time
+//         10 * cycle ns), then after the rising edge (time 10 * cycle + 5 ns). Writing a VCD
+//         runs every cycle through the general settle() path, even with GC_SINGLE_DELTA.
 // On a protocol failure (DRAM stream rule, flush timeout, max cycles) the message goes to
 // stderr prefixed "ASSERTION: " and the exit status is 3.
 // Progress: with the environment variable GC_PROGRESS_EVERY=N (N > 0), a line
@@ -37,6 +42,7 @@
 #include <vector>
 
 #include CXXRTL_DESIGN
+#include <cxxrtl/cxxrtl_vcd.h>
 
 #ifndef GC_ADDR_WIDTH
 #error "GC_ADDR_WIDTH must be defined"
@@ -150,6 +156,38 @@ struct Results {
 	int64_t cycles = 0;
 };
 
+// The optional waveform: the design's debug items (ports, registers, named wires; not the
+// memories' contents, which would dwarf the rest) sampled into a VCD file.
+struct Waves {
+	cxxrtl::debug_items items;
+	cxxrtl::vcd_writer writer;
+	FILE *file = nullptr;
+	int64_t cycles = 0;   // cycles to write
+
+	bool open(const char *path, int64_t n_cycles, cxxrtl_design::p_top &top) {
+		file = fopen(path, "w");
+		if (!file)
+			return false;
+		cycles = n_cycles;
+		top.debug_info(&items, /*scopes=*/nullptr, "top ");
+		writer.timescale(1, "ns");
+		writer.add_without_memories(items);
+		return true;
+	}
+
+	void sample(uint64_t time) {
+		writer.sample(time);
+		fwrite(writer.buffer.data(), 1, writer.buffer.size(), file);
+		writer.buffer.clear();
+	}
+
+	void close() {
+		if (file)
+			fclose(file);
+		file = nullptr;
+	}
+};
+
 struct Ops {
 	int64_t n_ops = 0, n_grads = 0, gap_mode = 0, gap = 0;
 	const uint8_t *kind = nullptr;
@@ -159,6 +197,7 @@ struct Ops {
 struct Driver {
 	cxxrtl_design::p_top top;
 	DramReady dram_ready;
+	Waves *waves = nullptr;
 	Results r;
 	int64_t max_cycles = -1;
 	uint64_t cycle = 0;
@@ -194,16 +233,20 @@ struct Driver {
 	// One cycle; returns whether a gradient was taken. Mirrors driver.py's `tick`.
 	bool tick(bool offering) {
 		top.p_dram__out____ready.set<bool>(dram_ready(cycle));
-#if GC_SINGLE_DELTA
-		// One eval with the clock rising: it computes every combinational value from the
-		// registers and the inputs (the settled values of this cycle, sampled below), then the
-		// registers' next values; the commit after sampling is the clock edge.
-		top.p_clk.set<bool>(true);
-		if (!top.eval())
-			fail("the design did not settle in one delta cycle (rebuild without GC_SINGLE_DELTA)");
-#else
-		settle();
-#endif
+		bool single = GC_SINGLE_DELTA && waves == nullptr;
+		bool tracing = waves != nullptr && (int64_t)cycle < waves->cycles;
+		if (single) {
+			// One eval with the clock rising: it computes every combinational value from the
+			// registers and the inputs (the settled values of this cycle, sampled below), then
+			// the registers' next values; the commit after sampling is the clock edge.
+			top.p_clk.set<bool>(true);
+			if (!top.eval())
+				fail("the design did not settle in one delta cycle (rebuild without GC_SINGLE_DELTA)");
+		} else {
+			settle();
+			if (tracing)
+				waves->sample(10 * cycle);
+		}
 		bool in_fire = offering && top.p_grad__in____ready.get<bool>();
 		if (offering && !in_fire && !top.p_flush.get<bool>())
 			r.input_stall_cycles++;
@@ -257,15 +300,17 @@ struct Driver {
 		// take their next values (in commit()), so after the edge the outputs are stale until
 		// the next eval(): outputs read between ticks need a settle() first (clock low, so no
 		// edge); tick() itself evaluates before sampling.
-#if GC_SINGLE_DELTA
-		top.commit();
-		top.p_clk.set<bool>(false);
-		top.commit();   // only records the clock as low: nothing else changed
-#else
-		top.p_clk.set<bool>(true);
-		settle();
-		top.p_clk.set<bool>(false);
-#endif
+		if (single) {
+			top.commit();
+			top.p_clk.set<bool>(false);
+			top.commit();   // only records the clock as low: nothing else changed
+		} else {
+			top.p_clk.set<bool>(true);
+			settle();
+			if (tracing)
+				waves->sample(10 * cycle + 5);
+			top.p_clk.set<bool>(false);
+		}
 		cycle++;
 		if (max_cycles >= 0 && (int64_t)cycle > max_cycles) {
 			char buf[128];
@@ -414,9 +459,9 @@ static bool parse_ops(const std::vector<char> &data, Ops &ops) {
 }
 
 int main(int argc, char **argv) {
-	if (argc != 10 && argc != 11) {
+	if (argc != 13) {
 		fprintf(stderr, "usage: %s OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD "
-		                "FLUSH_TIMEOUT MAX_CYCLES [PATTERN]\n", argv[0]);
+		                "FLUSH_TIMEOUT MAX_CYCLES PATTERN VCD VCD_CYCLES\n", argv[0]);
 		return 1;
 	}
 	std::vector<char> ops_data = read_file(argv[1]);
@@ -435,7 +480,7 @@ int main(int argc, char **argv) {
 	int64_t flush_timeout = strtoll(argv[8], nullptr, 10);
 	d->max_cycles = strtoll(argv[9], nullptr, 10);
 	if (d->dram_ready.mode == 3) {
-		if (argc != 11 || argv[10][0] == 0) {
+		if (strcmp(argv[10], "-") == 0 || argv[10][0] == 0) {
 			fprintf(stderr, "DRAM_MODE 3 needs a PATTERN\n");
 			return 1;
 		}
@@ -450,15 +495,26 @@ int main(int argc, char **argv) {
 	const char *progress_env = getenv("GC_PROGRESS_EVERY");
 	int64_t progress_every = progress_env ? strtoll(progress_env, nullptr, 10) : 0;
 
+	Waves waves;
+	if (strcmp(argv[11], "-") != 0) {
+		if (!waves.open(argv[11], strtoll(argv[12], nullptr, 10), d->top)) {
+			perror(argv[11]);
+			return 2;
+		}
+		d->waves = &waves;
+	}
+
 	auto t0 = std::chrono::steady_clock::now();
 	try {
 		d->reset();
 		d->run(ops, idle_hold, flush_timeout, progress_every);
 	} catch (const Failure &failure) {
+		waves.close();   // the waveform up to the failure is the useful part
 		fprintf(stderr, "ASSERTION: %s\n", failure.message.c_str());
 		return 3;
 	}
 	auto t1 = std::chrono::steady_clock::now();
+	waves.close();
 	int64_t run_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
 	write_results(argv[2], d->r, run_ns);
 	return 0;

@@ -152,7 +152,7 @@ _STROBES = ("direct_write", "accum_write", "max_updates_write", "evict_write", "
 
 
 def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
-             ready_timeout=None, max_cycles=None, vcd=None):
+             ready_timeout=None, max_cycles=None, vcd=None, vcd_cycles=None):
     """Run ``ops`` through ``dut`` and return a :class:`SimResult`.
 
     Parameters
@@ -175,14 +175,16 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     max_cycles : int or None
         Cycles the whole run may take before it fails.
     vcd : str or None
-        Write a waveform to this path.
+        Write a waveform to this path (and a GTKWave save file beside it).
+    vcd_cycles : int or None
+        Write only the first this many cycles to ``vcd``.
     """
     ops = list(ops)
     result = SimResult()
-    if flush_timeout is None:
-        flush_timeout = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
-    if ready_timeout is None:
-        ready_timeout = flush_timeout
+    # Generous bounds from the configuration (a flush, or a wait for L2 after L1's INIT).
+    generous = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
+    flush_timeout = generous if flush_timeout is None else flush_timeout
+    ready_timeout = generous if ready_timeout is None else ready_timeout
     strobes = [getattr(dut, name) for name in _STROBES]
 
     async def testbench(ctx):
@@ -280,18 +282,33 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 raise ValueError(f"unknown operation {op!r}")
         result.cycles = cycle
 
-    run_testbench(dut, testbench, vcd=vcd)
+    run_testbench(dut, testbench, vcd=vcd, vcd_cycles=vcd_cycles)
     return result
 
 
-def run_testbench(dut, testbench, *, vcd=None):
+def run_testbench(dut, testbench, *, vcd=None, vcd_cycles=None):
     """Simulate ``dut`` with a clock and ``testbench`` until the testbench returns, writing a
-    waveform to ``vcd`` if given."""
+    waveform to ``vcd`` if given (only its first ``vcd_cycles`` cycles if that is given), with
+    a GTKWave save file of the trace table's signal groups beside it."""
     sim = Simulator(dut)
     sim.add_clock(1e-8)
     sim.add_testbench(testbench)
-    if vcd:
-        with sim.write_vcd(vcd):
-            sim.run()
-    else:
+    if not vcd:
         sim.run()
+        return
+    cycles = 0
+
+    async def count_cycles(ctx):
+        nonlocal cycles
+        async for _ in ctx.tick():
+            cycles += 1
+
+    sim.add_testbench(count_cycles, background=True)
+    try:
+        with sim.write_vcd(vcd):
+            while (vcd_cycles is None or cycles < vcd_cycles) and sim.advance():
+                pass
+        sim.run()
+    finally:
+        from .waves import write_gtkw
+        write_gtkw(vcd)

@@ -2,6 +2,7 @@
 patch still applies, and a counterexample found by SymbiYosys replays in the Amaranth
 simulator (failing on the mutant, passing on the real design)."""
 
+import io
 import os
 import shutil
 
@@ -59,8 +60,8 @@ def test_mutant_patch_rot_is_loud(tmp_path, monkeypatch):
                                                     "yowasp-sby")),
                     reason="yowasp-sby not installed")
 def test_counterexample_replays(tmp_path):
-    from proofs.replay import read_witness, check_steps, _factory
-    from proofs.run import run_job
+    from proofs.replay import read_witness, check_steps, replay_main, _factory
+    from proofs.run import report_failures, run_job
     import dataclasses
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
     job = jobs_for("value_truncated_to_l2", dest)[0]     # every safety property
@@ -74,9 +75,40 @@ def test_counterexample_replays(tmp_path):
     config = CONFIGS["small"]
     errors, _ = check_steps(_factory(config, dest), steps)
     assert errors, "the mutant's counterexample must break the contract in simulation"
+    # The replay's waveform: the trace and the drain, from the Amaranth simulator,
+    # on the mutant the job ran (the check below puts the real design back).
+    replay_vcd = tmp_path / "replay.vcd"
+    status = replay_main(yw, vcd=str(replay_vcd))
+    assert status == 1    # the mutant breaks the contract
+    _, last = assert_readable_waves(
+        replay_vcd, ["grad_in__valid", "l1.state", "dram_out__payload.value"], min_signals=20)
+    assert last >= len(steps) * 10     # ns: at least one 10 ns clock period per step
+
     errors, _ = check_steps(_factory(config), steps)
     assert errors == [], errors
 
+    # The runner writes the failure, with its trace table, into the job folder (CI uploads
+    # it), and a GTKWave save file beside SymbiYosys's VCD.
+    report_failures([result], file=io.StringIO())
+    failure = (tmp_path / "work" / job.name / "failure.txt").read_text()
+    assert "failed property" in failure and "in.rdy" in failure
+    assert_readable_waves(result["vcd"], ["in_valid", "dut.l1.state", "dut.dram_out__valid"],
+                          min_signals=20)
+
+
+def assert_readable_waves(vcd, names, min_signals):
+    """``vcd`` parses (pyvcd), declares ``names`` (by the end of their dotted names), and has
+    a .gtkw beside it naming at least ``min_signals`` of its signals in the trace-table
+    groups. Returns the VCD's variables and last timestamp (ns)."""
+    from simulation.waves import vcd_summary
+    variables, last = vcd_summary(vcd)
+    for name in names:
+        assert any(v == name or v.endswith("." + name) for v in variables), name
+    gtkw = os.path.splitext(vcd)[0] + ".gtkw"
+    text = open(gtkw).read()
+    assert "-inputs" in text and "-L1" in text and "-DRAM" in text
+    assert text.count("\n+{") >= min_signals
+    return variables, last
 
 def test_mutant_classes():
     from proofs.mutants import DEFAULT_SAMPLE
