@@ -3,8 +3,11 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .l1 import L1Accumulator
-from .layouts import Cause, gradient_layout, dram_layout
-from .params import DEFAULTS, check_config, checked
+from .layouts import (Cause, gradient_layout, dram_layout, discard_error_width,
+                      discard_sum_width)
+from .modes import Lfsr, EmaThreshold
+from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_FRACTION_BITS,
+                     BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, check_config, checked)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -24,6 +27,10 @@ class GradientCompressor(wiring.Component):
     the cycle it is accepted.
 
     After reset, L1 spends ``sets`` cycles clearing its SRAM (``grad_in.ready`` is low).
+
+    Run-time modes (dual threshold, dynamic EMA threshold, bypass windows) are described in
+    :mod:`design.modes`; with their inputs at 0 (:data:`design.params.MODES_OFF`) the
+    compressor behaves exactly as without them.
 
     Parameters
     ----------
@@ -69,6 +76,41 @@ class GradientCompressor(wiring.Component):
         The L2 buffer is in a burst.
     accepted_count, dram_write_count : ``Out(32)``
         Running counts (modulo 2**32) of gradients accepted and of DRAM writes.
+    small_threshold : ``In(grad_width)``
+        Dual threshold: a small gradient with ``|grad| < small_threshold`` that misses in L1 is
+        not allocated. 0: off.
+    stochastic : ``In(1)``
+        Dual-threshold mode: 0 drop, 1 stochastic rounding.
+    lfsr_seed : ``In(32)``, lfsr_load : ``In(1)``
+        Load the stochastic mode's LFSR with ``lfsr_seed`` (0 loads 1) in a cycle with
+        ``lfsr_load`` high while ``idle``.
+    ema_enable : ``In(1)``
+        The threshold in force follows the EMA instead of ``threshold``.
+    ema_per_step : ``In(1)``
+        The EMA's threshold moves only at flush barriers.
+    ema_shift : ``In(3)``, ema_scale : ``In(8)``, ema_min, ema_max : ``In(grad_width)``
+        ``k`` (alpha = 2**-k), scale (4 fraction bits) and clamp bounds of the EMA threshold.
+    bypass0_base, bypass0_limit, bypass1_base, bypass1_limit : ``In(addr_width)``
+        Bypass windows, ``base <= addr <= limit``, ...
+    bypass0_enable, bypass1_enable : ``In(1)``
+        ... each enabled by its bit.
+    current_threshold : ``Out(grad_width)``
+        The threshold that was in force in the cycle before (a register): the one the gradient
+        accepted then, now in L1's stage ``s1``, was judged against (outside bypass windows).
+    ema_average : ``Out(grad_width + 8)``
+        The EMA of ``|grad|`` (8 fraction bits).
+    stochastic_write : ``Out(1)``
+        Strobe: a write of ``Cause.STOCHASTIC`` entered the L2 buffer.
+    discard : ``Out(1)``
+        Strobe: a tiny miss was accounted (dropped, or rounded stochastically) ...
+    discard_addr : ``Out(addr_width)``, discard_error : ``Out(signed(grad_width + 1))``
+        ... at this address, with this ``grad - written``.
+    discard_count : ``Out(32)``, discard_sum : ``Out(signed(grad_width + 33))``
+        Running count and sum of the accounted discards of the step; they hold through and
+        after a completed flush barrier, and the first gradient accepted after it clears them.
+    bypassed : ``Out(1)``
+        Strobe (a register): a gradient in an enabled bypass window was accepted in the cycle
+        before.
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
@@ -84,6 +126,8 @@ class GradientCompressor(wiring.Component):
                                        sets=sets, ways=ways, max_updates=max_updates)
         self.writeback = WritebackBuffer(addr_width=addr_width, grad_width=grad_width,
                                          depth=fifo_depth, burst_size=burst_size)
+        self.lfsr      = Lfsr()
+        self.ema       = EmaThreshold(grad_width=grad_width)
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
@@ -106,6 +150,30 @@ class GradientCompressor(wiring.Component):
             "burst_active":      Out(1),
             "accepted_count":    Out(32),
             "dram_write_count":  Out(32),
+            # run-time modes (design/modes.py)
+            "small_threshold":   In(grad_width),
+            "stochastic":        In(1),
+            "lfsr_seed":         In(LFSR_WIDTH),
+            "lfsr_load":         In(1),
+            "ema_enable":        In(1),
+            "ema_per_step":      In(1),
+            "ema_shift":         In(EMA_SHIFT_WIDTH),
+            "ema_scale":         In(EMA_SCALE_WIDTH),
+            "ema_min":           In(grad_width),
+            "ema_max":           In(grad_width),
+            **{f"bypass{i}_{field}": In(width)
+               for i in range(BYPASS_WINDOWS)
+               for field, width in [("base", addr_width), ("limit", addr_width),
+                                    ("enable", 1)]},
+            "current_threshold": Out(grad_width),
+            "ema_average":       Out(grad_width + EMA_FRACTION_BITS),
+            "stochastic_write":  Out(1),
+            "discard":           Out(1),
+            "discard_addr":      Out(addr_width),
+            "discard_error":     Out(signed(discard_error_width(grad_width))),
+            "discard_count":     Out(DISCARD_COUNT_WIDTH),
+            "discard_sum":       Out(signed(discard_sum_width(grad_width))),
+            "bypassed":          Out(1),
         })
 
     def elaborate(self, platform):
@@ -113,12 +181,57 @@ class GradientCompressor(wiring.Component):
         m.submodules.streamer  = streamer  = self.streamer
         m.submodules.l1        = l1        = self.l1
         m.submodules.writeback = writeback = self.writeback
+        m.submodules.lfsr      = lfsr      = self.lfsr
+        m.submodules.ema       = ema       = self.ema
 
         wiring.connect(m, wiring.flipped(self.grad_in), streamer.grad_in)
         wiring.connect(m, streamer.grad_out, l1.grad_in)
         wiring.connect(m, writeback.dram_out, wiring.flipped(self.dram_out))
+        accept = Signal()
+        m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
+
+        # -- run-time modes: the threshold in force, bypass windows, random bits --------------
+        threshold_in_force = Signal(self.grad_width)
+        in_window = Signal()
+        # The modes' outputs are registers: no input reaches an output combinationally.
+        m.d.sync += [
+            self.current_threshold.eq(threshold_in_force),
+            self.bypassed.eq(accept & in_window),
+        ]
+        m.d.comb += in_window.eq(Cat(
+            getattr(self, f"bypass{i}_enable") &
+            (getattr(self, f"bypass{i}_base") <= self.grad_in.p.addr) &
+            (self.grad_in.p.addr <= getattr(self, f"bypass{i}_limit"))
+            for i in range(BYPASS_WINDOWS)).any())
         m.d.comb += [
-            streamer.threshold.eq(self.threshold),
+            ema.sample.eq(accept & ~in_window),
+            ema.magnitude.eq(abs(self.grad_in.p.grad)),
+            ema.shift.eq(self.ema_shift),
+            ema.scale.eq(self.ema_scale),
+            ema.minimum.eq(self.ema_min),
+            ema.maximum.eq(self.ema_max),
+            ema.per_step.eq(self.ema_per_step),
+            ema.latch.eq(self.flush),      # no gradient is accepted while flush is high
+            self.ema_average.eq(ema.average),
+            threshold_in_force.eq(Mux(self.ema_enable, ema.threshold, self.threshold)),
+            streamer.bypass.eq(in_window),
+            streamer.small_threshold.eq(self.small_threshold),
+            streamer.stochastic.eq(self.stochastic),
+        ]
+        # The random bits are the LFSR's low R = min(grad_width, 32) bits, placed at the top of
+        # L1's grad_width-bit input (so L1's test u * small < |g| * 2**grad_width is the same as
+        # u * small < |g| * 2**R on the R bits).
+        random_bits = min(self.grad_width, LFSR_WIDTH)
+        m.d.comb += [
+            l1.random.eq(lfsr.state[:random_bits] << (self.grad_width - random_bits)),
+            lfsr.seed.eq(self.lfsr_seed),
+            # Only while idle: no decision is pending, so a write being offered never changes.
+            lfsr.load.eq(self.lfsr_load & self.idle),
+            lfsr.step.eq(l1.small_miss & self.l1.s1.stochastic),
+        ]
+
+        m.d.comb += [
+            streamer.threshold.eq(threshold_in_force),
             # L1 -> L2: the cause only feeds the event strobes.
             writeback.push.valid.eq(l1.push.valid),
             writeback.push.p.addr.eq(l1.push.p.addr),
@@ -135,7 +248,8 @@ class GradientCompressor(wiring.Component):
                               (self.accum_write,       Cause.ACCUM_THRESHOLD),
                               (self.max_updates_write, Cause.MAX_UPDATES),
                               (self.evict_write,       Cause.EVICTION),
-                              (self.flush_write,       Cause.FLUSH)]:
+                              (self.flush_write,       Cause.FLUSH),
+                              (self.stochastic_write,  Cause.STOCHASTIC)]:
             m.d.comb += strobe.eq(pushed & (l1.push.p.cause == cause))
         m.d.comb += [
             self.l1_hit.eq(l1.hit),
@@ -143,6 +257,27 @@ class GradientCompressor(wiring.Component):
             self.l1_valid_count.eq(l1.valid_count),
             self.l2_level.eq(writeback.level),
             self.burst_active.eq(writeback.burst_active),
+        ]
+
+        # -- dual threshold: the accounting of tiny misses -------------------------------------
+        m.d.comb += [
+            self.discard.eq(l1.small_miss),
+            self.discard_addr.eq(l1.s1.addr),
+            self.discard_error.eq(l1.s1.grad - Mux(self.stochastic_write, l1.push.p.value, 0)),
+        ]
+        # The step's totals stay readable through the barrier and after it; the first gradient
+        # accepted after a completed barrier clears them (its own decision comes a cycle later).
+        barrier_done = Signal()
+        clear = Signal()
+        m.d.comb += clear.eq(barrier_done & accept)
+        with m.If(self.flush & self.idle):
+            m.d.sync += barrier_done.eq(1)
+        with m.Elif(clear):
+            m.d.sync += barrier_done.eq(0)
+        m.d.sync += [
+            self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),
+            self.discard_sum.eq(Mux(clear, 0, self.discard_sum) +
+                                Mux(self.discard, self.discard_error, 0)),
         ]
 
         m.d.sync += [

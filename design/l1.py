@@ -42,6 +42,9 @@ class L1Accumulator(wiring.Component):
     * ``direct`` (``|g| >= t``): pushed as it is (``Cause.DIRECT``); L1 is not touched.
     * hit: ``sum += g``, ``count += 1``; if ``|sum| >= t`` the entry is pushed and freed
       (``ACCUM_THRESHOLD``), else if ``count == max_updates`` likewise (``MAX_UPDATES``).
+    * miss with ``|g| < small_threshold`` (dual threshold, :mod:`design.modes`): not allocated;
+      ``small_miss`` strobes, and in the stochastic mode ``sign(g) * small_threshold`` is pushed
+      (``Cause.STOCHASTIC``) if ``random * small_threshold < |g| * 2**grad_width``.
     * miss, free way: the lowest free way gets ``sum = g, count = 1`` (with ``max_updates == 1``
       it is pushed at once instead, as ``MAX_UPDATES``).
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the
@@ -83,6 +86,11 @@ class L1Accumulator(wiring.Component):
         Number of valid entries (a register).
     hit, miss : ``Out(1)``
         Strobes: a small gradient committed on an L1 hit or miss.
+    small_miss : ``Out(1)``
+        Strobe: a tiny gradient (dual threshold) missed and was not allocated (not counted in
+        ``miss``); its stochastic decision, if any, committed.
+    random : ``In(grad_width)``
+        Random bits for the stochastic decision of the gradient in ``s1``.
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
@@ -121,6 +129,8 @@ class L1Accumulator(wiring.Component):
             "valid_count": Out(range(sets * ways + 1)),
             "hit":         Out(1),
             "miss":        Out(1),
+            "small_miss":  Out(1),
+            "random":      In(grad_width),
         })
 
         # State, named here so that properties and traces can refer to it.
@@ -221,6 +231,13 @@ class L1Accumulator(wiring.Component):
                         new_row.ways[hit_way].sum.eq(hit_sum),
                         new_row.ways[hit_way].count.eq(hit_count),
                     ]
+            with m.Elif(abs(s1.grad) < s1.small_threshold):
+                # Dual threshold: a tiny miss never allocates, so it cannot evict.
+                m.d.comb += self.small_miss.eq(s1_done)
+                with m.If(s1.stochastic & (self.random * s1.small_threshold <
+                                           (abs(s1.grad) << self.grad_width))):
+                    push(s1.addr, Mux(s1.grad[-1], -s1.small_threshold, s1.small_threshold),
+                         Cause.STOCHASTIC)
             with m.Elif(free.any()):
                 m.d.comb += self.miss.eq(s1_done)
                 if self.max_updates == 1:

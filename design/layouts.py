@@ -6,7 +6,7 @@ from amaranth import unsigned, signed
 from amaranth.lib import data
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
-           "value_width"]
+           "value_width", "discard_error_width", "discard_sum_width"]
 
 
 class Cause(enum.Enum, shape=3):
@@ -21,6 +21,9 @@ class Cause(enum.Enum, shape=3):
     EVICTION        = 3
     #: The flush barrier's scan wrote a valid entry out.
     FLUSH           = 4
+    #: Dual threshold, stochastic mode: a tiny gradient that missed in L1 was rounded to
+    #: ``sign(grad) * small_threshold`` (see :mod:`design.modes`).
+    STOCHASTIC      = 5
 
 
 def value_width(grad_width):
@@ -34,6 +37,19 @@ def value_width(grad_width):
     return grad_width + 2
 
 
+def discard_error_width(grad_width):
+    """Width of one accounted discard ``grad - written`` (signed). A tiny gradient has
+    ``|grad| < small_threshold <= 2**grad_width - 1`` and a stochastic write has the sign of the
+    gradient, so ``|grad - written| < 2**grad_width``."""
+    return grad_width + 1
+
+
+def discard_sum_width(grad_width):
+    """Width of the running sum of accounted discards (signed): enough for ``2**32`` of them
+    (``discard_count`` wraps first)."""
+    return discard_error_width(grad_width) + 32
+
+
 def gradient_layout(addr_width, grad_width):
     """A gradient as the compute core sends it."""
     return data.StructLayout({
@@ -43,12 +59,15 @@ def gradient_layout(addr_width, grad_width):
 
 
 def classified_layout(addr_width, grad_width):
-    """A gradient with the threshold it is judged against and the streamer's verdict."""
+    """A gradient with the threshold it is judged against and the streamer's verdict, and the
+    dual-threshold settings in force when it was accepted."""
     return data.StructLayout({
-        "addr":      unsigned(addr_width),
-        "grad":      signed(grad_width),
-        "threshold": unsigned(grad_width),
-        "direct":    unsigned(1),
+        "addr":            unsigned(addr_width),
+        "grad":            signed(grad_width),
+        "threshold":       unsigned(grad_width),
+        "direct":          unsigned(1),
+        "small_threshold": unsigned(grad_width),
+        "stochastic":      unsigned(1),
     })
 
 

@@ -8,8 +8,10 @@ mistake in a configuration script (or on a command line) is found at once and no
 
 from contextlib import contextmanager
 
-__all__ = ["DEFAULTS", "check_config", "check_threshold", "check_int", "check_power_of_two",
-           "log2", "checked"]
+__all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_TAPS", "LFSR_RESET", "EMA_FRACTION_BITS",
+           "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS", "BYPASS_WINDOWS",
+           "DISCARD_COUNT_WIDTH", "check_config", "check_threshold", "check_int",
+           "check_power_of_two", "check_modes", "log2", "checked"]
 
 #: :class:`~design.GradientCompressor`'s default parameters.
 DEFAULTS = {
@@ -21,6 +23,50 @@ DEFAULTS = {
     "fifo_depth":  32,    # L2 write-back buffer capacity, in writes
     "burst_size":  16,    # L2 level that starts a DRAM burst
 }
+
+
+# -- run-time modes (docs in design/modes.py) ----------------------------------------------------
+
+#: The stochastic mode's random bits: a Galois LFSR of this many bits, shifting right, one step
+#: per stochastic decision: ``state = (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)``.
+LFSR_WIDTH = 32
+#: x^32 + x^22 + x^2 + x + 1 (maximal length, Xilinx XAPP052): bit ``e - 1`` for term ``x^e``.
+LFSR_TAPS = 0x80200003
+#: The LFSR state after reset (a seed of 0 also loads this: the all-zero state never moves).
+LFSR_RESET = 1
+#: Fraction bits of the EMA of ``|grad|`` (so its floor rounding loses less than one unit).
+EMA_FRACTION_BITS = 8
+#: Width of the EMA's run-time ``ema_shift`` input ``k`` (alpha = 2**-k, k = 0 .. 7).
+EMA_SHIFT_WIDTH = 3
+#: Width of the run-time ``ema_scale`` input, unsigned fixed point ...
+EMA_SCALE_WIDTH = 8
+#: ... with this many fraction bits (``ema_scale = 16`` is a scale of 1.0).
+EMA_SCALE_FRACTION_BITS = 4
+#: Number of run-time bypass windows (``bypass0_*``, ``bypass1_*``, ...).
+BYPASS_WINDOWS = 2
+#: Width of the running ``discard_count`` (it wraps, like ``accepted_count``).
+DISCARD_COUNT_WIDTH = 32
+
+
+def _mode_inputs():
+    inputs = {
+        "small_threshold": 0,   # dual threshold: 0 disables it
+        "stochastic":      0,   # 0: drop (and account) a tiny miss; 1: stochastic rounding
+        "ema_enable":      0,   # 1: the threshold in force follows the EMA, not ``threshold``
+        "ema_per_step":    0,   # 1: the EMA's threshold moves only at flush barriers
+        "ema_shift":       0,
+        "ema_scale":       0,
+        "ema_min":         0,
+        "ema_max":         0,
+    }
+    for i in range(BYPASS_WINDOWS):
+        inputs.update({f"bypass{i}_base": 0, f"bypass{i}_limit": 0, f"bypass{i}_enable": 0})
+    return inputs
+
+
+#: The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``) and
+#: their values with every mode off; also the keys of the reference model's ``("modes", {...})``.
+MODES_OFF = _mode_inputs()
 
 
 @contextmanager
@@ -81,3 +127,21 @@ def check_config(*, addr_width, grad_width, sets, ways, max_updates, fifo_depth,
 def check_threshold(value, grad_width=DEFAULTS["grad_width"]):
     """Check a run-time threshold (unsigned, ``grad_width`` bits) and return it."""
     return check_int("threshold", value, minimum=0, maximum=2 ** grad_width - 1)
+
+
+def check_modes(modes, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
+    """Check a dict of run-time mode settings (keys of :data:`MODES_OFF`); return it complete,
+    the missing keys at their "off" values."""
+    unknown = sorted(set(modes) - set(MODES_OFF))
+    if unknown:
+        raise ValueError(f"unknown mode setting {unknown[0]!r}; known: {', '.join(MODES_OFF)}")
+    widths = {"small_threshold": grad_width, "stochastic": 1, "ema_enable": 1,
+              "ema_per_step": 1, "ema_shift": EMA_SHIFT_WIDTH, "ema_scale": EMA_SCALE_WIDTH,
+              "ema_min": grad_width, "ema_max": grad_width}
+    for i in range(BYPASS_WINDOWS):
+        widths.update({f"bypass{i}_base": addr_width, f"bypass{i}_limit": addr_width,
+                       f"bypass{i}_enable": 1})
+    full = dict(MODES_OFF, **modes)
+    for name, value in full.items():
+        check_int(name, value, minimum=0, maximum=2 ** widths[name] - 1)
+    return full

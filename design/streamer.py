@@ -15,7 +15,9 @@ class Streamer(wiring.Component):
     that everything downstream uses the threshold in force when the gradient was accepted, even
     if ``threshold`` changes while the gradient waits in the pipeline. ``|grad|`` is computed
     unsigned, so ``|-2**(grad_width-1)|`` does not overflow. A threshold of 0 sends every
-    gradient straight on.
+    gradient straight on, and so does ``bypass`` (the gradient lies in an enabled bypass
+    window: it is judged against threshold 0). The dual-threshold settings travel with the
+    gradient too (see :mod:`design.modes`).
 
     Parameters
     ----------
@@ -29,9 +31,16 @@ class Streamer(wiring.Component):
     grad_in : ``In(stream.Signature(gradient_layout))``
         Gradients from the compute core.
     threshold : ``In(grad_width)``
-        The run-time threshold.
+        The threshold in force.
+    bypass : ``In(1)``
+        The gradient on ``grad_in`` lies in an enabled bypass window.
+    small_threshold : ``In(grad_width)``
+        Dual threshold (0: off).
+    stochastic : ``In(1)``
+        Dual threshold mode: 0 drop, 1 stochastic.
     grad_out : ``Out(stream.Signature(classified_layout))``
-        The same gradients with ``threshold`` and the verdict ``direct``.
+        The same gradients with the threshold they are judged against, the verdict ``direct``
+        and the dual-threshold settings.
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
@@ -40,18 +49,27 @@ class Streamer(wiring.Component):
             self.grad_width = check_int("grad_width", grad_width, minimum=2)
         super().__init__({
             "grad_in":   In(stream.Signature(gradient_layout(addr_width, grad_width))),
-            "threshold": In(grad_width),
+            "threshold":       In(grad_width),
+            "bypass":          In(1),
+            "small_threshold": In(grad_width),
+            "stochastic":      In(1),
             "grad_out":  Out(stream.Signature(classified_layout(addr_width, grad_width))),
         })
 
     def elaborate(self, platform):
         m = Module()
+        # A signal of its own, not the payload's field: the verdict reads it, and a field of
+        # the payload read back into the payload is a (word-level) loop for Verilator.
+        judged_by = Signal(self.grad_width)
+        m.d.comb += judged_by.eq(Mux(self.bypass, 0, self.threshold))
         m.d.comb += [
             self.grad_out.valid.eq(self.grad_in.valid),
             self.grad_in.ready.eq(self.grad_out.ready),
             self.grad_out.p.addr.eq(self.grad_in.p.addr),
             self.grad_out.p.grad.eq(self.grad_in.p.grad),
-            self.grad_out.p.threshold.eq(self.threshold),
-            self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= self.threshold),
+            self.grad_out.p.threshold.eq(judged_by),
+            self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= judged_by),
+            self.grad_out.p.small_threshold.eq(self.small_threshold),
+            self.grad_out.p.stochastic.eq(self.stochastic),
         ]
         return m

@@ -3,8 +3,10 @@
     python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 ...]
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
-``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, and the
-event outputs under their member names (``direct_write``, ..., ``dram_write_count``).
+``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, the
+event outputs under their member names (``direct_write``, ..., ``dram_write_count``), and the
+run-time modes' inputs and outputs under their member names (``small_threshold``, ...,
+``bypass1_enable``, ``lfsr_seed``, ``lfsr_load``; ``current_threshold``, ..., ``bypassed``).
 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its
@@ -23,7 +25,7 @@ from amaranth import ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
-from .params import DEFAULTS
+from .params import DEFAULTS, MODES_OFF
 
 __all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
 
@@ -44,10 +46,15 @@ PORTS = {
     "flush":      ("flush",),
     "idle":       ("idle",),
 }
-INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush")
+#: Run-time mode inputs, under their member names.
+MODE_INPUTS = (*MODES_OFF, "lfsr_seed", "lfsr_load")
+INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush", *MODE_INPUTS)
 EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
           "l1_hit", "l1_miss", "l1_valid_count", "l2_level", "burst_active",
-          "accepted_count", "dram_write_count")
+          "accepted_count", "dram_write_count",
+          # run-time modes
+          "current_threshold", "ema_average", "stochastic_write", "discard", "discard_addr",
+          "discard_error", "discard_count", "discard_sum", "bypassed")
 
 
 def flat_ports(dut):
@@ -56,7 +63,7 @@ def flat_ports(dut):
     m.submodules.compressor = dut
     sync = m.domains.sync = ClockDomain("sync")
     ports = [sync.clk, sync.rst]
-    members = dict(PORTS, **{name: (name,) for name in EVENTS})
+    members = dict(PORTS, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
     for name, path in members.items():
         member = dut
         for step in path:

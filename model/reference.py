@@ -8,15 +8,26 @@ use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts)
 
 from collections import namedtuple
 
-from design.params import DEFAULTS, check_int, check_power_of_two
+from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
+                           EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS, BYPASS_WINDOWS,
+                           DISCARD_COUNT_WIDTH, check_int, check_power_of_two, check_modes)
 
-__all__ = ["ReferenceModel", "Write", "CAUSES"]
+__all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
-#: Write causes, with the names of :class:`design.Cause`.
-CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH")
+#: Write causes, with the names of :class:`design.Cause` (in its order).
+CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.
 Write = namedtuple("Write", "addr value cause")
+
+#: An accounted discard of the dual threshold: ``error = grad - written`` at ``addr`` (the whole
+#: gradient in mode ``drop``, the rounding error in mode ``stochastic``).
+Discard = namedtuple("Discard", "addr error")
+
+
+def lfsr_step(state):
+    """One step of the stochastic mode's LFSR (:data:`design.params.LFSR_TAPS`)."""
+    return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
 
 
 class ReferenceModel:
@@ -31,10 +42,20 @@ class ReferenceModel:
         Updates after which an entry is written out.
     grad_width : int
         Gradient width; gradients must lie in ``[-2**(grad_width-1), 2**(grad_width-1))``.
+    addr_width : int
+        Address width (only to check the bypass windows' settings).
+
+    Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
+    {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or
+    ``("seed", value)``). Accounted discards are kept in :attr:`discards` (all of them, in
+    order) and in :attr:`discard_count` / :attr:`discard_sum` (the running totals of the step:
+    they hold after :meth:`flush` and the next gradient clears them, as in the RTL;
+    :attr:`step_discards` keeps their values at each flush).
     """
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"]):
+                 max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
+                 addr_width=DEFAULTS["addr_width"]):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
         if sets is not None:
             check_power_of_two("sets", sets)
@@ -45,6 +66,15 @@ class ReferenceModel:
         self.max_updates = max_updates
         self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
         self.threshold_max = 2 ** grad_width - 1
+        self.grad_width, self.addr_width = grad_width, addr_width
+        self.modes = dict(MODES_OFF)
+        self.lfsr = LFSR_RESET
+        self.ema = 0           # EMA of |grad| with EMA_FRACTION_BITS fraction bits
+        self.ema_latched = 0   # its value at the last flush barrier
+        self.discards = []
+        self.discard_count, self.discard_sum = 0, 0
+        self.step_discards = []
+        self._clear_discards = False   # a flush ended the step: the next gradient clears
         if sets is None:
             self._entries = {}                                  # addr -> [sum, count]
         else:
@@ -67,12 +97,80 @@ class ReferenceModel:
                 for entry in row if entry is not None
                 for tag in (entry[0],)}
 
+    # -- run-time modes -------------------------------------------------------------------
+
+    def set_modes(self, **modes):
+        """Change run-time mode settings (keys of :data:`design.params.MODES_OFF`); those not
+        given keep their values. They apply to the gradients that follow."""
+        check_modes(modes, addr_width=self.addr_width, grad_width=self.grad_width)
+        self.modes.update(modes)
+
+    def seed(self, value):
+        """Load the LFSR (the RTL does so only while idle: L1 must be empty)."""
+        check_int("lfsr_seed", value, minimum=0, maximum=2 ** LFSR_WIDTH - 1)
+        if self.valid_count:
+            raise ValueError("the LFSR is seeded only while the compressor is idle: "
+                             "seed at the start or after a flush")
+        self.lfsr = value or LFSR_RESET
+
+    @property
+    def ema_threshold(self):
+        """The EMA mode's threshold now: ``clamp(scale * EMA, ema_min, ema_max)``."""
+        ema = self.ema_latched if self.modes["ema_per_step"] else self.ema
+        candidate = (ema * self.modes["ema_scale"]) >> (EMA_FRACTION_BITS +
+                                                        EMA_SCALE_FRACTION_BITS)
+        if candidate > self.modes["ema_max"]:
+            return self.modes["ema_max"]
+        if candidate < self.modes["ema_min"]:
+            return self.modes["ema_min"]
+        return candidate
+
+    def in_bypass_window(self, addr):
+        """Whether ``addr`` lies in an enabled bypass window (``base <= addr <= limit``)."""
+        return any(self.modes[f"bypass{i}_enable"] and
+                   self.modes[f"bypass{i}_base"] <= addr <= self.modes[f"bypass{i}_limit"]
+                   for i in range(BYPASS_WINDOWS))
+
+    def _update_ema(self, grad):
+        diff = (abs(grad) << EMA_FRACTION_BITS) - self.ema
+        self.ema += diff >> self.modes["ema_shift"]    # floor, as an arithmetic shift
+
+    def _tiny_miss(self, addr, grad):
+        """Dual threshold: a tiny gradient that missed in L1 is dropped or rounded."""
+        small = self.modes["small_threshold"]
+        written, writes = 0, []
+        if self.modes["stochastic"]:
+            bits = min(self.grad_width, LFSR_WIDTH)
+            random = self.lfsr & ((1 << bits) - 1)
+            self.lfsr = lfsr_step(self.lfsr)
+            if random * small < abs(grad) << bits:     # probability ~ |grad| / small
+                written = small if grad > 0 else -small
+                writes = [Write(addr, written, "STOCHASTIC")]
+        self.discards.append(Discard(addr, grad - written))
+        self.discard_count = (self.discard_count + 1) % 2 ** DISCARD_COUNT_WIDTH
+        self.discard_sum += grad - written
+        return writes
+
+    # -- the policy -----------------------------------------------------------------------
+
     def write(self, addr, grad, threshold):
-        """Take one gradient; return the list (empty or of one) of writes it causes."""
+        """Take one gradient; return the list (empty or of one) of writes it causes.
+
+        ``threshold`` is the ``threshold`` input; in the EMA mode the EMA's threshold is in
+        force instead, and in a bypass window 0 (every gradient is written through)."""
         if not self.grad_min <= grad <= self.grad_max:
             raise ValueError(f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]")
         if not 0 <= threshold <= self.threshold_max:
             raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
+        if self._clear_discards:
+            self.discard_count, self.discard_sum = 0, 0
+            self._clear_discards = False
+        if self.modes["ema_enable"]:
+            threshold = self.ema_threshold
+        if self.in_bypass_window(addr):
+            threshold = 0
+        else:
+            self._update_ema(grad)
         if abs(grad) >= threshold:
             return [Write(addr, grad, "DIRECT")]
         if self.sets is None:
@@ -91,6 +189,8 @@ class ReferenceModel:
                     row[way] = None
                     return [Write(addr, entry[1], "MAX_UPDATES")]
                 return []
+        if abs(grad) < self.modes["small_threshold"]:
+            return self._tiny_miss(addr, grad)
         if None in row:
             if self.max_updates == 1:
                 return [Write(addr, grad, "MAX_UPDATES")]
@@ -103,6 +203,8 @@ class ReferenceModel:
         return [Write(old_tag * self.sets + index, old_sum, "EVICTION")]
 
     def _write_unbounded(self, addr, grad, threshold):
+        if addr not in self._entries and abs(grad) < self.modes["small_threshold"]:
+            return self._tiny_miss(addr, grad)
         entry = self._entries.setdefault(addr, [0, 0])
         entry[0] += grad
         entry[1] += 1
@@ -115,7 +217,13 @@ class ReferenceModel:
         return []
 
     def flush(self):
-        """The flush barrier: write every held entry out, set by set, lowest way first."""
+        """The flush barrier: write every held entry out, set by set, lowest way first.
+
+        It also ends the step: the EMA's value is latched (for ``ema_per_step``) and the running
+        discard totals are kept in :attr:`step_discards` (the next gradient clears them)."""
+        self.ema_latched = self.ema
+        self.step_discards.append((self.discard_count, self.discard_sum))
+        self._clear_discards = True
         if self.sets is None:
             writes = [Write(addr, entry[0], "FLUSH") for addr, entry in self._entries.items()]
             self._entries.clear()
@@ -129,14 +237,19 @@ class ReferenceModel:
         return writes
 
     def run(self, ops):
-        """Run a sequence of ``("grad", addr, grad, threshold)`` and ``("flush",)`` operations
-        and return all the writes."""
+        """Run a sequence of ``("grad", addr, grad, threshold)``, ``("flush",)``,
+        ``("modes", {setting: value})`` and ``("seed", value)`` operations and return all the
+        writes."""
         writes = []
         for op in ops:
             if op[0] == "grad":
                 writes += self.write(*op[1:])
             elif op[0] == "flush":
                 writes += self.flush()
+            elif op[0] == "modes":
+                self.set_modes(**op[1])
+            elif op[0] == "seed":
+                self.seed(op[1])
             else:
                 raise ValueError(f"unknown operation {op!r}")
         return writes

@@ -83,7 +83,8 @@ def add(h, m, P):
                           (d.accum_write,       Cause.ACCUM_THRESHOLD),
                           (d.max_updates_write, Cause.MAX_UPDATES),
                           (d.evict_write,       Cause.EVICTION),
-                          (d.flush_write,       Cause.FLUSH)]:
+                          (d.flush_write,       Cause.FLUSH),
+                          (d.stochastic_write,  Cause.STOCHASTIC)]:
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
     committed_small = ((l1.state == L1State.RUN) & l1.s1_valid & ~l1.s1.direct &

@@ -11,7 +11,7 @@ from model import CAUSES  # noqa: E402
 __all__ = ["plot_causes", "plot_bursts", "plot_summary", "plot_sweep"]
 
 COLOURS = {"DIRECT": "#d62728", "ACCUM_THRESHOLD": "#ff7f0e", "MAX_UPDATES": "#9467bd",
-           "EVICTION": "#1f77b4", "FLUSH": "#2ca02c"}
+           "EVICTION": "#1f77b4", "FLUSH": "#2ca02c", "STOCHASTIC": "#8c564b"}
 
 
 def plot_causes(metrics, path, geometry):
@@ -104,15 +104,22 @@ def plot_sweep(points, oracle, path, title, engine_note):
     ways_list = sorted({p["ways"] for p in points})
     cmap = plt.get_cmap("viridis")
     markers = "os^Dvx*"
+    smalls = sorted({p.get("small_threshold", 0) for p in points})
+    styles = ["-", "--", "-.", ":"]
     for ti, threshold in enumerate(thresholds):
         colour = cmap(ti / max(1, len(thresholds) - 1) * 0.85)
-        for wi, ways in enumerate(ways_list):
-            line = sorted((p for p in points if p["threshold"] == threshold
-                           and p["ways"] == ways), key=lambda p: p["entries"])
-            if line:
-                ax.plot([p["entries"] for p in line], [p["compression_ratio"] for p in line],
-                        marker=markers[wi % len(markers)], color=colour,
-                        label=f"threshold {threshold}, {ways}-way")
+        for si, small in enumerate(smalls):
+            for wi, ways in enumerate(ways_list):
+                line = sorted((p for p in points if p["threshold"] == threshold
+                               and p["ways"] == ways and p.get("small_threshold", 0) == small),
+                              key=lambda p: p["entries"])
+                dual = f", small {small}" if small else ""
+                if line:
+                    ax.plot([p["entries"] for p in line],
+                            [p["compression_ratio"] for p in line],
+                            marker=markers[wi % len(markers)], color=colour,
+                            ls=styles[si % len(styles)],
+                            label=f"threshold {threshold}{dual}, {ways}-way")
         if threshold in oracle:
             ax.axhline(oracle[threshold], color=colour, ls="--", lw=1,
                        label=f"oracle (unbounded L1), threshold {threshold}")

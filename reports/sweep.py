@@ -5,6 +5,10 @@ By default the points come from :class:`model.ReferenceModel`, which makes the R
 write for write (the report cross-checks that on every run, and the tests check it), so a sweep
 takes seconds; ``--engine rtl`` simulates every point with the RTL instead (and cross-checks
 each against the model).
+
+``--small-thresholds`` adds the dual threshold's ``small_threshold`` (0: off) as a dimension,
+in mode drop or (``--stochastic``) stochastic, with the reference model (``design/modes.py``);
+the oracle stays the exact policy.
 """
 
 import argparse
@@ -61,6 +65,11 @@ def build_parser():
                              "and half and twice it)")
     parser.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],
                         help="default: %(default)s")
+    parser.add_argument("--small-thresholds", type=_int_list, default=[0],
+                        help="comma-separated dual thresholds, 0 = off (default: 0; needs "
+                             "--engine model)")
+    parser.add_argument("--stochastic", action="store_true",
+                        help="dual threshold mode stochastic (LFSR seed 1) instead of drop")
     parser.add_argument("--limit", type=positive_integer, default=None,
                         help="keep only the first N gradients")
     parser.add_argument("--engine", choices=("model", "rtl"), default="model",
@@ -82,12 +91,22 @@ def _default_thresholds(trace):
     return sorted({max(1, t // 2), t, min(2 ** DEFAULTS["grad_width"] - 1, 2 * t)})
 
 
+def _mode_ops(small_threshold, stochastic):
+    """The operations that set the dual threshold before a run (none when it is off)."""
+    if not small_threshold:
+        return []
+    return [("seed", 1)] * bool(stochastic) + [
+        ("modes", {"small_threshold": small_threshold, "stochastic": int(bool(stochastic))})]
+
+
 def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="model",
-          backend=None, progress=True):
-    """Every point as ``{"sets", "ways", "entries", "threshold", "dram_writes",
-    "compression_ratio", "writes_by_cause"}`` and the oracle ratio per threshold."""
+          backend=None, progress=True, small_thresholds=(0,), stochastic=False):
+    """Every point as ``{"sets", "ways", "entries", "threshold", "small_threshold",
+    "dram_writes", "compression_ratio", "writes_by_cause", "discards"}`` and the oracle ratio
+    per threshold."""
     n = len(trace)
-    configs = [(s, w, t) for t in thresholds for w in ways_list for s in sets_list]
+    configs = [(s, w, t, small) for t in thresholds for small in small_thresholds
+               for w in ways_list for s in sets_list]
     bar = console_progress(len(configs) + len(thresholds), f"sweep {trace.name} ({engine})",
                            enabled=progress, unit="point")
     points, oracle, checks_ok = [], {}, True
@@ -96,14 +115,17 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
         writes = ReferenceModel(sets=None, max_updates=max_updates).run(ops)
         oracle[threshold] = n / len(writes) if writes else None
         bar.update(1)
-        for sets, ways, t in configs:
+        for sets, ways, t, small in configs:
             if t != threshold:
                 continue
-            point = {"sets": sets, "ways": ways, "entries": sets * ways, "threshold": t}
+            point = {"sets": sets, "ways": ways, "entries": sets * ways, "threshold": t,
+                     "small_threshold": small}
             if engine == "model":
-                writes = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates).run(ops)
+                model = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates)
+                writes = model.run(_mode_ops(small, stochastic) + ops)
                 causes = Counter(w.cause for w in writes)
                 count = len(writes)
+                point["discards"] = len(model.discards)
             else:
                 params = {"sets": sets, "ways": ways, "max_updates": max_updates}
                 result = run_rtl(backend, params, ops)
@@ -131,12 +153,16 @@ def render_markdown(data):
              f"Engine: {data['engine_note']}", "",
              "Compression ratio = gradients / DRAM writes after the final flush.", "",
              "![compression ratio against L1 size](sweep.png)", ""]
-    for threshold in data["thresholds"]:
-        pts = [p for p in data["points"] if p["threshold"] == threshold]
+    smalls = data.get("small_thresholds", [0])
+    for threshold, small in [(t, small) for t in data["thresholds"] for small in smalls]:
+        pts = [p for p in data["points"] if p["threshold"] == threshold and
+               p.get("small_threshold", 0) == small]
         ways = sorted({p["ways"] for p in pts})
         sets = sorted({p["sets"] for p in pts})
         ratio = {(p["sets"], p["ways"]): p["compression_ratio"] for p in pts}
-        lines += [f"## Threshold {threshold} (oracle: "
+        dual = "" if smalls == [0] else ", small_threshold off" if small == 0 else \
+            f", small_threshold {small} ({data.get('small_mode', 'drop')})"
+        lines += [f"## Threshold {threshold}{dual} (oracle: "
                   f"{data['oracle'][str(threshold)]:.2f}x)", "",
                   table([[s, *(f"{ratio[s, w]:.2f}x" for w in ways)] for s in sets],
                         ["sets \\ ways", *ways], align=["right"] * (len(ways) + 1)), ""]
@@ -160,6 +186,11 @@ def _sweep(args, argv):
         check_params({"ways": ways})
     for threshold in args.thresholds or []:
         check_params({}, threshold, threshold_option="--thresholds")
+    for small in args.small_thresholds:
+        check_params({}, small, threshold_option="--small-thresholds")
+    if args.engine == "rtl" and args.small_thresholds != [0]:
+        raise UsageError("--small-thresholds needs --engine model (the RTL engine's compiled "
+                         "simulator runs with every mode off)")
     try:
         trace = get_workload(args.workload)
     except TraceError as error:
@@ -178,7 +209,9 @@ def _sweep(args, argv):
         points, oracle, ok = sweep(trace, sets_list=args.sets, ways_list=args.ways,
                                    thresholds=thresholds, max_updates=args.max_updates,
                                    engine=args.engine, backend=backend,
-                                   progress=not args.quiet)
+                                   progress=not args.quiet,
+                                   small_thresholds=args.small_thresholds,
+                                   stochastic=args.stochastic)
     except ValueError as error:
         raise UsageError(error) from None
     seconds = time.monotonic() - start
@@ -193,6 +226,8 @@ def _sweep(args, argv):
             "workload": trace.name, "gradients": len(trace), "steps": trace.steps,
             "max_updates": args.max_updates, "engine": args.engine, "backend": backend,
             "engine_note": note, "seconds": round(seconds, 2), "thresholds": thresholds,
+            "small_thresholds": args.small_thresholds,
+            "small_mode": "stochastic" if args.stochastic else "drop",
             "oracle": {str(t): r for t, r in oracle.items()}, "points": points,
             "checks_ok": ok}
     from .plots import plot_sweep

@@ -15,7 +15,8 @@ configuration takes 5-10 seconds to build it.
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
-usual iterable of ``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples, or a NumPy
+usual iterable of ``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples (every run-time
+mode is off: its inputs stay 0, and ``("modes", ...)`` / ``("seed", ...)`` are refused), or a NumPy
 integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush).
 ``gap`` may be ``None``, an integer, or a callable ``gap(index)`` as for ``simulate``.
 
@@ -142,6 +143,10 @@ class CompiledSimulator:
                 kinds = bytes(map(_KINDS.__getitem__, [op[0] for op in ops]))
             except (KeyError, IndexError, TypeError):
                 for op in ops:
+                    if op and op[0] in ("modes", "seed"):
+                        raise ValueError(f"the compiled simulator runs with every mode off, so "
+                                         f"it does not take {op!r}; use "
+                                         f"simulation.simulate") from None
                     if not op or op[0] not in _KINDS:
                         raise ValueError(f"unknown operation {op!r}") from None
                 raise
@@ -260,6 +265,9 @@ class CompiledSimulator:
         (result.input_stall_cycles, result.dram_stall_cycles, result.hits, result.misses,
          result.cycles) = header[4:9]
         result.flush_cycles = flush_cycles.tolist()
+        # Every mode is off: the threshold in force is the input, and nothing is discarded.
+        result.accept_thresholds = acc_threshold.tolist()
+        result.step_discards = [(0, 0)] * len(result.flush_cycles)
         self.last_sim_seconds = header[9] / 1e9
         return result
 

@@ -1,8 +1,10 @@
 """Run a stream of gradients and flushes through :class:`design.GradientCompressor` in the
 Amaranth simulator, and record every handshake.
 
-Operations are the reference model's: ``("grad", addr, grad, threshold)`` and ``("flush",)``.
-A gradient is offered (after an optional gap with ``valid`` low) and held, with a stable
+Operations are the reference model's: ``("grad", addr, grad, threshold)``, ``("flush",)``,
+``("modes", {input: value})`` (run-time mode inputs, :data:`design.params.MODES_OFF`, set
+before the next gradient is offered) and ``("seed", value)`` (``lfsr_seed`` and ``lfsr_load``
+held until the compressor is idle, then one cycle more). A gradient is offered (after an optional gap with ``valid`` low) and held, with a stable
 payload, until the compressor takes it. A flush stops offering gradients, raises ``flush``,
 waits for ``idle``, checks that ``idle`` stays high for a few cycles, and drops ``flush``.
 
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
+from design.params import check_modes
 from model import CAUSES
 
 __all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
@@ -133,9 +136,19 @@ class SimResult:
     flush_cycles: list = field(default_factory=list)
     #: Total cycles simulated.
     cycles: int = 0
+    #: The threshold in force at each acceptance (``current_threshold`` a cycle later).
+    accept_thresholds: list = field(default_factory=list)
+    #: Accounted discards (dual threshold) as ``(addr, error)``, in order.
+    discards: list = field(default_factory=list)
+    #: ``(discard_count, discard_sum)`` once each flush barrier is complete.
+    step_discards: list = field(default_factory=list)
+    #: Gradients accepted in an enabled bypass window.
+    bypassed: int = 0
 
 
-_STROBES = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write")
+#: The cause strobes, in the order of :data:`model.CAUSES`.
+_STROBES = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
+            "stochastic_write")
 
 
 def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeout=None,
@@ -208,11 +221,26 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                     result.causes.append(name)
             result.hits += ctx.get(dut.l1_hit)
             result.misses += ctx.get(dut.l1_miss)
+            result.bypassed += ctx.get(dut.bypassed)
+            if ctx.get(dut.discard):
+                result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
             await ctx.tick()
             cycle += 1
+            if in_fire:   # current_threshold shows, a cycle later, the one it was judged by
+                result.accept_thresholds.append(ctx.get(dut.current_threshold))
             if max_cycles is not None and cycle > max_cycles:
                 raise AssertionError(f"the run took more than {max_cycles} cycles")
             return in_fire
+
+        async def until_idle(raised):
+            """Tick until ``idle``, within ``flush_timeout`` cycles; return the cycles taken."""
+            start = cycle
+            while not ctx.get(dut.idle):
+                if cycle - start > flush_timeout:
+                    raise AssertionError(f"{raised} raised at cycle {start} did not reach idle "
+                                         f"within {flush_timeout} cycles")
+                await tick(False)
+            return cycle - start
 
         for index, op in enumerate(ops):
             if op[0] == "grad":
@@ -232,17 +260,24 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 ctx.set(dut.grad_in.valid, 0)
             elif op[0] == "flush":
                 ctx.set(dut.flush, 1)
-                start = cycle
-                while not ctx.get(dut.idle):
-                    if cycle - start > flush_timeout:
-                        raise AssertionError(f"flush raised at cycle {start} did not reach idle "
-                                             f"within {flush_timeout} cycles")
-                    await tick(False)
-                result.flush_cycles.append(cycle - start)
+                result.flush_cycles.append(await until_idle("flush"))
+                result.step_discards.append((ctx.get(dut.discard_count),
+                                             ctx.get(dut.discard_sum)))
                 for _ in range(idle_hold):
                     await tick(False)
                     assert ctx.get(dut.idle), f"cycle {cycle}: idle fell while flush was high"
                 ctx.set(dut.flush, 0)
+            elif op[0] == "modes":
+                for name, value in check_modes(op[1], addr_width=dut.addr_width,
+                                               grad_width=dut.grad_width).items():
+                    if name in op[1]:
+                        ctx.set(getattr(dut, name), value)
+            elif op[0] == "seed":
+                ctx.set(dut.lfsr_seed, op[1])
+                ctx.set(dut.lfsr_load, 1)
+                await until_idle("lfsr_load")
+                await tick(False)      # the cycle in which the LFSR loads
+                ctx.set(dut.lfsr_load, 0)
             else:
                 raise ValueError(f"unknown operation {op!r}")
         result.cycles = cycle

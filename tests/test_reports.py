@@ -195,3 +195,38 @@ def test_empty_step_and_empty_trace(tmp_path, capsys):
     save(Trace(np.zeros(0, np.uint32), np.zeros(0, np.int16), [0], [50], name="empty"), empty)
     assert cli.main([str(empty), "--out", str(tmp_path)]) == 2
     assert "has no gradients" in capsys.readouterr().err
+
+
+def test_mode_comparison(tmp_path):
+    """``python -m reports.modes``: lossless modes keep DRAM exact after every step; the dual
+    threshold's error is what it discarded, and stochastic rounding is less biased than drop."""
+    from reports.modes import main as modes_main
+    assert modes_main(["seed", "--out", str(tmp_path)]) == 0
+    data = json.loads((tmp_path / "modes.json").read_text())
+    rows = {r["mode"]: r for r in data["workloads"][0]["rows"]}
+    assert list(rows) == ["exact", "drop", "stochastic", "ema", "ema per step", "bypass"]
+    for name in ("exact", "ema", "ema per step", "bypass"):
+        assert rows[name]["discards"] == 0 and rows[name]["error_max"] == 0
+    assert rows["drop"]["dram_writes"] < rows["exact"]["dram_writes"]
+    assert rows["drop"]["discarded_mass"] > 0
+    assert abs(rows["stochastic"]["bias"]) < abs(rows["drop"]["bias"])
+    assert "| stochastic" in (tmp_path / "modes.md").read_text()
+
+
+def test_sweep_small_threshold(tmp_path, capsys):
+    """``--small-thresholds``: 0 is the exact sweep; on the seed stimulus a larger dual
+    threshold (mode drop) discards more and writes less; the RTL engine refuses it."""
+    assert sweep.main(["seed", "--sets", "8,32", "--ways", "2", "--thresholds", "50",
+                       "--small-thresholds", "0,10,25", "--out", str(tmp_path), "-q"]) == 0
+    data = json.loads((tmp_path / "sweep.json").read_text())
+    by = {(p["sets"], p["small_threshold"]): p for p in data["points"]}
+    assert len(by) == 6
+    for sets in (8, 32):
+        assert by[sets, 0]["discards"] == 0
+        assert by[sets, 0]["dram_writes"] >= by[sets, 10]["dram_writes"] \
+            >= by[sets, 25]["dram_writes"]
+        assert by[sets, 25]["discards"] > by[sets, 10]["discards"] > 0
+    assert "small_threshold 25 (drop)" in (tmp_path / "sweep.md").read_text()
+    assert sweep.main(["seed", "--small-thresholds", "10", "--engine", "rtl",
+                       "--out", str(tmp_path), "-q"]) == 2
+    assert "--small-thresholds needs --engine model" in capsys.readouterr().err

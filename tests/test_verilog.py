@@ -1,7 +1,7 @@
 import re
 import subprocess
 
-from design.verilog import main, yosys_command, INPUTS, EVENTS, PORTS
+from design.verilog import main, yosys_command, INPUTS, EVENTS, MODE_INPUTS, PORTS
 
 
 def test_verilog_has_flat_ports_and_reads_back(tmp_path):
@@ -10,10 +10,12 @@ def test_verilog_has_flat_ports_and_reads_back(tmp_path):
     text = path.read_text()
     header = re.search(r"module gradient_compressor\((.*?)\);", text, re.S).group(1)
     ports = {name.strip() for name in header.split(",")}
-    assert ports == {"clk", "rst", *PORTS, *EVENTS}
+    assert ports == {"clk", "rst", *PORTS, *MODE_INPUTS, *EVENTS}
     for name in INPUTS:
         assert re.search(rf"input (signed )?(\[\d+:0\] )?{name};", text), name
     assert re.search(r"output signed \[17:0\] dram_value;", text)
+    assert re.search(r"output signed \[48:0\] discard_sum;", text)
+    assert re.search(r"input \[31:0\] bypass1_limit;", text)
     # Yosys reads the file back and finds a complete, well-formed design.
     script = "read_verilog gc.v; hierarchy -check -top gradient_compressor; proc; check -assert"
     subprocess.run([yosys_command(), "-q", "-p", script], cwd=tmp_path, check=True)

@@ -1,0 +1,162 @@
+"""The run-time modes' own state: the stochastic mode's LFSR and the dynamic (EMA) threshold.
+
+The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF`):
+
+* **Dual threshold** (``small_threshold``, 0 disables it). A small gradient (not direct) with
+  ``|grad| < small_threshold`` that *misses* in L1 is not allocated (a hit still accumulates).
+  With ``stochastic = 0`` (mode *drop*) it is discarded; with ``stochastic = 1`` it is written as
+  ``sign(grad) * small_threshold`` (``Cause.STOCHASTIC``) with probability about
+  ``|grad| / small_threshold``, else nothing. Either way ``grad - written`` is *accounted*: a
+  ``discard`` strobe with ``discard_addr`` / ``discard_error``, and the step's running
+  ``discard_count`` / ``discard_sum`` (held after a completed flush barrier, cleared by the next
+  accepted gradient). So after a
+  flush, per address: accepted = written + accounted.
+
+  The random bits: ``R = min(grad_width, 32)`` low bits ``u`` of a 32-bit Galois LFSR
+  (:data:`~design.params.LFSR_TAPS`, shifting right), stepped once per stochastic decision
+  (in the cycle the decision commits). The write happens iff ``u * small_threshold <
+  |grad| * 2**R``. The LFSR is loaded with ``lfsr_seed`` (0 loads 1) in a cycle with
+  ``lfsr_load`` high while the compressor is ``idle`` (so never under a pending decision).
+  Successive ``u`` share bits (one shift per decision): each decision is unbiased on average
+  over the LFSR's period, but neighbouring decisions are correlated.
+
+* **Dynamic threshold** (``ema_enable``). The threshold in force is
+  ``clamp((EMA * ema_scale) >> (8 + 4), ema_min, ema_max)`` (``ema_max`` wins if
+  ``ema_min > ema_max``), where EMA is ``|grad|`` with 8 fraction bits and ``ema_scale`` has 4.
+  The EMA is updated by every accepted gradient outside the bypass windows (whether or not
+  ``ema_enable`` is set, so it is warm when enabled), in shift-and-add arithmetic:
+  ``ema += ((|grad| << 8) - ema) >> ema_shift`` (an arithmetic shift: floor), so
+  ``0 <= ema <= 2**(grad_width-1) << 8``. A gradient is judged against the threshold of the EMA
+  *before* its own update. With ``ema_per_step`` the threshold follows the EMA's value latched
+  while ``flush`` was last high (no gradient is accepted then: the value at the last flush
+  barrier), so it is constant during a step. ``current_threshold`` shows the
+  threshold in force (``threshold`` when the mode is off) a cycle later, as a register.
+
+* **Bypass windows** (``bypass<i>_base``, ``bypass<i>_limit``, ``bypass<i>_enable``, two of
+  them). A gradient with ``base <= addr <= limit`` in an enabled window is judged against
+  threshold 0, so it is written through as it is (``Cause.DIRECT``), exactly once, never
+  accumulated and never dropped; ``bypassed`` strobes in the cycle after its acceptance.
+
+All settings (and ``threshold``) apply to a gradient as they are in the cycle it is accepted.
+"""
+
+from amaranth import *
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
+                     EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
+                     check_int)
+
+__all__ = ["Lfsr", "EmaThreshold"]
+
+
+class Lfsr(wiring.Component):
+    """The stochastic mode's random bits: a Galois LFSR, one step per decision.
+
+    ``next = (state >> 1) ^ (LFSR_TAPS if state[0] else 0)``; reset state ``LFSR_RESET``.
+
+    Members
+    -------
+    seed : ``In(LFSR_WIDTH)``
+        Value to load (0 loads ``LFSR_RESET``: the all-zero state would never move).
+    load : ``In(1)``
+        Load ``seed`` this cycle (it wins over ``step``).
+    step : ``In(1)``
+        Take one step this cycle.
+    state : ``Out(LFSR_WIDTH)``
+        The current state (a register).
+    """
+
+    def __init__(self):
+        super().__init__({
+            "seed":  In(LFSR_WIDTH),
+            "load":  In(1),
+            "step":  In(1),
+            "state": Out(LFSR_WIDTH, init=LFSR_RESET),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        with m.If(self.load):
+            m.d.sync += self.state.eq(Mux(self.seed == 0, LFSR_RESET, self.seed))
+        with m.Elif(self.step):
+            m.d.sync += self.state.eq((self.state >> 1) ^ Mux(self.state[0], LFSR_TAPS, 0))
+        return m
+
+
+class EmaThreshold(wiring.Component):
+    """The dynamic threshold: an EMA of ``|grad|`` in shift-and-add arithmetic, scaled and
+    clamped (see the module's description for the exact arithmetic).
+
+    Parameters
+    ----------
+    grad_width : int
+        Gradient width (the threshold and the bounds are unsigned ``grad_width`` bits).
+
+    Members
+    -------
+    sample : ``In(1)``
+        Update the EMA with ``magnitude`` this cycle (a gradient accepted outside the bypass
+        windows).
+    magnitude : ``In(grad_width)``
+        ``|grad|`` of that gradient.
+    shift : ``In(EMA_SHIFT_WIDTH)``
+        ``k``: alpha = ``2**-k``.
+    scale : ``In(EMA_SCALE_WIDTH)``
+        Unsigned, ``EMA_SCALE_FRACTION_BITS`` fraction bits.
+    minimum, maximum : ``In(grad_width)``
+        Clamp bounds (``maximum`` wins if they cross).
+    per_step : ``In(1)``
+        The threshold follows ``latched_average``, not ``average``.
+    latch : ``In(1)``
+        A flush barrier: ``latched_average`` takes ``average``.
+    threshold : ``Out(grad_width)``
+        The EMA's threshold now.
+    average, latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
+        The EMA (``EMA_FRACTION_BITS`` fraction bits) and its value at the last flush barrier
+        (registers).
+    """
+
+    def __init__(self, *, grad_width=DEFAULTS["grad_width"]):
+        with checked(self):
+            self.grad_width = check_int("grad_width", grad_width, minimum=2)
+        # |grad| <= 2**(grad_width - 1), so the EMA is at most 2**(grad_width - 1 + F).
+        average_width = grad_width + EMA_FRACTION_BITS
+        super().__init__({
+            "sample":          In(1),
+            "magnitude":       In(grad_width),
+            "shift":           In(EMA_SHIFT_WIDTH),
+            "scale":           In(EMA_SCALE_WIDTH),
+            "minimum":         In(grad_width),
+            "maximum":         In(grad_width),
+            "per_step":        In(1),
+            "latch":           In(1),
+            "threshold":       Out(grad_width),
+            "average":         Out(average_width),
+            "latched_average": Out(average_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        difference = Signal(signed(len(self.average) + 1))
+        m.d.comb += difference.eq((self.magnitude << EMA_FRACTION_BITS) - self.average)
+        with m.If(self.sample):
+            # Signed >> is arithmetic (floor), so the EMA stays between its old value and the
+            # sample: it never leaves [0, 2**(grad_width - 1 + F)].
+            m.d.sync += self.average.eq(self.average + (difference >> self.shift))
+        with m.If(self.latch):
+            m.d.sync += self.latched_average.eq(self.average)
+
+        source = Mux(self.per_step, self.latched_average, self.average)
+        candidate = Signal(len(self.average) + EMA_SCALE_WIDTH - EMA_FRACTION_BITS -
+                           EMA_SCALE_FRACTION_BITS)
+        m.d.comb += candidate.eq((source * self.scale) >> (EMA_FRACTION_BITS +
+                                                           EMA_SCALE_FRACTION_BITS))
+        with m.If(candidate > self.maximum):
+            m.d.comb += self.threshold.eq(self.maximum)
+        with m.Elif(candidate < self.minimum):
+            m.d.comb += self.threshold.eq(self.minimum)
+        with m.Else():
+            m.d.comb += self.threshold.eq(candidate)
+        return m
