@@ -16,10 +16,11 @@ import subprocess
 import sys
 import time
 
+from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
 from design import GradientCompressor
-from design.verilog import flat_ports, yosys_command
+from design.verilog import MODE_INPUTS, flat_ports, yosys_command
 
 from .netlist import Netlist
 
@@ -36,6 +37,31 @@ DEVICE = ["--85k", "--package", "CABGA381"]
 
 TOP = "top"
 GEOMETRY = re.compile(r"(\d+)x(\d+)")
+
+
+#: Outputs of the run-time modes, folded into one pin on the FPGA (see :func:`fpga_top`).
+MODE_OUTPUTS = ("current_threshold", "ema_average", "stochastic_write", "discard",
+                "discard_addr", "discard_error", "discard_count", "discard_sum", "bypassed")
+
+
+def fpga_top(dut):
+    """The flat-port design as it goes onto the FPGA; returns ``(module, ports)``.
+
+    With every port on a pin the design no longer fits the package (CABGA381), so the
+    run-time mode settings come from a register chain loaded one bit per cycle through the
+    pin ``settings_in`` (as control registers would feed them), and the mode outputs are
+    folded (XOR) into the registered pin ``mode_out``. Both keep every setting a free input
+    and every output observed, so no logic is optimised away; the datapath is unchanged.
+    """
+    m, ports = flat_ports(dut)
+    settings = [p for p in ports if p.name in MODE_INPUTS]
+    outputs = [p for p in ports if p.name in MODE_OUTPUTS]
+    settings_in, mode_out = Signal(name="settings_in"), Signal(name="mode_out")
+    chain = Signal(sum(len(p) for p in settings), name="settings_chain")
+    m.d.sync += [chain.eq(Cat(settings_in, chain[:-1])), mode_out.eq(Cat(*outputs).xor())]
+    m.d.comb += Cat(*settings).eq(chain)
+    kept = [p for p in ports if p.name not in MODE_INPUTS and p.name not in MODE_OUTPUTS]
+    return m, kept + [settings_in, mode_out]
 
 
 class UsageError(Exception):
@@ -104,7 +130,7 @@ def synthesize(dut, build):
     """
     build = pathlib.Path(build)
     build.mkdir(parents=True, exist_ok=True)
-    module, ports = flat_ports(dut)
+    module, ports = fpga_top(dut)
     (build / f"{TOP}.il").write_text(rtlil.convert(module, name=TOP, ports=ports))
     script = f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"
     start = time.monotonic()
