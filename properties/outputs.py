@@ -79,6 +79,8 @@ def add(h, m, P):
     P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
 
     # -- strobes and running counters ---------------------------------------------------
+    # The strobe -> cause table is restated here on purpose, not imported from the design:
+    # a wrong table in design/compressor.py must fail this check (mutant evict_strobe_...).
     for strobe, cause in [(d.direct_write,      Cause.DIRECT),
                           (d.accum_write,       Cause.ACCUM_THRESHOLD),
                           (d.max_updates_write, Cause.MAX_UPDATES),
