@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, asdict
 
-from properties.harness import CONFIGS, flush_bound
+from properties.harness import CONFIGS
 
 __all__ = ["Job", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name"]
 
@@ -58,11 +58,6 @@ def liveness_depth(config, K):
     invariant carries), i.e. than finishing a set's scan after ``flush`` drops, each way
     waiting up to ``K + 1`` cycles for L2."""
     return config["ways"] * (K + 1) + 4
-
-
-def _bound(config, K):
-    c = CONFIGS[config]
-    return flush_bound(c["sets"], c["ways"], c["fifo_depth"], K)
 
 
 def _prove_jobs():

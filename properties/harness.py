@@ -164,6 +164,10 @@ class FormalHarness(Elaboratable):
         self.s1_set = self.set_of(l1.s1.addr)
         self.init = Signal()
         m.d.comb += self.init.eq(l1.state == L1State.INIT)
+        # s1 commits its gradient this cycle (its push, if any, is taken).
+        self.s1_commits = Signal()
+        m.d.comb += self.s1_commits.eq((l1.state == L1State.RUN) & l1.s1_valid &
+                                       (~l1.push.valid | l1.push.ready))
 
         # L1 rows
         write = l1.storage_write
@@ -188,7 +192,6 @@ class FormalHarness(Elaboratable):
             self.l1_sum.eq(sum(Mux(matches[i], row.ways[i].sum, 0) for i in range(d.ways))),
             self.l1_n.eq(sum(matches[i] for i in range(d.ways))),
         ]
-        self.track_matches = matches
 
         # What s1 holds for the tracked address.
         self.s1_sum = Signal(signed(self.bw))
@@ -213,7 +216,6 @@ class FormalHarness(Elaboratable):
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
                                     - Mux(out_t, d.dram_out.p.value, 0))
-        self.out_t = out_t
         # Accepted minus pushed to L2, for the tracked address: what L1 and s1 must hold.
         self.l1_balance = Signal(signed(self.bw))
         m.d.sync += self.l1_balance.eq(self.l1_balance + Mux(acc_t, d.grad_in.p.grad, 0)

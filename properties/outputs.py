@@ -89,10 +89,8 @@ def add(h, m, P):
                           (d.stochastic_write,  Cause.STOCHASTIC)]:
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
-    committed_small = ((l1.state == L1State.RUN) & l1.s1_valid & ~l1.s1.direct &
-                       (~l1.push.valid | l1.push.ready))
     P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_commits",
-            ~(d.l1_hit | d.l1_miss) | (committed_small & ~(d.l1_hit & d.l1_miss)))
+            ~(d.l1_hit | d.l1_miss) | (h.s1_commits & ~l1.s1.direct & ~(d.l1_hit & d.l1_miss)))
     accepted = Signal(32, name="accepted_counted")
     written  = Signal(32, name="dram_writes_counted")
     m.d.sync += [accepted.eq(accepted + h.accept), written.eq(written + h.pop)]

@@ -49,10 +49,8 @@ def add(h, m, P):
     g_grad  = Signal(signed(h.gw), name="model_gradient_grad")
     g_thr   = Signal(h.gw, name="model_gradient_threshold")
     h.model_pending = g_valid
-    s1_done = Signal(name="s1_commits")
-    m.d.comb += s1_done.eq(run & l1.s1_valid & (~l1.push.valid | l1.push.ready))
     commit = Signal(name="model_commit")
-    m.d.comb += commit.eq(g_valid & s1_done)
+    m.d.comb += commit.eq(g_valid & h.s1_commits)
     with m.If(commit):
         m.d.sync += g_valid.eq(0)
     with m.If(h.accept & (h.set_of(d.grad_in.p.addr) == h.track_set)):
