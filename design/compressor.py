@@ -227,7 +227,7 @@ class GradientCompressor(wiring.Component):
             lfsr.seed.eq(self.lfsr_seed),
             # Only while idle: no decision is pending, so a write being offered never changes.
             lfsr.load.eq(self.lfsr_load & self.idle),
-            lfsr.step.eq(l1.small_miss & self.l1.s1.stochastic),
+            lfsr.step.eq(l1.random_step),
         ]
 
         m.d.comb += [
@@ -260,10 +260,12 @@ class GradientCompressor(wiring.Component):
         ]
 
         # -- dual threshold: the accounting of tiny misses -------------------------------------
+        # L1 registers them (a cycle after its decision), so that the running sum below starts
+        # from a register.
         m.d.comb += [
-            self.discard.eq(l1.small_miss),
-            self.discard_addr.eq(l1.s1.addr),
-            self.discard_error.eq(l1.s1.grad - Mux(self.stochastic_write, l1.push.p.value, 0)),
+            self.discard.eq(l1.discard),
+            self.discard_addr.eq(l1.discard_addr),
+            self.discard_error.eq(l1.discard_error),
         ]
         # The step's totals stay readable through the barrier and after it; the first gradient
         # accepted after a completed barrier clears them (its own decision comes a cycle later).

@@ -2,10 +2,12 @@ from amaranth.lib import enum
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .layouts import Cause, classified_layout, write_layout, value_width
+from .layouts import (Cause, classified_layout, write_layout, value_width,
+                      discard_error_width)
 from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State"]
@@ -23,19 +25,44 @@ class L1State(enum.Enum, shape=2):
 
 
 class L1Accumulator(wiring.Component):
-    """The set-associative L1 accumulator, with its pipeline stage and the flush scan.
+    """The set-associative L1 accumulator: a four-stage pipeline, its output queue and the
+    flush scan.
 
     Storage is one :class:`~amaranth.lib.memory.Memory` row per set (``storage``), holding
     every way's entry (``valid``, ``tag``, ``sum``, ``count``) and the set's round-robin victim
     pointer, so that one synchronous read gives the whole set, as an SRAM would.
 
-    Pipeline: a gradient is accepted in cycle *t* while its set is read; in cycle *t+1* (stage
-    ``s1``) it is decided, the set is written back and at most one write is pushed toward L2.
-    The row written in cycle *t* is forwarded to the gradient read in cycle *t* (the read port
-    is not transparent), so back-to-back gradients to one set or one address go at one per
-    cycle. ``s1`` commits atomically: its row write, its push and the ``valid_count`` update
-    happen in the same cycle, the one in which L2 takes the push (or at once, if there is
-    nothing to push). The input is stalled only while ``s1`` waits for L2.
+    Pipeline
+    --------
+    A gradient accepted in cycle *t* (its set's read is issued in the same cycle) goes through
+    four stages, one cycle each, and never waits in any of them:
+
+    * ``s1`` (*t+1*), read: the RAM's read data arrives and is registered as it is
+      (``read_row``), with nothing in front of the register, so that the block RAM's slow
+      clock-to-output has a cycle to itself. The set is compared with the sets of the rows the
+      later stages will be writing (registered as ``s2_fwd``).
+    * ``s2`` (*t+2*), compare: the row is the newest of ``s4_row``, ``h1_row``, ``h2_row``
+      (rows written in this cycle and in the two before, which the read could not see) and
+      ``read_row``; the tags are compared, and the hit way, its entry, the threshold bounds
+      ``t - g`` and ``-t - g``, and an address compare with the gradient in ``s3`` are
+      registered.
+    * ``s3`` (*t+3*), decide: the one gradient whose effect ``s2`` could not see is the one
+      deciding in ``s3`` at the same time, one cycle ahead; its outcome is in ``s4``'s
+      registers (which way it touched, whether that way still holds its address, the new sum
+      and count), so ``s3`` corrects its hit by a few gates instead of comparing tags again, and
+      the accumulate loop (sum, threshold test on the precomputed bounds, free-or-keep) closes
+      in one cycle through ``s4_sum``. The new row and at most one write are registered.
+    * ``s4`` (*t+4*), write: the new row is written to the RAM, the write goes into the output
+      queue.
+
+    The output queue (``QUEUE_DEPTH`` writes) feeds ``push``. ``grad_in.ready`` is a register:
+    a gradient is accepted only if the queue will have room for a write from every gradient
+    in the pipeline and from it (``reserved``), so no stage ever stalls and nothing on the
+    input side depends on ``push.ready`` within a cycle.
+
+    Latency: a gradient accepted in cycle *t* pushes its write (if any) into the queue at the
+    end of *t+4*; it is offered on ``push`` from cycle *t+5*, and L2 takes it then if it has
+    room. Its row is in the RAM from *t+5*.
 
     Policy, for a gradient ``g`` at address ``(tag, set)`` with threshold ``t``:
 
@@ -50,18 +77,24 @@ class L1Accumulator(wiring.Component):
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the
       set's victim pointer moves on (round robin).
 
-    Flush: while ``flush`` is high no gradient is accepted; once ``s1`` is empty, the scan reads
-    set 0, 1, ... and pushes each valid way (lowest way first, ``Cause.FLUSH``), freeing it in
-    the cycle L2 takes it. A set costs one cycle plus one per valid way. The scan ends after the
-    last set (``DONE``), or at once if ``valid_count`` is 0. If ``flush`` drops during the scan,
-    the current set is finished and normal work resumes.
+    Flush: ``flush`` is sampled into ``grad_in.ready`` a cycle late (the port is a register),
+    so a gradient offered in the very cycle ``flush`` rises may still be accepted; it comes
+    before the barrier. Once the pipeline is empty, the scan reads set 0, 1, ... and pushes
+    each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room, then writes the
+    set back empty (keeping its victim pointer). A set costs two cycles plus one per valid way.
+    The scan ends after the last set or after the set whose writes empty L1 (``DONE``), or at
+    once if ``valid_count`` is 0. If ``flush`` drops during the scan, the current set is
+    finished and normal work resumes.
 
-    Invariants (proven in ``properties/``)
-    --------------------------------------
-    * ``valid_count`` equals the number of valid entries, at most ``sets * ways``.
+    Invariants
+    ----------
+    * ``valid_count`` equals the number of valid entries (once the scan has written the
+      current set back), at most ``sets * ways``.
     * A held sum has ``|sum| < 2**grad_width - 1`` (see :func:`~design.layouts.value_width`),
       so ``sum + g`` never overflows; a held count is in ``[1, max_updates - 1]``.
     * No two valid ways of a set hold the same tag.
+    * ``reserved`` (gradients in ``s1`` ... ``s4`` plus writes in the queue) is at most
+      ``QUEUE_DEPTH``, so a write from ``s4`` always finds room.
 
     Parameters
     ----------
@@ -75,23 +108,36 @@ class L1Accumulator(wiring.Component):
     Members
     -------
     grad_in : ``In(stream.Signature(classified_layout))``
-        Classified gradients from the streamer.
+        Classified gradients from the streamer. ``ready`` is a register.
     push : ``Out(stream.Signature(write_layout))``
         Writes toward L2, with their cause. Valid and payload hold until taken.
     flush : ``In(1)``
         The flush barrier request (a level).
     idle : ``Out(1)``
-        Nothing is held: ``s1`` empty, no valid entry, not initialising or scanning.
+        Nothing is held: the pipeline and the queue empty, no valid entry, not initialising or
+        scanning.
     valid_count : ``Out(range(sets * ways + 1))``
         Number of valid entries (a register).
     hit, miss : ``Out(1)``
-        Strobes: a small gradient committed on an L1 hit or miss.
+        Strobes: a small gradient decided (in ``s3``) on an L1 hit or miss.
     small_miss : ``Out(1)``
         Strobe: a tiny gradient (dual threshold) missed and was not allocated (not counted in
-        ``miss``); its stochastic decision, if any, committed.
+        ``miss``); decided in ``s3``.
     random : ``In(grad_width)``
-        Random bits for the stochastic decision of the gradient in ``s1``.
+        Random bits for the stochastic decision of the gradient in ``s3``.
+    random_step : ``Out(1)``
+        A stochastic decision used ``random`` this cycle (step the random source).
+    discard : ``Out(1)``
+        Strobe (a register, a cycle after ``small_miss``): a tiny miss was accounted ...
+    discard_addr : ``Out(addr_width)``, discard_error : ``Out(signed(grad_width + 1))``
+        ... at this address, with this ``grad - written``.
     """
+
+    #: Writes the output queue holds. A gradient is reserved a place from its acceptance
+    #: until it leaves ``s4`` without a write or its write leaves the queue: five cycles when
+    #: L2 takes every write at once, so six places keep one gradient per cycle; eight make
+    #: it a power of two (LUT RAM).
+    QUEUE_DEPTH = 8
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
                  sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
@@ -115,14 +161,20 @@ class L1Accumulator(wiring.Component):
             "ways":   data.ArrayLayout(self.entry_layout, ways),
             "victim": range(ways),
         })
-        self.storage = Memory(shape=self.row_layout, depth=sets, init=[])
+        # The design never uses the read data of a set written in the same cycle (the row
+        # written then is forwarded from h2_row instead), so the read-during-write result is
+        # a don't-care: no_rw_check tells Yosys not to add registers and a bypass copy of the
+        # row to emulate it on a block RAM that cannot.
+        self.storage = Memory(shape=self.row_layout, depth=sets, init=[],
+                              attrs={"no_rw_check": 1})
         # The ports are made here rather than in elaborate() so that the formal harness can
         # name the write port (the valid_count proof follows the row it writes).
         self.storage_read  = self.storage.read_port()
         self.storage_write = self.storage.write_port()
 
+        layout = classified_layout(addr_width, grad_width)
         super().__init__({
-            "grad_in":     In(stream.Signature(classified_layout(addr_width, grad_width))),
+            "grad_in":     In(stream.Signature(layout)),
             "push":        Out(stream.Signature(write_layout(addr_width, grad_width))),
             "flush":       In(1),
             "idle":        Out(1),
@@ -131,18 +183,65 @@ class L1Accumulator(wiring.Component):
             "miss":        Out(1),
             "small_miss":  Out(1),
             "random":      In(grad_width),
+            "random_step": Out(1),
+            "discard":     Out(1),
+            "discard_addr": Out(addr_width),
+            "discard_error": Out(signed(discard_error_width(grad_width))),
         })
 
+        vw = value_width(grad_width)
         # State, named here so that properties and traces can refer to it.
-        self.state    = Signal(L1State, init=L1State.INIT)
-        self.s1_valid = Signal()
-        self.s1       = Signal(classified_layout(addr_width, grad_width))
-        self.fwd_valid = Signal()                 # the row read last was written as it was read
-        self.fwd_row   = Signal(self.row_layout)  # ... and this is what was written
+        self.state     = Signal(L1State, init=L1State.INIT)
+        self.reserved  = Signal(range(self.QUEUE_DEPTH + 1))
+        # s1: read
+        self.s1_valid  = Signal()
+        self.s1        = Signal(layout)
+        # s2: compare
+        self.s2_valid  = Signal()
+        self.s2        = Signal(layout)
+        self.read_row  = Signal(self.row_layout)   # the RAM's read data, registered
+        self.s2_fwd    = Signal(3)                 # set equal to s4's, h1's, h2's next cycle
+        # The set row as it is for the gradient in s2 (all but the gradient in s3), or as read
+        # for the set being scanned.
+        self.row       = Signal(self.row_layout)
+        # s3: decide
+        self.s3_valid  = Signal()
+        self.s3        = Signal(layout)
+        self.s3_row    = Signal(self.row_layout)
+        self.s3_hit    = Signal()
+        self.s3_hit_way = Signal(range(ways))
+        self.s3_hit_sum = Signal(signed(vw))
+        self.s3_hit_count = Signal(range(max_updates + 1))
+        self.s3_count_full = Signal()              # hit entry's count + 1 >= max_updates
+        self.s3_same_addr = Signal()               # same address as the gradient in s4
+        self.s3_same_set  = Signal()               # same set as the gradient in s4
+        self.s3_high   = Signal(signed(vw + 1))    # t - g: |s + g| >= t iff s >= t - g ...
+        self.s3_low    = Signal(signed(vw + 1))    # ... or s <= -t - g
+        self.s3_tiny   = Signal()                  # |g| < small_threshold
+        # s4: write
+        self.s4_valid  = Signal()
+        self.s4_write  = Signal()                  # s4_row goes to the RAM
+        self.s4_set    = Signal(range(sets))
+        self.s4_row    = Signal(self.row_layout)
+        self.s4_way    = Signal(range(ways))       # the way the gradient hit or allocated
+        self.s4_holds  = Signal()                  # ... holds its address after it
+        self.s4_alloc  = Signal()                  # ... took a new tag
+        self.s4_sum    = Signal(signed(vw))        # ... with this sum
+        self.s4_count  = Signal(range(max_updates + 1))   # ... and count
+        self.s4_count_full = Signal()
+        self.s4_push   = Signal()
+        self.s4_push_p = Signal(write_layout(addr_width, grad_width))
+        # Rows written one and two cycles ago (a read issued then did not see them).
+        self.h1_valid, self.h1_set, self.h1_row = (
+            Signal(name="h1_valid"), Signal(range(sets), name="h1_set"),
+            Signal(self.row_layout, name="h1_row"))
+        self.h2_valid, self.h2_set, self.h2_row = (
+            Signal(name="h2_valid"), Signal(range(sets), name="h2_set"),
+            Signal(self.row_layout, name="h2_row"))
+        # The flush scan.
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
-        # The set row as it is now in storage, for the gradient in s1 or the set being scanned.
-        self.row = Signal(self.row_layout)
+        self.scan_wait = Signal()                 # the scanned set's row is still being read
 
     def _lowest(self, m, bits, name):
         """Index of the lowest set bit of ``bits`` (0 if none)."""
@@ -152,177 +251,336 @@ class L1Accumulator(wiring.Component):
                 m.d.comb += index.eq(i)
         return index
 
+    def _set(self, addr):
+        return addr[:self.set_bits]
+
+    def _tag(self, addr):
+        return addr[self.set_bits:]
+
     def elaborate(self, platform):
         m = Module()
         m.submodules.storage = self.storage
+        m.submodules.queue = queue = SyncFIFO(width=len(self.s4_push_p.as_value()),
+                                              depth=self.QUEUE_DEPTH)
         read, write = self.storage_read, self.storage_write
-        # A read port is enabled by default; here it reads only when told to, so that its data
-        # holds the row of the gradient waiting in s1 (or of the set being scanned).
-        m.d.comb += read.en.eq(0)
+        vw = value_width(self.grad_width)
+        Q = self.QUEUE_DEPTH
 
-        row, s1 = self.row, self.s1
-        m.d.comb += row.eq(Mux(self.fwd_valid, self.fwd_row, read.data))
-        with m.If(read.en):
-            # Forward a write to the row being read in the same cycle (write-first behaviour).
-            m.d.sync += [
-                self.fwd_valid.eq(write.en & (write.addr == read.addr)),
-                self.fwd_row.eq(write.data),
-            ]
-
-        new_row = Signal(self.row_layout)
-        m.d.comb += [new_row.eq(row), write.data.eq(new_row)]
+        accept = Signal()
+        m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
         count_inc = Signal()
         count_dec = Signal()
         m.d.sync += self.valid_count.eq(self.valid_count + count_inc - count_dec)
 
-        accept = Signal()
-        m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
-
-        # -- stage s1: decide the gradient read in the cycle before -----------------------------
-        s1_set = s1.addr[:self.set_bits]
-        s1_tag = s1.addr[self.set_bits:]
-        match  = Cat(way.valid & (way.tag == s1_tag) for way in row.ways)
-        free   = Cat(~way.valid for way in row.ways)
-        hit_way    = self._lowest(m, match, "hit_way")
-        free_way   = self._lowest(m, free, "free_way")
-        hit_entry  = row.ways[hit_way]
-        victim     = row.ways[row.victim]
-        hit_sum    = Signal(signed(value_width(self.grad_width) + 1))
-        hit_count  = Signal(range(self.max_updates + 2))
+        # -- the output queue ------------------------------------------------------------------
+        scan_push   = Signal()
+        scan_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        queue_read  = Signal()
         m.d.comb += [
-            hit_sum.eq(hit_entry.sum + s1.grad),
-            hit_count.eq(hit_entry.count + 1),
+            queue.w_en.eq(Mux(scan_push, 1, self.s4_valid & self.s4_push)),
+            queue.w_data.eq(Mux(scan_push, scan_push_p.as_value(), self.s4_push_p.as_value())),
+            self.push.valid.eq(queue.r_rdy),
+            self.push.payload.eq(queue.r_data),
+            queue.r_en.eq(self.push.ready),
+            queue_read.eq(queue.r_rdy & self.push.ready),
+        ]
+        # A place is reserved from acceptance until the gradient leaves s4 without a write, or
+        # its write leaves the queue.
+        reserved_next = Signal(range(Q + 2))
+        m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
+                                     (self.s4_valid & ~self.s4_push) - queue_read)
+        m.d.sync += self.reserved.eq(reserved_next)
+
+        # -- stage s1: read ---------------------------------------------------------------------
+        s1, s2, s3 = self.s1, self.s2, self.s3
+        m.d.sync += self.s1_valid.eq(accept)
+        with m.If(accept):
+            m.d.sync += s1.eq(self.grad_in.payload)
+        m.d.sync += [
+            self.read_row.eq(read.data),
+            # Which later row s2 will need: the one s3 decides now (in s4 next cycle), the one
+            # s4 writes now (h1 next cycle) or the one h1 holds (h2 next cycle).
+            self.s2_fwd.eq(Cat(self._set(s1.addr) == self._set(s3.addr),
+                               self._set(s1.addr) == self.s4_set,
+                               self._set(s1.addr) == self.h1_set)),
+            self.s2_valid.eq(self.s1_valid),
+            s2.eq(s1),
         ]
 
-        s1_write = Signal()   # s1 writes its set back when it commits
-        s1_done  = Signal()   # s1 commits this cycle
-        m.d.comb += s1_done.eq(self.s1_valid & (~self.push.valid | self.push.ready))
+        # -- history of written rows ----------------------------------------------------------
+        m.d.sync += [
+            self.h1_valid.eq(self.s4_valid & self.s4_write),
+            self.h1_set.eq(self.s4_set),
+            self.h1_row.eq(self.s4_row),
+            self.h2_valid.eq(self.h1_valid),
+            self.h2_set.eq(self.h1_set),
+            self.h2_row.eq(self.h1_row),
+        ]
+
+        # -- stage s2: compare ----------------------------------------------------------------
+        row = self.row
+        with m.If(self.s2_fwd[0] & self.s4_valid & self.s4_write):
+            m.d.comb += row.eq(self.s4_row)
+        with m.Elif(self.s2_fwd[1] & self.h1_valid):
+            m.d.comb += row.eq(self.h1_row)
+        with m.Elif(self.s2_fwd[2] & self.h2_valid):
+            m.d.comb += row.eq(self.h2_row)
+        with m.Else():
+            m.d.comb += row.eq(self.read_row)
+
+        s2_tag  = self._tag(s2.addr)
+        match   = Cat(way.valid & (way.tag == s2_tag) for way in row.ways)
+        hit_way = self._lowest(m, match, "s2_hit_way")
+        entry   = row.ways[hit_way]
+        grad_wide = Signal(signed(vw + 1))
+        m.d.comb += grad_wide.eq(s2.grad)
+        m.d.sync += [
+            self.s3_valid.eq(self.s2_valid),
+            s3.eq(s2),
+            self.s3_row.eq(row),
+            self.s3_hit.eq(match.any()),
+            self.s3_hit_way.eq(hit_way),
+            self.s3_hit_sum.eq(entry.sum),
+            self.s3_hit_count.eq(entry.count),
+            self.s3_count_full.eq(entry.count >= self.max_updates - 1),
+            self.s3_same_addr.eq(s2.addr == s3.addr),
+            self.s3_same_set.eq(self._set(s2.addr) == self._set(s3.addr)),
+            self.s3_high.eq(s2.threshold - grad_wide),
+            self.s3_low.eq(-s2.threshold - grad_wide),
+            self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),
+        ]
+
+        # -- stage s3: decide -----------------------------------------------------------------
+        # The gradient in s4 decided a cycle ago, after s2 had read this gradient's row: its
+        # effect on the set is in s4's registers.
+        prev      = Signal()
+        same_addr = Signal()
+        same_set  = Signal()
+        m.d.comb += [
+            prev.eq(self.s4_valid & self.s4_write),
+            same_addr.eq(self.s3_same_addr & prev),
+            same_set.eq(self.s3_same_set & prev),
+        ]
+        row_now = Signal(self.row_layout)   # the set as it is now
+        m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
+        hit       = Signal()
+        hit_way   = Signal(range(self.ways))
+        sum_now   = Signal(signed(vw + 1))   # as wide as the bounds it is compared with
+        count_now = Signal(range(self.max_updates + 1))
+        full_now  = Signal()
+        with m.If(same_addr):
+            # The entry is exactly what the gradient before left: held in s4_way, or freed.
+            m.d.comb += [
+                hit.eq(self.s4_holds),
+                hit_way.eq(self.s4_way),
+                sum_now.eq(self.s4_sum),
+                count_now.eq(self.s4_count),
+                full_now.eq(self.s4_count_full),
+            ]
+        with m.Else():
+            # Another address of the same set can only have taken the hit way (eviction).
+            m.d.comb += [
+                hit.eq(self.s3_hit & ~(same_set & self.s4_alloc &
+                                       (self.s4_way == self.s3_hit_way))),
+                hit_way.eq(self.s3_hit_way),
+                sum_now.eq(self.s3_hit_sum),
+                count_now.eq(self.s3_hit_count),
+                full_now.eq(self.s3_count_full),
+            ]
+        crossed = Signal()   # |sum_now + g| >= t, on the bounds computed in s2
+        new_sum = Signal(signed(vw + 1))
+        m.d.comb += [
+            crossed.eq((sum_now >= self.s3_high) | (sum_now <= self.s3_low)),
+            new_sum.eq(sum_now + s3.grad),
+        ]
+        free     = Cat(~way.valid for way in row_now.ways)
+        free_way = self._lowest(m, free, "s3_free_way")
+        victim_way = row_now.victim
+        victim     = row_now.ways[victim_way]
+        s3_set = self._set(s3.addr)
+        s3_tag = self._tag(s3.addr)
+
+        new_row = Signal(self.row_layout)
+        m.d.comb += new_row.eq(row_now)
+        d_write = Signal()
+        d_way   = Signal(range(self.ways))
+        d_holds = Signal()
+        d_alloc = Signal()
+        d_push  = Signal()
+        d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        written = Signal(signed(vw))   # what a tiny miss writes (stochastic mode)
 
         def push(addr, value, cause):
             m.d.comb += [
-                self.push.valid.eq(1),
-                self.push.p.addr.eq(addr),
-                self.push.p.value.eq(value),
-                self.push.p.cause.eq(cause),
+                d_push.eq(1),
+                d_push_p.addr.eq(addr),
+                d_push_p.value.eq(value),
+                d_push_p.cause.eq(cause),
             ]
 
         def new_entry(way):
             m.d.comb += [
                 new_row.ways[way].valid.eq(1),
-                new_row.ways[way].tag.eq(s1_tag),
-                new_row.ways[way].sum.eq(s1.grad),
+                new_row.ways[way].tag.eq(s3_tag),
+                new_row.ways[way].sum.eq(s3.grad),
                 new_row.ways[way].count.eq(1),
+                d_write.eq(1), d_way.eq(way), d_holds.eq(1), d_alloc.eq(1),
             ]
 
-        with m.If((self.state == L1State.RUN) & self.s1_valid):
-            with m.If(s1.direct):
-                push(s1.addr, s1.grad, Cause.DIRECT)
-            with m.Elif(match.any()):
-                m.d.comb += [self.hit.eq(s1_done), s1_write.eq(1)]
-                with m.If(abs(hit_sum) >= s1.threshold):
-                    push(s1.addr, hit_sum, Cause.ACCUM_THRESHOLD)
-                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(s1_done)]
-                with m.Elif(hit_count >= self.max_updates):
-                    push(s1.addr, hit_sum, Cause.MAX_UPDATES)
-                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(s1_done)]
+        with m.If(self.s3_valid):
+            with m.If(s3.direct):
+                push(s3.addr, s3.grad, Cause.DIRECT)
+            with m.Elif(hit):
+                m.d.comb += [self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way)]
+                with m.If(crossed):
+                    push(s3.addr, new_sum, Cause.ACCUM_THRESHOLD)
+                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
+                with m.Elif(full_now):
+                    push(s3.addr, new_sum, Cause.MAX_UPDATES)
+                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
                 with m.Else():
                     m.d.comb += [
-                        new_row.ways[hit_way].sum.eq(hit_sum),
-                        new_row.ways[hit_way].count.eq(hit_count),
+                        d_holds.eq(1),
+                        new_row.ways[hit_way].sum.eq(new_sum),
+                        new_row.ways[hit_way].count.eq(count_now + 1),
                     ]
-            with m.Elif(abs(s1.grad) < s1.small_threshold):
+            with m.Elif(self.s3_tiny):
                 # Dual threshold: a tiny miss never allocates, so it cannot evict.
-                m.d.comb += self.small_miss.eq(s1_done)
-                with m.If(s1.stochastic & (self.random * s1.small_threshold <
-                                           (abs(s1.grad) << self.grad_width))):
-                    push(s1.addr, Mux(s1.grad[-1], -s1.small_threshold, s1.small_threshold),
-                         Cause.STOCHASTIC)
+                m.d.comb += self.small_miss.eq(1)
+                with m.If(s3.stochastic):
+                    m.d.comb += self.random_step.eq(1)
+                    with m.If(self.random * s3.small_threshold <
+                              (abs(s3.grad) << self.grad_width)):
+                        m.d.comb += written.eq(Mux(s3.grad[-1], -s3.small_threshold,
+                                                   s3.small_threshold))
+                        push(s3.addr, written, Cause.STOCHASTIC)
             with m.Elif(free.any()):
-                m.d.comb += self.miss.eq(s1_done)
+                m.d.comb += self.miss.eq(1)
                 if self.max_updates == 1:
-                    push(s1.addr, s1.grad, Cause.MAX_UPDATES)
+                    push(s3.addr, s3.grad, Cause.MAX_UPDATES)
                 else:
                     new_entry(free_way)
-                    m.d.comb += [s1_write.eq(1), count_inc.eq(s1_done)]
+                    m.d.comb += count_inc.eq(1)
             with m.Else():
-                m.d.comb += [self.miss.eq(s1_done), s1_write.eq(1)]
-                push(Cat(s1_set, victim.tag), victim.sum, Cause.EVICTION)
-                new_entry(row.victim)
-                m.d.comb += new_row.victim.eq(row.victim + 1)
+                m.d.comb += self.miss.eq(1)
+                push(Cat(s3_set, victim.tag), victim.sum, Cause.EVICTION)
+                new_entry(victim_way)
+                m.d.comb += new_row.victim.eq(victim_way + 1)
 
-        with m.If(s1_done):
-            m.d.sync += self.s1_valid.eq(0)
-        with m.If(accept):
-            m.d.sync += [self.s1_valid.eq(1), s1.eq(self.grad_in.payload)]
+        # The entry the gradient leaves in d_way (if d_holds): kept apart from the row so that
+        # the next gradient to the same address reads it from a register of its own.
+        kept_count = Signal(range(self.max_updates + 2))
+        m.d.comb += kept_count.eq(Mux(hit, count_now + 1, 1))
+        m.d.sync += [
+            self.s4_valid.eq(self.s3_valid),
+            self.s4_write.eq(d_write),
+            self.s4_set.eq(s3_set),
+            self.s4_row.eq(new_row),
+            self.s4_way.eq(d_way),
+            self.s4_holds.eq(d_holds),
+            self.s4_alloc.eq(d_alloc),
+            self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
+            self.s4_count.eq(kept_count),
+            self.s4_count_full.eq(kept_count >= self.max_updates - 1),
+            self.s4_push.eq(d_push),
+            self.s4_push_p.eq(d_push_p),
+            # The dual threshold's accounting, registered.
+            self.discard.eq(self.small_miss),
+            self.discard_addr.eq(s3.addr),
+            self.discard_error.eq(s3.grad - written),
+        ]
 
-        # -- the flush scan -------------------------------------------------------------------
-        pending   = Cat(way.valid & ~done for way, done in zip(row.ways, self.scan_done))
+        # -- the flush scan ---------------------------------------------------------------------
+        pending   = Cat(way.valid & ~done for way, done in zip(self.read_row.ways, self.scan_done))
         scan_way  = self._lowest(m, pending, "scan_way")
-        scan_mask = Signal(self.ways)   # ways of the scanned set that are free after this cycle
-        m.d.comb += scan_mask.eq(self.scan_done | (1 << scan_way))
+        room      = Signal()
+        m.d.comb += [
+            room.eq(self.reserved < Q),
+            scan_push_p.addr.eq(Cat(self.scan_set, self.read_row.ways[scan_way].tag)),
+            scan_push_p.value.eq(self.read_row.ways[scan_way].sum),
+            scan_push_p.cause.eq(Cause.FLUSH),
+        ]
+        cleared_row = Signal(self.row_layout)
+        m.d.comb += cleared_row.eq(self.read_row)
+        for way in cleared_row.ways:
+            m.d.comb += way.valid.eq(0)
 
-        # -- control --------------------------------------------------------------------------
+        # -- control ----------------------------------------------------------------------------
+        state_next = Signal(L1State)
+        m.d.comb += state_next.eq(self.state)
+        m.d.sync += self.state.eq(state_next)
+        pipe_empty = ~(self.s1_valid | self.s2_valid | self.s3_valid | self.s4_valid)
+        m.d.comb += read.en.eq(0)
         with m.Switch(self.state):
             with m.Case(L1State.INIT):
                 # Storage has no reset: clear every set before the first gradient.
                 m.d.comb += [
                     write.en.eq(1),
                     write.addr.eq(self.scan_set),
-                    new_row.eq(0),
+                    write.data.eq(0),
                 ]
                 with m.If(self.scan_set == self.sets - 1):
-                    m.d.sync += [self.state.eq(L1State.RUN), self.scan_set.eq(0)]
+                    m.d.comb += state_next.eq(L1State.RUN)
+                    m.d.sync += self.scan_set.eq(0)
                 with m.Else():
                     m.d.sync += self.scan_set.eq(self.scan_set + 1)
 
             with m.Case(L1State.RUN):
                 m.d.comb += [
-                    self.grad_in.ready.eq(~self.flush & (~self.s1_valid | s1_done)),
-                    read.en.eq(self.grad_in.ready),
-                    read.addr.eq(self.grad_in.p.addr[:self.set_bits]),
-                    write.en.eq(s1_done & s1_write),
-                    write.addr.eq(s1_set),
+                    read.en.eq(1),
+                    read.addr.eq(self._set(self.grad_in.p.addr)),
+                    write.en.eq(self.s4_valid & self.s4_write),
+                    write.addr.eq(self.s4_set),
+                    write.data.eq(self.s4_row),
                 ]
-                with m.If(self.flush & ~self.s1_valid):
+                with m.If(self.flush & pipe_empty & ~accept):
                     with m.If(self.valid_count == 0):
-                        m.d.sync += self.state.eq(L1State.DONE)
+                        m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
-                        # Start the scan: read set 0 now, scan it in the next cycle.
-                        m.d.comb += [read.en.eq(1), read.addr.eq(0)]
+                        # Start the scan: read set 0 now; its row is in read_row in two cycles.
+                        m.d.comb += read.addr.eq(0)
+                        m.d.comb += state_next.eq(L1State.SCAN)
                         m.d.sync += [
-                            self.state.eq(L1State.SCAN),
                             self.scan_set.eq(0),
                             self.scan_done.eq(0),
+                            self.scan_wait.eq(1),
                         ]
 
             with m.Case(L1State.SCAN):
-                with m.If(pending.any()):
-                    push(Cat(self.scan_set, row.ways[scan_way].tag), row.ways[scan_way].sum,
-                         Cause.FLUSH)
-                    with m.If(self.push.ready):
-                        m.d.comb += [
-                            write.en.eq(1),
-                            write.addr.eq(self.scan_set),
-                            count_dec.eq(1),
-                        ]
-                        for i, way in enumerate(new_row.ways):
-                            with m.If(scan_mask[i]):
-                                m.d.comb += way.valid.eq(0)
-                        m.d.sync += self.scan_done.eq(scan_mask)
-                with m.Elif(~self.flush):
-                    m.d.sync += self.state.eq(L1State.RUN)
-                with m.Elif(self.scan_set == self.sets - 1):
-                    m.d.sync += self.state.eq(L1State.DONE)
+                with m.If(self.scan_wait):
+                    m.d.sync += self.scan_wait.eq(0)
+                with m.Elif(pending.any()):
+                    with m.If(room):
+                        m.d.comb += [scan_push.eq(1), count_dec.eq(1)]
+                        m.d.sync += self.scan_done.eq(self.scan_done | (1 << scan_way))
                 with m.Else():
-                    m.d.comb += [read.en.eq(1), read.addr.eq(self.scan_set + 1)]
-                    m.d.sync += [self.scan_set.eq(self.scan_set + 1), self.scan_done.eq(0)]
+                    # Every valid way of the set is out: write it back empty.
+                    m.d.comb += [
+                        write.en.eq(1),
+                        write.addr.eq(self.scan_set),
+                        write.data.eq(cleared_row),
+                    ]
+                    m.d.sync += self.scan_done.eq(0)
+                    with m.If(~self.flush):
+                        m.d.comb += state_next.eq(L1State.RUN)
+                    with m.Elif((self.scan_set == self.sets - 1) | (self.valid_count == 0)):
+                        m.d.comb += state_next.eq(L1State.DONE)
+                    with m.Else():
+                        m.d.comb += [read.en.eq(1), read.addr.eq(self.scan_set + 1)]
+                        m.d.sync += [self.scan_set.eq(self.scan_set + 1),
+                                     self.scan_wait.eq(1)]
 
             with m.Case(L1State.DONE):
                 with m.If(~self.flush):
-                    m.d.sync += self.state.eq(L1State.RUN)
+                    m.d.comb += state_next.eq(L1State.RUN)
+
+        # grad_in.ready is a register: the next cycle is a RUN cycle without flush, and the
+        # queue has a place for this gradient once every gradient before it has one.
+        m.d.sync += self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &
+                                          (reserved_next < Q))
 
         m.d.comb += self.idle.eq(
             ((self.state == L1State.RUN) | (self.state == L1State.DONE)) &
-            ~self.s1_valid & (self.valid_count == 0))
+            (self.reserved == 0) & (self.valid_count == 0))
         return m

@@ -33,46 +33,45 @@ MUTANTS = {
     "victim_never_moves": (
         "policy", "the round-robin victim pointer never moves",
         "l1.py",
-        "m.d.comb += new_row.victim.eq(row.victim + 1)",
-        "m.d.comb += new_row.victim.eq(row.victim)"),
+        "m.d.comb += new_row.victim.eq(victim_way + 1)",
+        "m.d.comb += new_row.victim.eq(victim_way)"),
     "victim_moves_on_free_way_miss": (
         "policy", "the victim pointer also moves on a miss that takes a free way",
         "l1.py",
-        "m.d.comb += [s1_write.eq(1), count_inc.eq(s1_done)]",
-        "m.d.comb += [s1_write.eq(1), count_inc.eq(s1_done), "
-        "new_row.victim.eq(row.victim + 1)]"),
+        "m.d.comb += count_inc.eq(1)",
+        "m.d.comb += [count_inc.eq(1), new_row.victim.eq(victim_way + 1)]"),
     "highest_free_way": (
         "policy", "a miss takes the highest free way instead of the lowest",
         "l1.py",
-        'free_way   = self._lowest(m, free, "free_way")',
-        'free_way   = ~self._lowest(m, Cat(*reversed(list(free))), "free_way")'),
+        'free_way = self._lowest(m, free, "s3_free_way")',
+        'free_way = ~self._lowest(m, Cat(*reversed(list(free))), "s3_free_way")'),
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
         "l1.py",
-        "with m.Elif(hit_count >= self.max_updates):",
-        "with m.Elif(hit_count >= self.max_updates - 1):"),
+        "self.s3_count_full.eq(entry.count >= self.max_updates - 1),",
+        "self.s3_count_full.eq(entry.count >= self.max_updates - 2),"),
     "direct_zero_skipped": (
         "policy", "a direct write of value 0 is skipped",
         "l1.py",
-        "            with m.If(s1.direct):\n                push(s1.addr, s1.grad, Cause.DIRECT)",
-        "            with m.If(s1.direct):\n                with m.If(s1.grad != 0):\n"
-        "                    push(s1.addr, s1.grad, Cause.DIRECT)"),
+        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)",
+        "            with m.If(s3.direct):\n                with m.If(s3.grad != 0):\n"
+        "                    push(s3.addr, s3.grad, Cause.DIRECT)"),
     "threshold_strict": (
         "policy", "an accumulated sum is written out only when |sum| > threshold",
         "l1.py",
-        "with m.If(abs(hit_sum) >= s1.threshold):",
-        "with m.If(abs(hit_sum) > s1.threshold):"),
+        "crossed.eq((sum_now >= self.s3_high) | (sum_now <= self.s3_low)),",
+        "crossed.eq((sum_now > self.s3_high) | (sum_now < self.s3_low)),"),
     "victim_not_replaced": (
         "policy", "evicted victim written out but its way neither freed nor replaced",
         "l1.py",
-        "                new_entry(row.victim)\n",
+        "                new_entry(victim_way)\n",
         "                pass\n"),
     # -- progress: deadlocks and stalls outside a flush --------------------------------------
     "done_never_resumes": (
         "progress", "after a completed flush, L1 never goes back to work",
         "l1.py",
         "            with m.Case(L1State.DONE):\n                with m.If(~self.flush):\n"
-        "                    m.d.sync += self.state.eq(L1State.RUN)",
+        "                    m.d.comb += state_next.eq(L1State.RUN)",
         "            with m.Case(L1State.DONE):\n                pass"),
     "push_only_into_empty_l2": (
         "progress", "L2 takes a write only when empty (s1 then waits forever below a burst)",
@@ -82,14 +81,16 @@ MUTANTS = {
     "aborted_scan_runs_to_the_end": (
         "progress", "when flush drops during a scan, L1 scans every remaining set first",
         "l1.py",
-        "                with m.Elif(~self.flush):\n"
-        "                    m.d.sync += self.state.eq(L1State.RUN)\n",
-        ""),
+        "                    with m.If(~self.flush):\n"
+        "                        m.d.comb += state_next.eq(L1State.RUN)\n",
+        "                    with m.If(0):\n"
+        "                        pass\n"),
     "ready_ignores_l2_full": (
-        "progress", "grad_in.ready ignores backpressure (input taken while s1 waits for L2)",
+        "progress", "grad_in.ready ignores the queue places reserved (writes overrun the queue)",
         "l1.py",
-        "self.grad_in.ready.eq(~self.flush & (~self.s1_valid | s1_done))",
-        "self.grad_in.ready.eq(~self.flush)"),
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
+        "                                          (reserved_next < Q))",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush)"),
     # -- strobes and counters -------------------------------------------------------------
     "evict_strobe_on_flush_writes": (
         "counters", "the eviction strobe fires for flush writes",
@@ -101,11 +102,13 @@ MUTANTS = {
         "compressor.py",
         "self.accepted_count + (self.grad_in.valid & self.grad_in.ready)",
         "self.accepted_count + self.grad_in.valid"),
-    "hit_strobe_while_stalled": (
-        "counters", "l1_hit is high on every cycle of a stalled hit, not once",
+    # (Was hit_strobe_while_stalled: the pipeline never stalls a decision.)
+    "hit_strobe_on_direct": (
+        "counters", "l1_hit also strobes for a direct gradient whose address is held",
         "l1.py",
-        "m.d.comb += [self.hit.eq(s1_done), s1_write.eq(1)]",
-        "m.d.comb += [self.hit.eq(1), s1_write.eq(1)]"),
+        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n",
+        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n"
+        "                m.d.comb += self.hit.eq(hit)\n"),
     "valid_count_not_decremented": (
         "counters", "valid_count never decremented",
         "l1.py",
@@ -116,9 +119,9 @@ MUTANTS = {
         "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
         "l1.py",
         "                    write.en.eq(1),\n                    write.addr.eq(self.scan_set),\n"
-        "                    new_row.eq(0),",
+        "                    write.data.eq(0),",
         "                    write.en.eq(0),\n                    write.addr.eq(self.scan_set),\n"
-        "                    new_row.eq(0),"),
+        "                    write.data.eq(0),"),
     "init_skips_last_set": (
         "power-up", "INIT ends one set early (the last set keeps its power-up contents)",
         "l1.py",
@@ -141,10 +144,10 @@ MUTANTS = {
         '"sum":   signed(value_width(grad_width)),',
         '"sum":   signed(value_width(grad_width) - 2),'),
     "threshold_compared_narrow": (
-        "widths", "|sum| is compared with the threshold on grad_width bits (wraps)",
+        "widths", "the bound t - g is kept on grad_width bits (wraps)",
         "l1.py",
-        "with m.If(abs(hit_sum) >= s1.threshold):",
-        "with m.If(abs(hit_sum)[:self.grad_width] >= s1.threshold):"),
+        "self.s3_high.eq(s2.threshold - grad_wide),",
+        "self.s3_high.eq((s2.threshold - grad_wide)[:self.grad_width]),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -178,20 +181,20 @@ MUTANTS = {
         "self.idle.eq(l1.idle)"),
     # -- forwarding -----------------------------------------------------------------------
     "no_forwarding": (
-        "forwarding", "read-after-write forward removed (row read from storage only)",
+        "forwarding", "s3 ignores the decision of the gradient one stage ahead",
         "l1.py",
-        "m.d.comb += row.eq(Mux(self.fwd_valid, self.fwd_row, read.data))",
-        "m.d.comb += row.eq(read.data)"),
+        "prev.eq(self.s4_valid & self.s4_write),",
+        "prev.eq(0),"),
     "forward_ignores_address": (
-        "forwarding", "the forward is taken after any write, not only to the set read",
+        "forwarding", "s4's row is forwarded to s2 whatever its set",
         "l1.py",
-        "self.fwd_valid.eq(write.en & (write.addr == read.addr)),",
-        "self.fwd_valid.eq(write.en),"),
+        "self.s2_fwd.eq(Cat(self._set(s1.addr) == self._set(s3.addr),",
+        "self.s2_fwd.eq(Cat(Const(1, 1),"),
     "forward_stale_row": (
-        "forwarding", "the forward register is loaded only when the read sees no write",
+        "forwarding", "the row written in the cycle of the read (h2) is not forwarded",
         "l1.py",
-        "                self.fwd_row.eq(write.data),",
-        "                self.fwd_row.eq(Mux(write.en, self.fwd_row, write.data)),"),
+        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):",
+        "        with m.Elif(0):"),
 }
 
 #: Configurations each mutant is checked on: (name, DRAM fairness K, safety BMC depth,

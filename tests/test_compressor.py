@@ -198,8 +198,9 @@ def test_flush_dropped_early_loses_nothing(data):
                 await tick()
                 ctx.set(dut.grad_in.valid, 0)
             ctx.set(dut.flush, 1)                 # a pulse, usually too short for idle
-            for _ in range(pulse):
-                assert not ctx.get(dut.grad_in.ready)
+            for cycle in range(pulse):
+                # grad_in.ready is a register: it sees flush from the pulse's second cycle on.
+                assert cycle == 0 or not ctx.get(dut.grad_in.ready)
                 await tick()
             ctx.set(dut.flush, 0)
         ctx.set(dut.flush, 1)
@@ -218,10 +219,12 @@ def test_flush_dropped_early_loses_nothing(data):
 
 
 def test_deadlock_fails_instead_of_hanging():
-    # With DRAM never ready, L2 (2 writes) and s1 fill with direct writes and the fourth
-    # gradient is never taken: the driver gives up with a message that says what it waited for.
+    # With DRAM never ready, L2 (2 writes) and L1's output queue (8) fill with direct writes
+    # and the eleventh gradient is never taken: the driver gives up with a message that says
+    # what it waited for.
     dut = GradientCompressor(sets=2, ways=1, fifo_depth=2, burst_size=1, addr_width=4,
                              grad_width=4, max_updates=3)
-    with pytest.raises(AssertionError, match="gradient #3 waited more than 20 cycles for "
+    assert dut.l1.QUEUE_DEPTH == 8
+    with pytest.raises(AssertionError, match="gradient #10 waited more than 20 cycles for "
                                              "grad_in.ready"):
-        simulate(dut, [("grad", 1, 1, 0)] * 4, dram_ready=lambda cycle: 0, ready_timeout=20)
+        simulate(dut, [("grad", 1, 1, 0)] * 11, dram_ready=lambda cycle: 0, ready_timeout=20)

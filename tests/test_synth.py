@@ -21,13 +21,14 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     assert result["configuration"]["sets"] == 2 and result["configuration"]["max_updates"] == 255
     assert result["cells"]["LUT4"] > 0 and result["cells"]["TRELLIS_FF"] > 0
     assert result["seeds"] == []
-    # grad_in.ready is combinational from flush (`~flush & ...`), and from nothing else.
-    # (Issue 8 asks for registered ports: this becomes {}.)
-    assert result["combinational_io_paths"] == {"in_ready": ["flush"]}
-    # The forwarding register holds one L1 row.
-    assert result["flip_flops_by_signal"]["l1.fwd_row"] == result["l1_row_bits"]
+    # Registered ports (issue 8): no input reaches an output through logic alone (before the
+    # pipeline, grad_in.ready was combinational from flush).
+    assert result["combinational_io_paths"] == {}
+    # The pipeline's forwarding registers each hold one L1 row.
+    for name in ["l1.read_row", "l1.s3_row", "l1.s4_row", "l1.h1_row", "l1.h2_row"]:
+        assert result["flip_flops_by_signal"][name] == result["l1_row_bits"]
     markdown = (tmp_path / "synth.md").read_text()
-    assert f"| {SMALL} |" in markdown and "flush -> in_ready" in markdown
+    assert f"| {SMALL} |" in markdown and "| none |" in markdown
     assert "# ECP5 synthesis report" in capsys.readouterr().out
 
 
