@@ -5,7 +5,7 @@ from amaranth.lib.wiring import In, Out
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, discard_error_width,
                       discard_sum_width)
-from .modes import Lfsr, EmaThreshold
+from .modes import Lfsr, EmaThreshold, ema_candidate, ema_clamp
 from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_FRACTION_BITS,
                      BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, check_config, checked)
 from .streamer import Streamer
@@ -95,8 +95,9 @@ class GradientCompressor(wiring.Component):
     bypass0_enable, bypass1_enable : ``In(1)``
         ... each enabled by its bit.
     current_threshold : ``Out(grad_width)``
-        The threshold that was in force in the cycle before (a register): the one the gradient
-        accepted then, now in L1's stage ``s1``, was judged against (outside bypass windows).
+        The threshold that was in force :attr:`CURRENT_THRESHOLD_DELAY` (3) cycles before (a
+        register; the EMA threshold's multiply and clamp take a cycle each): the one a gradient
+        accepted then was judged against (outside bypass windows).
     ema_average : ``Out(grad_width + 8)``
         The EMA of ``|grad|`` (8 fraction bits).
     stochastic_write : ``Out(1)``
@@ -112,6 +113,9 @@ class GradientCompressor(wiring.Component):
         Strobe (a register): a gradient in an enabled bypass window was accepted in the cycle
         before.
     """
+
+    #: Cycles from a threshold being in force to ``current_threshold`` showing it.
+    CURRENT_THRESHOLD_DELAY = 3
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
                  sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
@@ -191,12 +195,31 @@ class GradientCompressor(wiring.Component):
         m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
         # -- run-time modes: the threshold in force, bypass windows, random bits --------------
-        threshold_in_force = Signal(self.grad_width)
         in_window = Signal()
         # The modes' outputs are registers: no input reaches an output combinationally.
+        m.d.sync += self.bypassed.eq(accept & in_window)
+        # current_threshold: the threshold in force, in three steps (register the EMA's value
+        # and the settings; multiply; clamp), so that no multiply and clamp share a cycle.
+        shown_source = Signal.like(ema.source)
+        shown_scale  = Signal.like(self.ema_scale)
+        shown_enable = [Signal(name=f"shown_enable{i}") for i in range(2)]
+        shown_bounds = [[Signal(self.grad_width, name=f"shown_{b}{i}") for b in ("min", "max")]
+                        for i in range(2)]
+        shown_threshold = [Signal(self.grad_width, name=f"shown_threshold{i}")
+                           for i in range(2)]
+        shown_candidate = Signal(self.grad_width + 4)
         m.d.sync += [
-            self.current_threshold.eq(threshold_in_force),
-            self.bypassed.eq(accept & in_window),
+            shown_source.eq(ema.source), shown_scale.eq(self.ema_scale),
+            shown_enable[0].eq(self.ema_enable), shown_threshold[0].eq(self.threshold),
+            shown_bounds[0][0].eq(self.ema_min), shown_bounds[0][1].eq(self.ema_max),
+            shown_candidate.eq(ema_candidate(shown_source, shown_scale)),
+            shown_enable[1].eq(shown_enable[0]), shown_threshold[1].eq(shown_threshold[0]),
+            shown_bounds[1][0].eq(shown_bounds[0][0]), shown_bounds[1][1].eq(shown_bounds[0][1]),
+            self.current_threshold.eq(Mux(
+                shown_enable[1],
+                ema_clamp(m, shown_candidate, shown_bounds[1][0], shown_bounds[1][1],
+                          "shown_ema_threshold"),
+                shown_threshold[1])),
         ]
         m.d.comb += in_window.eq(Cat(
             getattr(self, f"bypass{i}_enable") &
@@ -213,7 +236,6 @@ class GradientCompressor(wiring.Component):
             ema.per_step.eq(self.ema_per_step),
             ema.latch.eq(self.flush),      # no gradient is accepted while flush is high
             self.ema_average.eq(ema.average),
-            threshold_in_force.eq(Mux(self.ema_enable, ema.threshold, self.threshold)),
             streamer.bypass.eq(in_window),
             streamer.small_threshold.eq(self.small_threshold),
             streamer.stochastic.eq(self.stochastic),
@@ -224,6 +246,7 @@ class GradientCompressor(wiring.Component):
         random_bits = min(self.grad_width, LFSR_WIDTH)
         m.d.comb += [
             l1.random.eq(lfsr.state[:random_bits] << (self.grad_width - random_bits)),
+            l1.random_next.eq(lfsr.next_state[:random_bits] << (self.grad_width - random_bits)),
             lfsr.seed.eq(self.lfsr_seed),
             # Only while idle: no decision is pending, so a write being offered never changes.
             lfsr.load.eq(self.lfsr_load & self.idle),
@@ -231,7 +254,13 @@ class GradientCompressor(wiring.Component):
         ]
 
         m.d.comb += [
-            streamer.threshold.eq(threshold_in_force),
+            # The EMA threshold is computed in L1's pipeline, from the EMA's value now.
+            streamer.threshold.eq(self.threshold),
+            streamer.ema.eq(self.ema_enable),
+            streamer.ema_source.eq(ema.source),
+            streamer.ema_scale.eq(self.ema_scale),
+            streamer.ema_min.eq(self.ema_min),
+            streamer.ema_max.eq(self.ema_max),
             # L1 -> L2: the cause only feeds the event strobes.
             writeback.push.valid.eq(l1.push.valid),
             writeback.push.p.addr.eq(l1.push.p.addr),

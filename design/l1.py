@@ -8,6 +8,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import (Cause, classified_layout, write_layout, value_width,
                       discard_error_width)
+from .modes import ema_candidate, ema_clamp
 from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State"]
@@ -40,7 +41,9 @@ class L1Accumulator(wiring.Component):
     * ``s1`` (*t+1*), read: the RAM's read data arrives and is registered as it is
       (``read_row``), with nothing in front of the register, so that the block RAM's slow
       clock-to-output has a cycle to itself. The set is compared with the sets of the rows the
-      later stages will be writing (registered as ``s2_fwd``).
+      later stages will be writing (registered as ``s2_fwd``). In the EMA mode the EMA
+      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it and judges the
+      gradient (``direct``) against it.
     * ``s2`` (*t+2*), compare: the row is the newest of ``s4_row``, ``h1_row``, ``h2_row``
       (rows written in this cycle and in the two before, which the read could not see) and
       ``read_row``; the tags are compared, and the hit way, its entry, the threshold bounds
@@ -123,8 +126,11 @@ class L1Accumulator(wiring.Component):
     small_miss : ``Out(1)``
         Strobe: a tiny gradient (dual threshold) missed and was not allocated (not counted in
         ``miss``); decided in ``s3``.
-    random : ``In(grad_width)``
-        Random bits for the stochastic decision of the gradient in ``s3``.
+    random, random_next : ``In(grad_width)``
+        Random bits now, and after one more step of their source. The gradient in ``s2`` makes
+        its stochastic test on both (a multiply each, a stage ahead of the decision); ``s3``
+        takes the one that is in force when it decides (the source has stepped if the
+        gradient ahead of it, now in ``s4``, took a stochastic decision).
     random_step : ``Out(1)``
         A stochastic decision used ``random`` this cycle (step the random source).
     discard : ``Out(1)``
@@ -183,6 +189,7 @@ class L1Accumulator(wiring.Component):
             "miss":        Out(1),
             "small_miss":  Out(1),
             "random":      In(grad_width),
+            "random_next": In(grad_width),
             "random_step": Out(1),
             "discard":     Out(1),
             "discard_addr": Out(addr_width),
@@ -199,8 +206,17 @@ class L1Accumulator(wiring.Component):
         # s2: compare
         self.s2_valid  = Signal()
         self.s2        = Signal(layout)
-        self.read_row  = Signal(self.row_layout)   # the RAM's read data, registered
+        # The RAM's read data, registered. Without a reset (its value matters only when s2 or
+        # the scan uses it), so that Yosys can make it the block RAM's own output register.
+        self.read_row  = Signal(self.row_layout, reset_less=True)
         self.s2_fwd    = Signal(3)                 # set equal to s4's, h1's, h2's next cycle
+        # Tag compares made in s1 against the rows s2 may take from the later stages: the row
+        # s3 decides on now (s4's next cycle, but for the one way s3 changes), s4's and h1's.
+        self.s2_match_s4 = Signal(ways)
+        self.s2_same_tag = Signal()                # same tag as the gradient in s3
+        self.s2_match_h1 = Signal(ways)
+        self.s2_match_h2 = Signal(ways)
+        self.s2_candidate = Signal(grad_width + 4)  # the EMA threshold before its clamp
         # The set row as it is for the gradient in s2 (all but the gradient in s3), or as read
         # for the set being scanned.
         self.row       = Signal(self.row_layout)
@@ -212,12 +228,12 @@ class L1Accumulator(wiring.Component):
         self.s3_hit_way = Signal(range(ways))
         self.s3_hit_sum = Signal(signed(vw))
         self.s3_hit_count = Signal(range(max_updates + 1))
-        self.s3_count_full = Signal()              # hit entry's count + 1 >= max_updates
         self.s3_same_addr = Signal()               # same address as the gradient in s4
         self.s3_same_set  = Signal()               # same set as the gradient in s4
         self.s3_high   = Signal(signed(vw + 1))    # t - g: |s + g| >= t iff s >= t - g ...
         self.s3_low    = Signal(signed(vw + 1))    # ... or s <= -t - g
         self.s3_tiny   = Signal()                  # |g| < small_threshold
+        self.s3_chance = Signal(2)                 # the stochastic write, on random, random_next
         # s4: write
         self.s4_valid  = Signal()
         self.s4_write  = Signal()                  # s4_row goes to the RAM
@@ -228,7 +244,7 @@ class L1Accumulator(wiring.Component):
         self.s4_alloc  = Signal()                  # ... took a new tag
         self.s4_sum    = Signal(signed(vw))        # ... with this sum
         self.s4_count  = Signal(range(max_updates + 1))   # ... and count
-        self.s4_count_full = Signal()
+        self.s4_stepped = Signal()                 # took a stochastic decision
         self.s4_push   = Signal()
         self.s4_push_p = Signal(write_layout(addr_width, grad_width))
         # Rows written one and two cycles ago (a read issued then did not see them).
@@ -256,6 +272,9 @@ class L1Accumulator(wiring.Component):
 
     def _tag(self, addr):
         return addr[self.set_bits:]
+
+    def _match(self, tag, row):
+        return Cat(way.valid & (way.tag == tag) for way in row.ways)
 
     def elaborate(self, platform):
         m = Module()
@@ -306,6 +325,7 @@ class L1Accumulator(wiring.Component):
                                self._set(s1.addr) == self.h1_set)),
             self.s2_valid.eq(self.s1_valid),
             s2.eq(s1),
+            self.s2_candidate.eq(ema_candidate(s1.ema_source, s1.ema_scale)),
         ]
 
         # -- history of written rows ----------------------------------------------------------
@@ -329,8 +349,31 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             m.d.comb += row.eq(self.read_row)
 
+        # The threshold the gradient is judged against, and the verdict.
+        s2_threshold = Signal(self.grad_width)
+        s2_direct    = Signal()
+        ema_threshold = ema_clamp(m, self.s2_candidate, s2.ema_min, s2.ema_max,
+                                  "s2_ema_threshold")
+        m.d.comb += [
+            s2_threshold.eq(Mux(s2.ema, ema_threshold, s2.threshold)),
+            s2_direct.eq(Mux(s2.ema, abs(s2.grad) >= ema_threshold, s2.direct)),
+        ]
+
         s2_tag  = self._tag(s2.addr)
-        match   = Cat(way.valid & (way.tag == s2_tag) for way in row.ways)
+        # The match vector, chosen as the row is: s4's from s1's compare with the row s3
+        # decided on, corrected for the one way s3 changed (which holds s3's address or
+        # nothing); h1's and h2's from s1's compares; only the RAM's row is compared here.
+        match_s4 = Cat(Mux(self.s4_way == i, self.s4_holds & self.s2_same_tag,
+                           self.s2_match_s4[i]) for i in range(self.ways))
+        match = Signal(self.ways)
+        with m.If(self.s2_fwd[0] & self.s4_valid & self.s4_write):
+            m.d.comb += match.eq(match_s4)
+        with m.Elif(self.s2_fwd[1] & self.h1_valid):
+            m.d.comb += match.eq(self.s2_match_h1)
+        with m.Elif(self.s2_fwd[2] & self.h2_valid):
+            m.d.comb += match.eq(self.s2_match_h2)
+        with m.Else():
+            m.d.comb += match.eq(self._match(s2_tag, self.read_row))
         hit_way = self._lowest(m, match, "s2_hit_way")
         entry   = row.ways[hit_way]
         grad_wide = Signal(signed(vw + 1))
@@ -338,17 +381,21 @@ class L1Accumulator(wiring.Component):
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
+            s3.threshold.eq(s2_threshold),
+            s3.direct.eq(s2_direct),
             self.s3_row.eq(row),
             self.s3_hit.eq(match.any()),
             self.s3_hit_way.eq(hit_way),
             self.s3_hit_sum.eq(entry.sum),
             self.s3_hit_count.eq(entry.count),
-            self.s3_count_full.eq(entry.count >= self.max_updates - 1),
             self.s3_same_addr.eq(s2.addr == s3.addr),
             self.s3_same_set.eq(self._set(s2.addr) == self._set(s3.addr)),
-            self.s3_high.eq(s2.threshold - grad_wide),
-            self.s3_low.eq(-s2.threshold - grad_wide),
+            self.s3_high.eq(s2_threshold - grad_wide),
+            self.s3_low.eq(-s2_threshold - grad_wide),
             self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),
+            self.s3_chance.eq(Cat(
+                self.random * s2.small_threshold < (abs(s2.grad) << self.grad_width),
+                self.random_next * s2.small_threshold < (abs(s2.grad) << self.grad_width))),
         ]
 
         # -- stage s3: decide -----------------------------------------------------------------
@@ -364,6 +411,14 @@ class L1Accumulator(wiring.Component):
         ]
         row_now = Signal(self.row_layout)   # the set as it is now
         m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
+        # s1's tag compares for s2 (see there): with the row s3 decides on, s4's and h1's.
+        s1_tag = self._tag(s1.addr)
+        m.d.sync += [
+            self.s2_match_s4.eq(self._match(s1_tag, row_now)),
+            self.s2_same_tag.eq(s1_tag == self._tag(s3.addr)),
+            self.s2_match_h1.eq(self._match(s1_tag, self.s4_row)),
+            self.s2_match_h2.eq(self._match(s1_tag, self.h1_row)),
+        ]
         hit       = Signal()
         hit_way   = Signal(range(self.ways))
         sum_now   = Signal(signed(vw + 1))   # as wide as the bounds it is compared with
@@ -376,7 +431,6 @@ class L1Accumulator(wiring.Component):
                 hit_way.eq(self.s4_way),
                 sum_now.eq(self.s4_sum),
                 count_now.eq(self.s4_count),
-                full_now.eq(self.s4_count_full),
             ]
         with m.Else():
             # Another address of the same set can only have taken the hit way (eviction).
@@ -386,8 +440,9 @@ class L1Accumulator(wiring.Component):
                 hit_way.eq(self.s3_hit_way),
                 sum_now.eq(self.s3_hit_sum),
                 count_now.eq(self.s3_hit_count),
-                full_now.eq(self.s3_count_full),
             ]
+        # count_now + 1 >= max_updates: a short compare beside the sum's.
+        m.d.comb += full_now.eq(count_now >= self.max_updates - 1)
         crossed = Signal()   # |sum_now + g| >= t, on the bounds computed in s2
         new_sum = Signal(signed(vw + 1))
         m.d.comb += [
@@ -450,8 +505,7 @@ class L1Accumulator(wiring.Component):
                 m.d.comb += self.small_miss.eq(1)
                 with m.If(s3.stochastic):
                     m.d.comb += self.random_step.eq(1)
-                    with m.If(self.random * s3.small_threshold <
-                              (abs(s3.grad) << self.grad_width)):
+                    with m.If(self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)):
                         m.d.comb += written.eq(Mux(s3.grad[-1], -s3.small_threshold,
                                                    s3.small_threshold))
                         push(s3.addr, written, Cause.STOCHASTIC)
@@ -482,7 +536,7 @@ class L1Accumulator(wiring.Component):
             self.s4_alloc.eq(d_alloc),
             self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
             self.s4_count.eq(kept_count),
-            self.s4_count_full.eq(kept_count >= self.max_updates - 1),
+            self.s4_stepped.eq(self.random_step),
             self.s4_push.eq(d_push),
             self.s4_push_p.eq(d_push_p),
             # The dual threshold's accounting, registered.

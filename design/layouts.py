@@ -5,6 +5,8 @@ from amaranth.lib import enum
 from amaranth import unsigned, signed
 from amaranth.lib import data
 
+from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH
+
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
            "value_width", "discard_error_width", "discard_sum_width"]
 
@@ -60,7 +62,12 @@ def gradient_layout(addr_width, grad_width):
 
 def classified_layout(addr_width, grad_width):
     """A gradient with the threshold it is judged against and the streamer's verdict, and the
-    dual-threshold settings in force when it was accepted."""
+    dual-threshold and EMA settings in force when it was accepted.
+
+    With ``ema`` set, the gradient is judged against the EMA threshold of ``ema_source``,
+    ``ema_scale``, ``ema_min`` and ``ema_max`` (:func:`design.modes.ema_candidate`,
+    :func:`design.modes.ema_clamp`) instead of ``threshold``, and ``direct`` is not yet the
+    verdict: L1 computes both in its pipeline (a multiply and a clamp take two stages)."""
     return data.StructLayout({
         "addr":            unsigned(addr_width),
         "grad":            signed(grad_width),
@@ -68,6 +75,11 @@ def classified_layout(addr_width, grad_width):
         "direct":          unsigned(1),
         "small_threshold": unsigned(grad_width),
         "stochastic":      unsigned(1),
+        "ema":             unsigned(1),
+        "ema_source":      unsigned(grad_width + EMA_FRACTION_BITS),
+        "ema_scale":       unsigned(EMA_SCALE_WIDTH),
+        "ema_min":         unsigned(grad_width),
+        "ema_max":         unsigned(grad_width),
     })
 
 

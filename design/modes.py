@@ -48,7 +48,26 @@ from .params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_B
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int)
 
-__all__ = ["Lfsr", "EmaThreshold"]
+__all__ = ["Lfsr", "EmaThreshold", "ema_candidate", "ema_clamp"]
+
+
+def ema_candidate(source, scale):
+    """The EMA threshold before its clamp: ``(source * scale) >> (8 + 4)``. A multiply: the
+    pipeline gives it a stage of its own."""
+    return (source * scale) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
+
+
+def ema_clamp(m, candidate, minimum, maximum, name):
+    """The EMA threshold: ``candidate`` clamped to ``[minimum, maximum]`` (``maximum`` wins if
+    they cross), as a signal of ``len(minimum)`` bits named ``name``."""
+    threshold = Signal(len(minimum), name=name)
+    with m.If(candidate > maximum):
+        m.d.comb += threshold.eq(maximum)
+    with m.Elif(candidate < minimum):
+        m.d.comb += threshold.eq(minimum)
+    with m.Else():
+        m.d.comb += threshold.eq(candidate)
+    return threshold
 
 
 class Lfsr(wiring.Component):
@@ -66,6 +85,8 @@ class Lfsr(wiring.Component):
         Take one step this cycle.
     state : ``Out(LFSR_WIDTH)``
         The current state (a register).
+    next_state : ``Out(LFSR_WIDTH)``
+        The state after one step (for a decision made a stage ahead of its step).
     """
 
     def __init__(self):
@@ -74,14 +95,16 @@ class Lfsr(wiring.Component):
             "load":  In(1),
             "step":  In(1),
             "state": Out(LFSR_WIDTH, init=LFSR_RESET),
+            "next_state": Out(LFSR_WIDTH),
         })
 
     def elaborate(self, platform):
         m = Module()
+        m.d.comb += self.next_state.eq((self.state >> 1) ^ Mux(self.state[0], LFSR_TAPS, 0))
         with m.If(self.load):
             m.d.sync += self.state.eq(Mux(self.seed == 0, LFSR_RESET, self.seed))
         with m.Elif(self.step):
-            m.d.sync += self.state.eq((self.state >> 1) ^ Mux(self.state[0], LFSR_TAPS, 0))
+            m.d.sync += self.state.eq(self.next_state)
         return m
 
 
@@ -112,7 +135,10 @@ class EmaThreshold(wiring.Component):
     latch : ``In(1)``
         A flush barrier: ``latched_average`` takes ``average``.
     threshold : ``Out(grad_width)``
-        The EMA's threshold now.
+        The EMA's threshold now (combinational: a multiply and a clamp).
+    source : ``Out(grad_width + EMA_FRACTION_BITS)``
+        The EMA value the threshold follows now (``average`` or ``latched_average``): the
+        pipelined uses compute the threshold from it in later cycles.
     average, latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
         The EMA (``EMA_FRACTION_BITS`` fraction bits) and its value at the last flush barrier
         (registers).
@@ -133,6 +159,7 @@ class EmaThreshold(wiring.Component):
             "per_step":        In(1),
             "latch":           In(1),
             "threshold":       Out(grad_width),
+            "source":          Out(average_width),
             "average":         Out(average_width),
             "latched_average": Out(average_width),
         })
@@ -148,15 +175,10 @@ class EmaThreshold(wiring.Component):
         with m.If(self.latch):
             m.d.sync += self.latched_average.eq(self.average)
 
-        source = Mux(self.per_step, self.latched_average, self.average)
+        m.d.comb += self.source.eq(Mux(self.per_step, self.latched_average, self.average))
         candidate = Signal(len(self.average) + EMA_SCALE_WIDTH - EMA_FRACTION_BITS -
                            EMA_SCALE_FRACTION_BITS)
-        m.d.comb += candidate.eq((source * self.scale) >> (EMA_FRACTION_BITS +
-                                                           EMA_SCALE_FRACTION_BITS))
-        with m.If(candidate > self.maximum):
-            m.d.comb += self.threshold.eq(self.maximum)
-        with m.Elif(candidate < self.minimum):
-            m.d.comb += self.threshold.eq(self.minimum)
-        with m.Else():
-            m.d.comb += self.threshold.eq(candidate)
+        m.d.comb += candidate.eq(ema_candidate(self.source, self.scale))
+        m.d.comb += self.threshold.eq(ema_clamp(m, candidate, self.minimum, self.maximum,
+                                                "clamped"))
         return m

@@ -3,7 +3,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .layouts import gradient_layout, classified_layout
-from .params import DEFAULTS, checked, check_int
+from .params import DEFAULTS, EMA_FRACTION_BITS, EMA_SCALE_WIDTH, checked, check_int
 
 __all__ = ["Streamer"]
 
@@ -18,6 +18,11 @@ class Streamer(wiring.Component):
     gradient straight on, and so does ``bypass`` (the gradient lies in an enabled bypass
     window: it is judged against threshold 0). The dual-threshold settings travel with the
     gradient too (see :mod:`design.modes`).
+
+    In the EMA mode (``ema``, outside a bypass window) the EMA's value and settings travel
+    with the gradient instead of a verdict: the EMA threshold takes a multiply and a clamp,
+    too long for the cycle of acceptance, so L1 computes it, and the verdict, in its pipeline
+    (``ema`` set in the payload; its ``direct`` and ``threshold`` are then not yet the ones).
 
     Parameters
     ----------
@@ -38,6 +43,11 @@ class Streamer(wiring.Component):
         Dual threshold (0: off).
     stochastic : ``In(1)``
         Dual threshold mode: 0 drop, 1 stochastic.
+    ema : ``In(1)``
+        The EMA threshold is in force (``threshold`` is not).
+    ema_source : ``In(grad_width + EMA_FRACTION_BITS)``, ema_scale : ``In(EMA_SCALE_WIDTH)``, \
+    ema_min, ema_max : ``In(grad_width)``
+        The EMA's value that the threshold follows, and the threshold's scale and clamp bounds.
     grad_out : ``Out(stream.Signature(classified_layout))``
         The same gradients with the threshold they are judged against, the verdict ``direct``
         and the dual-threshold settings.
@@ -53,6 +63,11 @@ class Streamer(wiring.Component):
             "bypass":          In(1),
             "small_threshold": In(grad_width),
             "stochastic":      In(1),
+            "ema":             In(1),
+            "ema_source":      In(grad_width + EMA_FRACTION_BITS),
+            "ema_scale":       In(EMA_SCALE_WIDTH),
+            "ema_min":         In(grad_width),
+            "ema_max":         In(grad_width),
             "grad_out":  Out(stream.Signature(classified_layout(addr_width, grad_width))),
         })
 
@@ -71,5 +86,10 @@ class Streamer(wiring.Component):
             self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= judged_by),
             self.grad_out.p.small_threshold.eq(self.small_threshold),
             self.grad_out.p.stochastic.eq(self.stochastic),
+            self.grad_out.p.ema.eq(self.ema & ~self.bypass),
+            self.grad_out.p.ema_source.eq(self.ema_source),
+            self.grad_out.p.ema_scale.eq(self.ema_scale),
+            self.grad_out.p.ema_min.eq(self.ema_min),
+            self.grad_out.p.ema_max.eq(self.ema_max),
         ]
         return m

@@ -48,8 +48,8 @@ MUTANTS = {
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
         "l1.py",
-        "self.s3_count_full.eq(entry.count >= self.max_updates - 1),",
-        "self.s3_count_full.eq(entry.count >= self.max_updates - 2),"),
+        "m.d.comb += full_now.eq(count_now >= self.max_updates - 1)",
+        "m.d.comb += full_now.eq(count_now >= self.max_updates - 2)"),
     "direct_zero_skipped": (
         "policy", "a direct write of value 0 is skipped",
         "l1.py",
@@ -146,8 +146,8 @@ MUTANTS = {
     "threshold_compared_narrow": (
         "widths", "the bound t - g is kept on grad_width bits (wraps)",
         "l1.py",
-        "self.s3_high.eq(s2.threshold - grad_wide),",
-        "self.s3_high.eq((s2.threshold - grad_wide)[:self.grad_width]),"),
+        "self.s3_high.eq(s2_threshold - grad_wide),",
+        "self.s3_high.eq((s2_threshold - grad_wide)[:self.grad_width]),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -193,8 +193,10 @@ MUTANTS = {
     "forward_stale_row": (
         "forwarding", "the row written in the cycle of the read (h2) is not forwarded",
         "l1.py",
-        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):",
-        "        with m.Elif(0):"),
+        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):\n"
+        "            m.d.comb += row.eq(self.h2_row)",
+        "        with m.Elif(0):\n"
+        "            m.d.comb += row.eq(self.h2_row)"),
 }
 
 #: Configurations each mutant is checked on: (name, DRAM fairness K, safety BMC depth,

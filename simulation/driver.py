@@ -136,7 +136,8 @@ class SimResult:
     flush_cycles: list = field(default_factory=list)
     #: Total cycles simulated.
     cycles: int = 0
-    #: The threshold in force at each acceptance (``current_threshold`` a cycle later).
+    #: The threshold in force at each acceptance (``current_threshold``,
+    #: ``dut.CURRENT_THRESHOLD_DELAY`` cycles later).
     accept_thresholds: list = field(default_factory=list)
     #: Accounted discards (dual threshold) as ``(addr, error)``, in order.
     discards: list = field(default_factory=list)
@@ -187,6 +188,9 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     ready_timeout = generous if ready_timeout is None else ready_timeout
     strobes = [getattr(dut, name) for name in _STROBES]
 
+    delay = getattr(dut, "CURRENT_THRESHOLD_DELAY", 1)
+    shown = []   # cycles at which current_threshold shows the threshold of an acceptance
+
     async def testbench(ctx):
         cycle = 0
         last_dram = None   # (addr, value) offered and not taken in the last cycle
@@ -226,8 +230,11 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                 result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
             await ctx.tick()
             cycle += 1
-            if in_fire:   # current_threshold shows, a cycle later, the one it was judged by
+            if in_fire:   # current_threshold shows, `delay` cycles later, the one it was judged by
+                shown.append(cycle - 1 + delay)
+            while shown and shown[0] == cycle:
                 result.accept_thresholds.append(ctx.get(dut.current_threshold))
+                shown.pop(0)
             if max_cycles is not None and cycle > max_cycles:
                 raise AssertionError(f"the run took more than {max_cycles} cycles")
             return in_fire
@@ -281,6 +288,12 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
             else:
                 raise ValueError(f"unknown operation {op!r}")
         result.cycles = cycle
+        while shown:   # the last thresholds, after the run (nothing else is recorded)
+            await ctx.tick()
+            cycle += 1
+            while shown and shown[0] == cycle:
+                result.accept_thresholds.append(ctx.get(dut.current_threshold))
+                shown.pop(0)
 
     run_testbench(dut, testbench, vcd=vcd, vcd_cycles=vcd_cycles)
     return result

@@ -120,6 +120,50 @@ def _run(command, cwd, what):
                            f"{(done.stdout + done.stderr)[-2000:]}")
 
 
+def honour_no_rw_check(text):
+    """``text`` (RTLIL from Amaranth) with the read ports of every memory that carries the
+    ``no_rw_check`` attribute marked as not caring about a same-cycle write to their row.
+
+    Yosys' Verilog frontend turns ``(* no_rw_check *)`` into that mark (``COLLISION_X_MASK``
+    of the read port, all ones) when it builds the read port; Amaranth writes read ports that
+    are synchronous already, so the attribute stays on the memory and Yosys ignores it. Without
+    the mark, Yosys emulates a defined result on a block RAM that has none (an input register
+    in front of the RAM and a copy of the row: see docs/synth.md). The design's L1 never uses
+    such a read's data (it forwards the row written in that cycle instead), so the mark is the
+    design's intent, not a change of its behaviour.
+    """
+    out, module_memories, pending_attrs = [], set(), []
+    memrd, memid = None, None
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith("module "):
+            module_memories = set()
+        if stripped.startswith("attribute "):
+            pending_attrs.append(stripped)
+        elif stripped.startswith("memory "):
+            if "attribute \\no_rw_check 1" in pending_attrs:
+                module_memories.add(stripped.split()[-1])
+            pending_attrs = []
+        else:
+            pending_attrs = []
+        if stripped.startswith("cell $memrd_v2 "):
+            memrd, memid = [], None
+        if memrd is not None:
+            if stripped.startswith("parameter \\MEMID "):
+                memid = stripped.split(None, 2)[2].strip('"').replace("\\\\", "\\")
+            memrd.append(line)
+            if stripped == "end":
+                if memid in module_memories:
+                    memrd = [re.sub(r"(parameter \\COLLISION_X_MASK )(\d+)'[01]+",
+                                    lambda mt: mt.group(1) + mt.group(2) + "'" +
+                                    "1" * int(mt.group(2)), l) for l in memrd]
+                out.extend(memrd)
+                memrd = None
+            continue
+        out.append(line)
+    return "".join(out)
+
+
 def synthesize(dut, build):
     """Write ``dut`` as RTLIL into ``build`` and synthesise it with ``synth_ecp5``.
 
@@ -131,7 +175,8 @@ def synthesize(dut, build):
     build = pathlib.Path(build)
     build.mkdir(parents=True, exist_ok=True)
     module, ports = fpga_top(dut)
-    (build / f"{TOP}.il").write_text(rtlil.convert(module, name=TOP, ports=ports))
+    (build / f"{TOP}.il").write_text(honour_no_rw_check(rtlil.convert(module, name=TOP,
+                                                                       ports=ports)))
     script = f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"
     start = time.monotonic()
     _run([yosys_command(), "-q", "-l", "yosys.log", "-p", script], build, "Yosys synth_ecp5")
