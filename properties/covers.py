@@ -67,14 +67,7 @@ def add(h, m, P, only=None):
 #: * ``fill_then_flush``: gradient ``n`` goes to address ``n`` (set ``n % sets``, tag
 #:   ``n // sets``) with the largest threshold, for ``n < sets * ways``, which fills every way
 #:   of every set; then ``flush`` is raised and held; DRAM always ready.
-#: * ``all_causes``: in set 0, with DRAM always ready: address 0 with the largest threshold (a
-#:   miss), again with threshold 2 (a hit on the entry written the cycle before, whose sum 2 is
-#:   written out), again with threshold 1 (written directly); then tags 1 .. ways + 1 (the
-#:   largest threshold): the set fills up and the last one evicts; then ``flush`` is raised and
-#:   held, and the set's entries are flushed.
 STIMULI = {
-    "all_causes": ["cause_direct_write", "cause_accum_write", "cause_evict_write",
-                   "cause_flush_write", "hit_on_entry_written_the_cycle_before"],
     "one_address": ["cause_max_updates_write", "hit_on_entry_written_the_cycle_before"],
     "l2_full": ["cause_direct_write", "l2_full_with_dram_stalled"],
     "fill_then_flush": ["cause_flush_write", "flush_completes_with_every_way_valid"],
@@ -102,15 +95,10 @@ def constrain(h, m, P, name):
         thresh, ready = 0, 0
     elif name == "fill_then_flush":
         valid, addr, flush = n < entries, n, n >= entries
-    elif name == "all_causes":
-        last = d.ways + 4
-        valid, flush = n < last, n >= last
-        addr = Mux(n < 3, 0, (n - 2) * d.sets)          # tag n - 2 in set 0
-        thresh = Mux(n == 1, 2, Mux(n == 2, 1, top))
     # The harness's own free choices are pinned too (they do not drive the design): the
     # tracked address is the stimulus's first one, and the FIFO contract follows the first
     # write into L2.
     P.assume("input", f"stimulus_{name}",
              (h.rst == Initial()) & (h.track == 0) & (h.fifo_pick == 1) &
-             (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) & (h.in_thresh == thresh) & (h.in_flush == flush) &
-             (h.in_ready == ready))
+             (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) &
+             (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready))
