@@ -145,3 +145,17 @@ def test_directed_cover_jobs_check_only_their_last_step():
         assert f"skip {job.depth - 1}\n" in text and "smtbmc --nounroll " in text
     free = [j for j in COVER_JOBS if not j.stimulus]
     assert all("skip" not in sby_text(j.to_dict()) for j in free)
+
+
+def test_witness_threshold_under_the_streamers_name(tmp_path):
+    # With the bypass windows off, yosys may keep the threshold input as the streamer's
+    # judged_by (as in the directed covers' witnesses): replay must read it as the threshold.
+    import json
+    from proofs.replay import read_witness
+    yw = tmp_path / "trace.yw"
+    yw.write_text(json.dumps({
+        "format": "Yosys Witness Trace", "clocks": [],
+        "signals": [{"path": ["\\dut", "\\streamer", "\\judged_by"], "width": 16, "offset": 0,
+                     "init_only": False}],
+        "steps": [{"bits": format(65535, "016b")}, {"bits": format(7, "016b")}]}))
+    assert [s["in_thresh"] for s in read_witness(str(yw))] == [65535, 7]
