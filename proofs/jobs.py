@@ -37,11 +37,14 @@ class Job:
     timeout: int = 1200
     design_path: str = None   # a directory holding a (mutant) copy of design/
     assume_others: bool = True  # outside the focus: assume (past cycles) or drop
+    stimulus: str = None      # cover jobs: a directed input sequence (properties.covers.STIMULI)
+    skip: int = 0             # cover jobs: steps not checked (SymbiYosys ``skip``)
+    unroll: bool = True       # smtbmc --unroll (SymbiYosys's default with yices) or --nounroll
 
     @property
     def properties(self):
         if self.mode == "cover":
-            return "covers"
+            return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
             groups += ["progress", "termination"]
@@ -97,13 +100,30 @@ COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 28
 PROGRESS_COVERS = [("default", 36)]
 
 
+#: Deep covers under a directed stimulus (properties.covers.STIMULI): configuration, stimulus,
+#: depth, memories. Only the last step is checked (``skip = depth - 1``); the covers there read
+#: "reached in this step or an earlier one", so a depth past the event is enough. Memories as
+#: flip-flops: with SMT arrays yices spends minutes on the index reasoning of a few hundred
+#: steps over many sets (fill_then_flush: not done after 10 min; as flops: 87 s).
+DIRECTED = [("default", "l2_full", 70, "flops"), ("default", "one_address", 292, "flops"),
+            ("default", "fill_then_flush", 330, "flops")]
+
+
+def _directed_jobs():
+    from properties.covers import STIMULI
+    return [Job(f"{config}-cover-{stimulus.replace('_', '-')}", config, "cover", depth,
+                covers=STIMULI[stimulus], stimulus=stimulus, skip=depth - 1, reset="initial",
+                unroll=False, memories=memories, timeout=1200)
+            for config, stimulus, depth, memories in DIRECTED]
+
+
 def _cover_jobs():
     jobs = [Job(f"{config}-cover", config, "cover", depth, covers=only or True, timeout=1200)
             for config, depth, only in COVERS]
     jobs += [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
                  fairness=PROVEN[config], covers=True, timeout=1200)
              for config, depth in PROGRESS_COVERS]
-    return jobs
+    return jobs + _directed_jobs()
 
 
 PROVE_JOBS = _prove_jobs() + _cover_jobs()

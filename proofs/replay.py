@@ -30,6 +30,8 @@ ALIASES = {
     "rst": "rst", "in_valid": "in_valid", "grad_in__valid": "in_valid",
     "in_addr": "in_addr", "in_grad": "in_grad",
     "in_thresh": "in_thresh", "threshold": "in_thresh",
+    # with the bypass windows off, yosys may keep the threshold under the streamer's name
+    "judged_by": "in_thresh",
     "in_flush": "in_flush", "flush": "in_flush",
     "in_ready": "in_ready", "dram_out__ready": "in_ready",
     "track": "track",

@@ -19,6 +19,7 @@ from design.params import BYPASS_WINDOWS, DEFAULTS
 
 from .base import PropertySet
 from . import assumptions, outputs, invariants, covers, writeback, policy, liveness
+from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
 __all__ = ["FormalHarness", "CONFIGS", "flush_bound", "progress_bound", "measure_max"]
@@ -71,10 +72,15 @@ class FormalHarness(Elaboratable):
         Assertions outside ``focus`` are assumed for the past cycles (``True``) or dropped.
     design : module or None
         A module providing ``GradientCompressor`` (the mutation check passes a mutant copy).
+    stimulus : str or None
+        Deep covers only: assume the directed input sequence of that name
+        (:data:`.covers.STIMULI`, reset in the first cycle only) instead of free inputs.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
-                 reset="any", covers=False, design=None, assume_others=True):
+                 reset="any", covers=False, design=None, assume_others=True,
+                 stimulus=None):
+        self.stimulus = check_stimulus(stimulus)
         self.config = dict(config)
         cls = GradientCompressor if design is None else design.GradientCompressor
         self.dut = cls(**self.config)
@@ -255,6 +261,8 @@ class FormalHarness(Elaboratable):
         policy.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)
+        if self.stimulus is not None:
+            covers.constrain(self, m, P, self.stimulus)
         if self.covers:
             covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
         # No assertion is checked in a reset cycle.
