@@ -8,7 +8,7 @@ __all__ = ["Job", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_na
 
 #: Property groups proven together (one k-induction job each, per configuration).
 GROUPS = [["stream", "l2", "fifo"], ["conservation"], ["idle", "valid_count", "counters"],
-          ["overflow", "unique_tag", "pipeline"], ["policy"]]
+          ["overflow", "unique_tag", "pipeline"], ["policy"], ["dual_threshold", "ema", "bypass"]]
 #: Liveness groups (with DRAM fairness K).
 LIVENESS = [["progress"], ["termination"]]
 #: Configurations proven by k-induction, and their DRAM fairness K.
@@ -19,7 +19,7 @@ WHOLE_STORAGE = ("small", "dm", "assoc")
 BMC_DEPTH = 10
 
 SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
-          "pipeline", "fifo", "policy", "counters"]
+          "pipeline", "fifo", "policy", "counters", "dual_threshold", "ema", "bypass"]
 
 
 @dataclass

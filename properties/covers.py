@@ -29,6 +29,15 @@ def add(h, m, P, only=None):
         if strobe in ("accum_write", "flush_write") and d.max_updates == 1:
             continue   # with max_updates == 1 no entry is ever held
         P.cover(f"cause_{strobe}", getattr(d, strobe))
+    # The run-time modes: each does something (else their properties could pass vacuously).
+    P.cover("cause_stochastic_write", d.stochastic_write)
+    P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
+    P.cover("bypassed_gradient_written_direct",
+            h.s1_in_window & d.direct_write)
+    P.cover("ema_threshold_judged_between_its_bounds",
+            h.accept & h.in_modes["ema_enable"] & ~h.in_window &
+            (d.l1.grad_in.p.threshold > h.in_modes["ema_min"]) &
+            (d.l1.grad_in.p.threshold < h.in_modes["ema_max"]))
     P.cover("l2_full_with_dram_stalled",
             (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
     if d.max_updates > 1:

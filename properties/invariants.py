@@ -133,8 +133,6 @@ def add(h, m, P):
     P.check("pipeline", "s1_only_in_run", ~l1.s1_valid | run)
     P.check("pipeline", "s1_classified_right",
             ~l1.s1_valid | (s1.direct == (abs(s1.grad) >= s1.threshold)))
-    P.check("pipeline", "s1_carries_modes_off",    # the harness holds every mode off
-            ~l1.s1_valid | ((s1.small_threshold == 0) & (s1.stochastic == 0)))
     cur = h.l1_s1_port.data
     P.check("pipeline", "s1_row_is_row_in_storage",
             ~(run & l1.s1_valid) | (l1.row.as_value() == cur.as_value()))
