@@ -219,19 +219,19 @@ MUTANTS = {
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small == |g| * 2**R",
         "l1.py",
-        "with m.If(s1.stochastic & (self.random * s1.small_threshold <",
-        "with m.If(s1.stochastic & (self.random * s1.small_threshold <="),
+        "self.random * s1.small_threshold <\n",
+        "self.random * s1.small_threshold <=\n"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
         "compressor.py",
         "self.discard_error.eq(l1.s1.grad - Mux(self.stochastic_write, l1.push.p.value, 0)),",
         "self.discard_error.eq(l1.s1.grad),"),
-    "random_steps_while_waiting": (
-        "stochastic", "the LFSR steps every cycle a stochastic gradient waits in s1 (the "
-        "offered write changes before L2 takes it)",
-        "compressor.py",
-        "lfsr.step.eq(l1.small_miss & self.l1.s1.stochastic),",
-        "lfsr.step.eq(self.l1.s1_valid & self.l1.s1.stochastic),"),
+    "decision_stale": (
+        "stochastic", "the stochastic decision is always the held one, even in s1's first "
+        "cycle (a gradient gets the previous decision)",
+        "l1.py",
+        "m.d.sync += [self.s1_fresh.eq(accept), self.s1_rounds_held.eq(rounds)]",
+        "m.d.sync += [self.s1_fresh.eq(0), self.s1_rounds_held.eq(rounds)]"),
     # dynamic (EMA) threshold
     "ema_sampled_in_windows": (
         "ema", "gradients inside a bypass window update the EMA too",

@@ -314,6 +314,22 @@ class FormalHarness(Elaboratable):
         with m.If(self.accept):
             m.d.sync += self.s1_in_window.eq(self.in_window)
 
+        # s1 was loaded in the cycle before (its first cycle), and the stochastic rule
+        # (modes.stochastic_writes) applied to the random bits of that cycle: the decision
+        # the design must make, and hold while s1 waits. In s1's first cycle it is the same
+        # expression on the same signals as the design's (so the solver meets one multiplier),
+        # later a register (proven equal to the design's held decision: pipeline group).
+        self.s1_new = Signal()
+        m.d.sync += self.s1_new.eq(self.accept)
+        self.s1_decision = Signal()
+        decision_held = Signal(name="s1_decision_held")
+        m.d.comb += self.s1_decision.eq(Mux(
+            self.s1_new,
+            modes.stochastic_writes(self, d.lfsr.state, l1.s1.grad, l1.s1.small_threshold),
+            decision_held))
+        m.d.sync += decision_held.eq(self.s1_decision)
+        self.s1_decision_held = decision_held
+
         assumptions.add(self, m, P)
         outputs.add(self, m, P)
         invariants.add(self, m, P)

@@ -2,10 +2,12 @@
 the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`):
 
 * ``dual_threshold``: a tiny miss (a small gradient, ``|g| < small_threshold``, whose tag is in
-  no valid way of its set) is what ``discard`` strobes for, and nothing else is; it allocates
+  no valid way of its set as L1 reads it) is what ``discard`` strobes for, and nothing else is; it allocates
   nothing; in mode drop it writes nothing, in mode stochastic it writes ``sign(g) *
   small_threshold`` (``Cause.STOCHASTIC``) exactly when ``u * small_threshold < |g| * 2**R``
-  for the random bits ``u`` (:func:`stochastic_writes`), and no other write has that cause;
+  for the random bits ``u`` of ``s1``'s first cycle (:func:`stochastic_writes`; the LFSR only
+  steps when a decision commits, so they are its bits throughout), and no other write has
+  that cause;
   ``discard_addr`` / ``discard_error`` are its address and ``g - written``. (Accepted = written
   + accounted is the ``conservation`` group's; the tracked set's tiny misses are in the
   ``policy`` model.)
@@ -56,16 +58,16 @@ def add(h, m, P):
 
     # -- dual threshold --------------------------------------------------------------------
     tag = s1.addr[h.set_bits:]
-    stored = h.l1_s1_port.data            # s1's set as it is in storage
-    in_row = Cat(w.valid & (w.tag == tag) for w in stored.ways).any()
+    # s1's set as L1 works on it (that it is the row in storage, forwarding included, is the
+    # pipeline group's s1_row_is_row_in_storage)
+    in_row = Cat(w.valid & (w.tag == tag) for w in l1.row.ways).any()
     tiny = Signal(name="s1_tiny_miss")    # s1 holds a tiny miss (committing or waiting)
     m.d.comb += tiny.eq(run & l1.s1_valid & ~s1.direct & ~in_row &
                         (abs(s1.grad) < s1.small_threshold))
     h.s1_tiny_miss = tiny
     rounded = Mux(s1.grad < 0, -s1.small_threshold, s1.small_threshold)
     writes = Signal(name="s1_stochastic_writes")
-    m.d.comb += writes.eq(s1.stochastic & stochastic_writes(h, d.lfsr.state, s1.grad,
-                                                            s1.small_threshold))
+    m.d.comb += writes.eq(s1.stochastic & h.s1_decision)   # rule on s1's first cycle's bits
     P.check("dual_threshold", "discard_iff_a_tiny_miss_commits",
             d.discard == (tiny & h.s1_commits))
     P.check("dual_threshold", "tiny_miss_writes_sign_times_small_threshold_or_nothing",

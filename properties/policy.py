@@ -27,8 +27,6 @@ from amaranth import *
 from design import L1State
 from design.layouts import Cause
 
-from .modes import stochastic_writes
-
 __all__ = ["add"]
 
 
@@ -111,12 +109,12 @@ def add(h, m, P):
             m.d.comb += [after.ways[hit_way].sum.eq(hit_sum),
                          after.ways[hit_way].count.eq(hit_count)]
     with m.Elif(abs(g_grad) < g_small):
-        # Dual threshold: a tiny miss allocates nothing. The stochastic rule is applied to
-        # s1's copy of the gradient (equal to the model's, asserted below) so that the solver
-        # compares the design's multiplier with the same one, not with a second copy.
+        # Dual threshold: a tiny miss allocates nothing. The stochastic rule, on the random
+        # bits of s1's first cycle, is the harness's s1_decision: applied to s1's copy of the
+        # gradient (equal to the model's, asserted below), so that the solver meets the
+        # design's multiplier and not a second copy.
         m.d.comb += exp_tiny.eq(1)
-        with m.If(g_stoch & stochastic_writes(h, d.lfsr.state, l1.s1.grad,
-                                              l1.s1.small_threshold)):
+        with m.If(g_stoch & h.s1_decision):
             write(g_addr, Mux(g_grad < 0, -g_small, g_small), Cause.STOCHASTIC)
     with m.Elif(free.any()):
         m.d.comb += exp_miss.eq(1)

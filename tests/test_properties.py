@@ -152,3 +152,18 @@ def test_every_input_of_the_design_is_free(config):
         assert f"in_{name}" in harness.INPUTS and f"\\in_{name}" in text
         assert text.count("$anyseq") >= len(modes) + 8
     assert "\\in_random" in text
+
+
+def test_split_dual_threshold_jobs_name_every_property():
+    # default and large prove the dual-threshold properties one job each: the list must name
+    # every one of them, or one would be proven nowhere on those configurations.
+    from proofs.jobs import DUAL_THRESHOLD, PROVE_JOBS
+    harness = FormalHarness(CONFIGS["default"])
+    rtlil.convert(harness, ports=[])
+    assert {p.name for p in harness.props.props if p.group == "dual_threshold"} == \
+        set(DUAL_THRESHOLD)
+    for config in ("default", "large"):
+        focus = [f for j in PROVE_JOBS if j.config == config and j.mode == "prove"
+                 for f in j.focus]
+        assert {f"dual_threshold/{n}" for n in DUAL_THRESHOLD} <= set(focus)
+        assert {"ema", "bypass"} <= set(focus)
