@@ -44,7 +44,8 @@ class L1Accumulator(wiring.Component):
       (``ACCUM_THRESHOLD``), else if ``count == max_updates`` likewise (``MAX_UPDATES``).
     * miss with ``|g| < small_threshold`` (dual threshold, :mod:`design.modes`): not allocated;
       ``small_miss`` strobes, and in the stochastic mode ``sign(g) * small_threshold`` is pushed
-      (``Cause.STOCHASTIC``) if ``random * small_threshold < |g| * 2**grad_width``.
+      (``Cause.STOCHASTIC``) if ``random * small_threshold < |g| * 2**grad_width``, with
+      ``random`` as it is in ``s1``'s first cycle (the decision is held while ``s1`` waits).
     * miss, free way: the lowest free way gets ``sum = g, count = 1`` (with ``max_updates == 1``
       it is pushed at once instead, as ``MAX_UPDATES``).
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the
@@ -140,6 +141,11 @@ class L1Accumulator(wiring.Component):
         self.fwd_valid = Signal()                 # the row read last was written as it was read
         self.fwd_row   = Signal(self.row_layout)  # ... and this is what was written
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
+        # The stochastic decision of the gradient in s1 is made in s1's first cycle and held
+        # while s1 waits for L2: the write being offered cannot change, and a proof need not
+        # show that a multiplier recomputed on the same operands gives the same result.
+        self.s1_fresh       = Signal()   # s1 was loaded in the cycle before
+        self.s1_rounds_held = Signal()   # the decision, as made in s1's first cycle
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
         # The set row as it is now in storage, for the gradient in s1 or the set being scanned.
         self.row = Signal(self.row_layout)
@@ -195,6 +201,16 @@ class L1Accumulator(wiring.Component):
             hit_count.eq(hit_entry.count + 1),
         ]
 
+        # The stochastic rule (design/modes.py), on the random bits of s1's first cycle (the
+        # LFSR steps only when a decision commits, so they are the bits of every later cycle
+        # of s1 too: holding the decision changes nothing).
+        rounds = Signal()
+        m.d.comb += rounds.eq(Mux(self.s1_fresh,
+                                  self.random * s1.small_threshold <
+                                  (abs(s1.grad) << self.grad_width),
+                                  self.s1_rounds_held))
+        m.d.sync += [self.s1_fresh.eq(accept), self.s1_rounds_held.eq(rounds)]
+
         s1_write = Signal()   # s1 writes its set back when it commits
         s1_done  = Signal()   # s1 commits this cycle
         m.d.comb += s1_done.eq(self.s1_valid & (~self.push.valid | self.push.ready))
@@ -234,8 +250,7 @@ class L1Accumulator(wiring.Component):
             with m.Elif(abs(s1.grad) < s1.small_threshold):
                 # Dual threshold: a tiny miss never allocates, so it cannot evict.
                 m.d.comb += self.small_miss.eq(s1_done)
-                with m.If(s1.stochastic & (self.random * s1.small_threshold <
-                                           (abs(s1.grad) << self.grad_width))):
+                with m.If(s1.stochastic & rounds):
                     push(s1.addr, Mux(s1.grad[-1], -s1.small_threshold, s1.small_threshold),
                          Cause.STOCHASTIC)
             with m.Elif(free.any()):

@@ -21,9 +21,10 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   over the LFSR's period, but neighbouring decisions are correlated.
 
 * **Dynamic threshold** (``ema_enable``). The threshold in force is
-  ``clamp((EMA * ema_scale) >> (8 + 4), ema_min, ema_max)`` (``ema_max`` wins if
-  ``ema_min > ema_max``), where EMA is ``|grad|`` with 8 fraction bits and ``ema_scale`` has 4.
-  The EMA is updated by every accepted gradient outside the bypass windows (whether or not
+  ``clamp((EMA * ema_scale) >> (8 + 4), ema_min, ema_max)``: ``ema_max`` if the
+  candidate is above it, else ``ema_min`` if below that (so with crossed bounds, ``ema_min >
+  ema_max``, ``ema_max`` only for a candidate above it, else ``ema_min``), where EMA is
+  ``|grad|`` with 8 fraction bits and ``ema_scale`` has 4. The EMA is updated by every accepted gradient outside the bypass windows (whether or not
   ``ema_enable`` is set, so it is warm when enabled), in shift-and-add arithmetic:
   ``ema += ((|grad| << 8) - ema) >> ema_shift`` (an arithmetic shift: floor), so
   ``0 <= ema <= 2**(grad_width-1) << 8``. A gradient is judged against the threshold of the EMA
@@ -106,7 +107,7 @@ class EmaThreshold(wiring.Component):
     scale : ``In(EMA_SCALE_WIDTH)``
         Unsigned, ``EMA_SCALE_FRACTION_BITS`` fraction bits.
     minimum, maximum : ``In(grad_width)``
-        Clamp bounds (``maximum`` wins if they cross).
+        Clamp bounds: ``maximum`` if the candidate is above it, else ``minimum`` if below.
     per_step : ``In(1)``
         The threshold follows ``latched_average``, not ``average``.
     latch : ``In(1)``

@@ -43,7 +43,12 @@ def sby_text(job):
               # Power-up: the memories start with arbitrary contents (no initial values), in
               # the bounded checks and in the induction's base case alike.
               "delete t:$meminit_v2",
-              "prep -top top", "flatten"]
+              "prep -top top", "flatten",
+              # Merge the cells that compute the same thing across the hierarchy (prep's opt
+              # ran before flatten): e.g. the stochastic rule's multiplier, restated by the
+              # harness on the design's own operands, becomes one cell, not a miter the solver
+              # would have to prove bit by bit.
+              "opt_expr", "opt_merge", "opt_clean"]
     if job.get("memories", "arrays") == "flops":
         # Memories as flip-flops: quicker for the solver on the smallest configurations.
         lines += ["memory_map", "opt -fast"]

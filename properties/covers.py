@@ -38,6 +38,15 @@ def add(h, m, P, only=None):
         if strobe in ("accum_write", "flush_write") and d.max_updates == 1:
             continue   # with max_updates == 1 no entry is ever held
         P.cover(f"cause_{strobe}", getattr(d, strobe))
+    # The run-time modes: each does something (else their properties could pass vacuously).
+    P.cover("cause_stochastic_write", d.stochastic_write)
+    P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
+    P.cover("bypassed_gradient_written_direct",
+            h.s1_in_window & d.direct_write)
+    P.cover("ema_threshold_judged_between_its_bounds",
+            h.accept & h.in_modes["ema_enable"] & ~h.in_window &
+            (d.l1.grad_in.p.threshold > h.in_modes["ema_min"]) &
+            (d.l1.grad_in.p.threshold < h.in_modes["ema_max"]))
     P.cover("l2_full_with_dram_stalled",
             (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
     if d.max_updates > 1:
@@ -97,8 +106,10 @@ def constrain(h, m, P, name):
         valid, addr, flush = n < entries, n, n >= entries
     # The harness's own free choices are pinned too (they do not drive the design): the
     # tracked address is the stimulus's first one, and the FIFO contract follows the first
-    # write into L2.
+    # write into L2. Every run-time mode is off (these situations need none).
+    modes_off = Cat(h.in_modes.values()) == 0
     P.assume("input", f"stimulus_{name}",
              (h.rst == Initial()) & (h.track == 0) & (h.fifo_pick == 1) &
              (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) &
-             (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready))
+             (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready) &
+             modes_off)
