@@ -37,7 +37,7 @@ bench: $(STAMP)
 	$(PYTHON) -m simulation.bench
 
 report: $(STAMP)
-	$(VENV)/bin/compressor-report
+	$(VENV)/bin/compressor-report --modes
 
 sweep: $(STAMP)
 	$(VENV)/bin/compressor-sweep tiny-embed

@@ -132,6 +132,9 @@ class GradientCompressor(wiring.Component):
                                          depth=fifo_depth, burst_size=burst_size)
         self.lfsr      = Lfsr()
         self.ema       = EmaThreshold(grad_width=grad_width)
+        # State named here so that properties and traces can refer to it: a flush barrier has
+        # completed and no gradient was accepted since (the discard totals clear at the next).
+        self.barrier_done = Signal()
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
@@ -298,7 +301,7 @@ class GradientCompressor(wiring.Component):
         ]
         # The step's totals stay readable through the barrier and after it; the first gradient
         # accepted after a completed barrier clears them (its own decision comes a cycle later).
-        barrier_done = Signal()
+        barrier_done = self.barrier_done
         clear = Signal()
         m.d.comb += clear.eq(barrier_done & accept)
         with m.If(self.flush & self.idle):

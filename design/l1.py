@@ -74,7 +74,12 @@ class L1Accumulator(wiring.Component):
       (``ACCUM_THRESHOLD``), else if ``count == max_updates`` likewise (``MAX_UPDATES``).
     * miss with ``|g| < small_threshold`` (dual threshold, :mod:`design.modes`): not allocated;
       ``small_miss`` strobes, and in the stochastic mode ``sign(g) * small_threshold`` is pushed
-      (``Cause.STOCHASTIC``) if ``random * small_threshold < |g| * 2**grad_width``.
+      (``Cause.STOCHASTIC``) if ``random * small_threshold < |g| * 2**grad_width``, with
+      ``random`` as it is when the gradient decides in ``s3`` (after every earlier decision's
+      step). The test is made once: ``s2`` registers it on both candidate bit patterns
+      (``s3_chance``) and ``s3`` picks one; no stage waits, so the decision of the write
+      offered to the queue never changes and nothing is recomputed (the pipeline's form of
+      main's held decision, ``s1_fresh``/``s1_rounds_held``, which this design does not need).
     * miss, free way: the lowest free way gets ``sum = g, count = 1`` (with ``max_updates == 1``
       it is pushed at once instead, as ``MAX_UPDATES``).
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the

@@ -21,8 +21,10 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   over the LFSR's period, but neighbouring decisions are correlated.
 
 * **Dynamic threshold** (``ema_enable``). The threshold in force is
-  ``clamp((EMA * ema_scale) >> (8 + 4), ema_min, ema_max)`` (``ema_max`` wins if
-  ``ema_min > ema_max``), where EMA is ``|grad|`` with 8 fraction bits and ``ema_scale`` has 4.
+  ``clamp((EMA * ema_scale) >> (8 + 4), ema_min, ema_max)``: ``ema_max`` if the
+  candidate is above it, else ``ema_min`` if below that (so with crossed bounds, ``ema_min >
+  ema_max``, ``ema_max`` only for a candidate above it, else ``ema_min``), where EMA is
+  ``|grad|`` with 8 fraction bits and ``ema_scale`` has 4.
   The EMA is updated by every accepted gradient outside the bypass windows (whether or not
   ``ema_enable`` is set, so it is warm when enabled), in shift-and-add arithmetic:
   ``ema += ((|grad| << 8) - ema) >> ema_shift`` (an arithmetic shift: floor), so
@@ -30,7 +32,8 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   *before* its own update. With ``ema_per_step`` the threshold follows the EMA's value latched
   while ``flush`` was last high (no gradient is accepted then: the value at the last flush
   barrier), so it is constant during a step. ``current_threshold`` shows the
-  threshold in force (``threshold`` when the mode is off) a cycle later, as a register.
+  threshold in force (``threshold`` when the mode is off) three cycles later, as a register
+  (``GradientCompressor.CURRENT_THRESHOLD_DELAY``).
 
 * **Bypass windows** (``bypass<i>_base``, ``bypass<i>_limit``, ``bypass<i>_enable``, two of
   them). A gradient with ``base <= addr <= limit`` in an enabled window is judged against
@@ -58,8 +61,10 @@ def ema_candidate(source, scale):
 
 
 def ema_clamp(m, candidate, minimum, maximum, name):
-    """The EMA threshold: ``candidate`` clamped to ``[minimum, maximum]`` (``maximum`` wins if
-    they cross), as a signal of ``len(minimum)`` bits named ``name``."""
+    """The EMA threshold: ``candidate`` clamped to ``[minimum, maximum]``: ``maximum`` if the
+    candidate is above it, else ``minimum`` if below (with crossed bounds, ``maximum`` only for
+    a candidate above it, else ``minimum``), as a signal of ``len(minimum)`` bits named
+    ``name``."""
     threshold = Signal(len(minimum), name=name)
     with m.If(candidate > maximum):
         m.d.comb += threshold.eq(maximum)
@@ -129,7 +134,7 @@ class EmaThreshold(wiring.Component):
     scale : ``In(EMA_SCALE_WIDTH)``
         Unsigned, ``EMA_SCALE_FRACTION_BITS`` fraction bits.
     minimum, maximum : ``In(grad_width)``
-        Clamp bounds (``maximum`` wins if they cross).
+        Clamp bounds: ``maximum`` if the candidate is above it, else ``minimum`` if below.
     per_step : ``In(1)``
         The threshold follows ``latched_average``, not ``average``.
     latch : ``In(1)``

@@ -6,7 +6,8 @@ Each mutant is a textual patch applied to a copy of ``design/`` in a temporary d
 patch fails loudly if its target text is not found exactly once, so the check cannot rot
 silently when the RTL changes). The copy shadows ``design`` on ``PYTHONPATH`` while the
 harness is generated. Mutants come in classes (policy, progress, counters, power-up, widths,
-l2, forwarding), several per class. Every mutant is checked by bounded model checking from
+l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
+per class. Every mutant is checked by bounded model checking from
 reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small`` and one per class on ``default``): first every safety property,
 then progress and termination under DRAM fairness. It counts as caught only by a failed
@@ -197,6 +198,83 @@ MUTANTS = {
         "            m.d.comb += row.eq(self.h2_row)",
         "        with m.Elif(0):\n"
         "            m.d.comb += row.eq(self.h2_row)"),
+    # -- run-time modes (design/modes.py), with every mode input and the random bits free ---
+    # dual threshold, mode drop
+    "tiny_hit_dropped": (
+        "dual-threshold", "a tiny gradient that hits in L1 is dropped, not accumulated",
+        "l1.py",
+        "            with m.Elif(hit):",
+        "            with m.Elif(hit & ~self.s3_tiny):"),
+    "tiny_bound_inclusive": (
+        "dual-threshold", "a miss with |g| == small_threshold counts as tiny (<= for <)",
+        "l1.py",
+        "self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),",
+        "self.s3_tiny.eq(abs(s2.grad) <= s2.small_threshold),"),
+    "discard_count_not_cleared": (
+        "dual-threshold", "the step's discard count is never cleared after a flush barrier",
+        "compressor.py",
+        "self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),",
+        "self.discard_count.eq(self.discard_count + self.discard),"),
+    # dual threshold, mode stochastic
+    "stochastic_write_unsigned": (
+        "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
+        "l1.py",
+        "m.d.comb += written.eq(Mux(s3.grad[-1], -s3.small_threshold,",
+        "m.d.comb += written.eq(Mux(0, -s3.small_threshold,"),
+    "stochastic_rule_inclusive": (
+        "stochastic", "the stochastic decision writes also when u * small == |g| * 2**R",
+        "l1.py",
+        "self.random * s2.small_threshold < (abs(s2.grad) << self.grad_width),",
+        "self.random * s2.small_threshold <= (abs(s2.grad) << self.grad_width),"),
+    "rounding_error_unaccounted": (
+        "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
+        "l1.py",
+        "self.discard_error.eq(s3.grad - written),",
+        "self.discard_error.eq(s3.grad),"),
+    "decision_stale": (
+        "stochastic", "s3 decides on the random bits from before the step of the stochastic "
+        "decision one stage ahead (two decisions in a row get the same bits)",
+        "l1.py",
+        "self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)",
+        "self.s3_chance.bit_select(0, 1)"),
+    # dynamic (EMA) threshold
+    "ema_sampled_in_windows": (
+        "ema", "gradients inside a bypass window update the EMA too",
+        "compressor.py",
+        "ema.sample.eq(accept & ~in_window),",
+        "ema.sample.eq(accept),"),
+    "ema_difference_unsigned": (
+        "ema", "the EMA's update step is an unsigned (logical) shift: a falling EMA wraps",
+        "modes.py",
+        "difference = Signal(signed(len(self.average) + 1))",
+        "difference = Signal(len(self.average) + 1)"),
+    "ema_clamp_min_first": (
+        "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
+        "modes.py",
+        "    with m.If(candidate > maximum):\n"
+        "        m.d.comb += threshold.eq(maximum)\n"
+        "    with m.Elif(candidate < minimum):\n"
+        "        m.d.comb += threshold.eq(minimum)",
+        "    with m.If(candidate < minimum):\n"
+        "        m.d.comb += threshold.eq(minimum)\n"
+        "    with m.Elif(candidate > maximum):\n"
+        "        m.d.comb += threshold.eq(maximum)"),
+    # bypass windows
+    "bypass_limit_exclusive": (
+        "bypass", "a window's limit address is outside it (< for <=)",
+        "compressor.py",
+        "(self.grad_in.p.addr <= getattr(self, f\"bypass{i}_limit\"))",
+        "(self.grad_in.p.addr < getattr(self, f\"bypass{i}_limit\"))"),
+    "bypass_ignores_enable": (
+        "bypass", "a window applies even when its enable bit is low",
+        "compressor.py",
+        "            getattr(self, f\"bypass{i}_enable\") &\n",
+        "            1 &\n"),
+    "bypassed_strobe_every_accept": (
+        "bypass", "the bypassed strobe follows every accepted gradient",
+        "compressor.py",
+        "self.bypassed.eq(accept & in_window)",
+        "self.bypassed.eq(accept)"),
 }
 
 #: Configurations each mutant is checked on: (name, DRAM fairness K, safety BMC depth,
@@ -209,7 +287,8 @@ CONFIGS_CHECKED = [("small", 2, 10, 16), ("default", 2, 40, 72)]
 DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highest_free_way",
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
-                  "forward_ignores_address"]
+                  "forward_ignores_address", "tiny_bound_inclusive", "stochastic_write_unsigned",
+                  "ema_sampled_in_windows", "bypass_limit_exclusive"]
 
 
 def apply_mutant(name, dest):

@@ -5,11 +5,13 @@ pytest regression test.
     python -m proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
         [--vcd replay.vcd]
 
-The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``) are
-read from the witness; the configuration (and, for a mutant, the design copy) from the job's
+The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``, every
+run-time mode input and the random bits, which replace the LFSR's as in the proofs) are read
+from the witness; the configuration (and, for a mutant, the design copy) from the job's
 ``props.json``/``job.json``. After the trace, the replay *drains* the compressor (``flush``
 high, DRAM always ready) and then checks, per address, that the values written to DRAM add
-up to the gradients accepted. Checked on every cycle: the stream rules of ``dram_out``,
+up to the gradients accepted, less the accounted discards (``discard_error`` at
+``discard_addr``). Checked on every cycle: the stream rules of ``dram_out``,
 ``idle`` only with ``l1_valid_count == 0`` and ``l2_level == 0``, and (if the job assumed
 DRAM fairness) idle within the flush bound B. ``--vcd FILE`` writes the replay (trace and
 drain) as a waveform, with a GTKWave save file beside it (``simulation/waves.py``).
@@ -24,15 +26,23 @@ from reports.console import UsageError, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
-INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]
+from design.params import MODES_OFF
+
+#: The run-time mode inputs the harness leaves free (``in_<name>`` in a witness).
+MODE_INPUTS = list(MODES_OFF) + ["lfsr_seed", "lfsr_load"]
+INPUTS = (["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready",
+           "in_random"] + [f"in_{name}" for name in MODE_INPUTS])
 # Names under which a witness may record the harness's free inputs (the wire yosys keeps).
 ALIASES = {
     "rst": "rst", "in_valid": "in_valid", "grad_in__valid": "in_valid",
     "in_addr": "in_addr", "in_grad": "in_grad",
     "in_thresh": "in_thresh", "threshold": "in_thresh",
+    # with the bypass windows off, yosys may keep the threshold under the streamer's name
+    "judged_by": "in_thresh",
     "in_flush": "in_flush", "flush": "in_flush",
     "in_ready": "in_ready", "dram_out__ready": "in_ready",
-    "track": "track",
+    "track": "track", "in_random": "in_random",
+    **{f"in_{name}": f"in_{name}" for name in MODE_INPUTS},
 }
 
 
@@ -113,8 +123,12 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
     from amaranth import Module, ClockDomain, Elaboratable
     from simulation.driver import run_testbench
 
+    from properties.harness import FreeRandom
     dut = dut_factory()
     gw = dut.grad_width
+    # The random bits as the proof had them: the LFSR's next state is the witness's in_random.
+    dut.lfsr._MustUse__silence = True
+    dut.lfsr = random = FreeRandom()
 
     class Top(Elaboratable):
         def elaborate(self, platform):
@@ -129,6 +143,7 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
 
     async def bench(ctx):
         plan = [dict(s) for s in steps]
+        modes, rand = dict.fromkeys(MODE_INPUTS, 0), 0
         for k in range(len(plan) + drain):
             if k < len(plan):
                 s = plan[k]
@@ -136,8 +151,13 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
                            addr=s.get("in_addr", 0), grad=_signed(s.get("in_grad", 0), gw),
                            thresh=s.get("in_thresh", 0), flush=s.get("in_flush", 0),
                            ready=s.get("in_ready", 0))
+                modes = {name: s.get(f"in_{name}", 0) for name in MODE_INPUTS}
+                rand = s.get("in_random", 0)
             else:   # drain: no new gradient, flush high, DRAM always ready
                 inp = dict(rst=0, valid=0, addr=0, grad=0, thresh=0, flush=1, ready=1)
+            for name, value in modes.items():
+                ctx.set(getattr(dut, name), value)
+            ctx.set(random.source, rand)
             ctx.set(cd.rst, inp["rst"])
             ctx.set(dut.grad_in.valid, inp["valid"])
             ctx.set(dut.grad_in.p.addr, inp["addr"])
@@ -151,7 +171,9 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
                        dram_addr=ctx.get(dut.dram_out.p.addr),
                        dram_value=ctx.get(dut.dram_out.p.value),
                        idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
-                       l2_level=ctx.get(dut.l2_level))
+                       l2_level=ctx.get(dut.l2_level), discard=ctx.get(dut.discard),
+                       discard_addr=ctx.get(dut.discard_addr),
+                       discard_error=ctx.get(dut.discard_error))
             records.append(rec)
             await ctx.tick()
             if rec["drain"] and rec["idle"] and k >= len(plan) + 2:
@@ -186,11 +208,13 @@ def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
             for a in set(acc) | set(wr):
                 if acc.get(a, 0) != wr.get(a, 0):
                     errors.append(f"cycle {k}: idle but address {a}: accepted "
-                                  f"{acc.get(a, 0)} != written {wr.get(a, 0)}")
+                                  f"{acc.get(a, 0)} != written + accounted {wr.get(a, 0)}")
         if r["valid"] and r["in_ready_out"]:
             acc[r["addr"]] = acc.get(r["addr"], 0) + r["grad"]
         if r["dram_valid"] and r["ready"]:
             wr[r["dram_addr"]] = wr.get(r["dram_addr"], 0) + r["dram_value"]
+        if r["discard"]:    # accounted (dual threshold): counts as written
+            wr[r["discard_addr"]] = wr.get(r["discard_addr"], 0) + r["discard_error"]
         if bound is not None and r["flush"] and flush_run >= bound and not r["idle"] \
                 and not r["drain"]:
             errors.append(f"cycle {k}: flush high for {flush_run} >= B={bound} cycles, "
@@ -203,7 +227,7 @@ def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
     for a in sorted(set(acc) | set(wr)):
         if acc.get(a, 0) != wr.get(a, 0):
             errors.append(f"after the drain, address {a}: accepted {acc.get(a, 0)} "
-                          f"!= written {wr.get(a, 0)}")
+                          f"!= written + accounted {wr.get(a, 0)}")
     # de-duplicate, keep order
     seen, out = set(), []
     for e in errors:

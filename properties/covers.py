@@ -1,8 +1,9 @@
 """Covers: situations the proofs must be able to reach (else they may pass vacuously)."""
 
 from amaranth import *
+from amaranth.asserts import Initial
 
-__all__ = ["add"]
+__all__ = ["add", "constrain", "check_stimulus", "STIMULI"]
 
 
 def add(h, m, P, only=None):
@@ -13,8 +14,16 @@ def add(h, m, P, only=None):
 
     class Chosen:   # the property set, adding only the chosen covers
         def cover(self, name, test):
-            if only is None or name in only:
-                props.cover(name, test)
+            if only is not None and name not in only:
+                return
+            if h.stimulus is not None:
+                # Under a directed stimulus the job checks only its last step (SymbiYosys
+                # ``skip``: one solver call instead of one per step), so each cover there
+                # reads "reached in this step or an earlier one"; the trace shows the step.
+                seen = Signal(name=f"reached_{name}")
+                m.d.sync += seen.eq(seen | test)
+                test = seen | test
+            props.cover(name, test)
     P = Chosen()
     if h.fairness is not None:
         # Liveness covers (DRAM fair): the progress bound N is met with equality, i.e. some
@@ -29,6 +38,15 @@ def add(h, m, P, only=None):
         if strobe in ("accum_write", "flush_write") and d.max_updates == 1:
             continue   # with max_updates == 1 no entry is ever held
         P.cover(f"cause_{strobe}", getattr(d, strobe))
+    # The run-time modes: each does something (else their properties could pass vacuously).
+    P.cover("cause_stochastic_write", d.stochastic_write)
+    P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
+    P.cover("bypassed_gradient_written_direct",
+            h.s1_in_window & d.direct_write)
+    P.cover("ema_threshold_judged_between_its_bounds",
+            h.accept & h.in_modes["ema_enable"] & ~h.in_window &
+            (d.l1.grad_in.p.threshold > h.in_modes["ema_min"]) &
+            (d.l1.grad_in.p.threshold < h.in_modes["ema_max"]))
     P.cover("l2_full_with_dram_stalled",
             (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
     if d.max_updates > 1:
@@ -39,3 +57,59 @@ def add(h, m, P, only=None):
             m.d.sync += full_at_flush.eq(1)
         P.cover("flush_completes_with_every_way_valid", full_at_flush & d.flush & d.idle)
         P.cover("hit_on_entry_written_the_cycle_before", l1.hit & l1.fwd_valid)
+
+
+#: Directed stimuli for the deep covers (``FormalHarness(stimulus=NAME)``): the free inputs are
+#: constrained by assumptions to one input sequence (reset in the first cycle only), so the
+#: cover BMC has one run to follow, hundreds of cycles deep, instead of a search over every
+#: input. A cover reached under a stimulus is still a real run of the design from reset (the
+#: solver's trace, on which SymbiYosys checks every assertion too); what it does not show is
+#: that the *free* inputs reach it, which the free-input covers (no stimulus) still do where
+#: they can. The harness's own choices (tracked address 0, the FIFO contract following the
+#: first write) are pinned as well. ``n`` counts the gradients accepted since reset:
+#:
+#: * ``one_address``: address 0, gradient +1, threshold the largest: a miss, then hits on the
+#:   entry written the cycle before, until its ``max_updates``-th update writes it out; DRAM
+#:   always ready, no flush.
+#: * ``l2_full``: address 0, gradient +1, threshold 0 (every gradient is written directly);
+#:   DRAM never ready, so L2 fills up.
+#: * ``fill_then_flush``: gradient ``n`` goes to address ``n`` (set ``n % sets``, tag
+#:   ``n // sets``) with the largest threshold, for ``n < sets * ways``, which fills every way
+#:   of every set; then ``flush`` is raised and held; DRAM always ready.
+STIMULI = {
+    "one_address": ["cause_max_updates_write", "hit_on_entry_written_the_cycle_before"],
+    "l2_full": ["cause_direct_write", "l2_full_with_dram_stalled"],
+    "fill_then_flush": ["cause_flush_write", "flush_completes_with_every_way_valid"],
+}
+
+
+def check_stimulus(name):
+    """``name`` if it names a stimulus of :data:`STIMULI` (or is ``None``), else ValueError."""
+    if name is not None and name not in STIMULI:
+        raise ValueError(f"stimulus {name!r}: expected one of {', '.join(STIMULI)}")
+    return name
+
+
+def constrain(h, m, P, name):
+    """Assume the directed stimulus ``name`` (one of :data:`STIMULI`) on the free inputs."""
+    check_stimulus(name)
+    d = h.dut
+    top = (1 << h.gw) - 1
+    entries = d.sets * d.ways
+    n = Signal(range(entries + 2), name="stimulus_accepted")
+    with m.If(h.accept & (n <= entries)):
+        m.d.sync += n.eq(n + 1)
+    valid, addr, grad, thresh, flush, ready = 1, 0, 1, top, 0, 1
+    if name == "l2_full":
+        thresh, ready = 0, 0
+    elif name == "fill_then_flush":
+        valid, addr, flush = n < entries, n, n >= entries
+    # The harness's own free choices are pinned too (they do not drive the design): the
+    # tracked address is the stimulus's first one, and the FIFO contract follows the first
+    # write into L2. Every run-time mode is off (these situations need none).
+    modes_off = Cat(h.in_modes.values()) == 0
+    P.assume("input", f"stimulus_{name}",
+             (h.rst == Initial()) & (h.track == 0) & (h.fifo_pick == 1) &
+             (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) &
+             (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready) &
+             modes_off)

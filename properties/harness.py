@@ -2,8 +2,10 @@
 read ports, bound to the properties of :mod:`.assumptions`, :mod:`.outputs`,
 :mod:`.invariants` and :mod:`.covers`.
 
-Every input of the design is driven by an ``AnySeq`` (named ``in_*`` here, so that traces and
-witness files show them), and the tracked address is an ``AnyConst``. The clock domain's reset
+Every input of the design, the run-time modes' included, is driven by an ``AnySeq`` (named
+``in_*`` here, so that traces and witness files show them), the stochastic mode's random bits
+too (``in_random``, in place of the LFSR: :class:`FreeRandom`), and the tracked address is an
+``AnyConst``. The clock domain's reset
 is a free input too (``rst``): unless ``reset="initial"``, the design may be reset at any cycle
 and every property must still hold. Assertions are not checked in a cycle in which ``rst`` is
 high, and the "previous cycle" registers of the stream rules are cleared by reset.
@@ -15,13 +17,45 @@ from amaranth.hdl import Assume
 
 from design import GradientCompressor, L1State
 from design.layouts import value_width
-from design.params import BYPASS_WINDOWS, DEFAULTS
+from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
 
 from .base import PropertySet
-from . import assumptions, outputs, invariants, covers, writeback, policy, liveness
+from . import assumptions, outputs, invariants, covers, writeback, policy, liveness, modes
+from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
-__all__ = ["FormalHarness", "CONFIGS", "flush_bound", "progress_bound", "measure_max"]
+__all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "mode_inputs", "flush_bound",
+           "progress_bound", "measure_max"]
+
+
+def mode_inputs(dut):
+    """``{name: width}`` of the design's run-time mode inputs: every key of
+    :data:`design.params.MODES_OFF`, and the LFSR's seed and load."""
+    names = list(MODES_OFF) + ["lfsr_seed", "lfsr_load"]
+    return {name: len(getattr(dut, name)) for name in names}
+
+
+class FreeRandom(Elaboratable):
+    """Stands in for :class:`design.modes.Lfsr` in the proofs: the same members, but the state
+    it takes after a ``step`` (or a ``load``, or reset) is arbitrary: ``source``, a free input
+    of the harness, in the first cycle after one, held from then on. So the random bits of
+    every stochastic decision are any bits at all, held while the decision waits for L2, as
+    the LFSR holds its state between steps (a write being offered must not change)."""
+
+    def __init__(self):
+        self.seed   = Signal(LFSR_WIDTH, name="lfsr_seed_unused")
+        self.load   = Signal(name="lfsr_load")
+        self.step   = Signal(name="lfsr_step")
+        self.state  = Signal(LFSR_WIDTH, name="random_bits")
+        self.source = Signal(LFSR_WIDTH, name="random_source")
+
+    def elaborate(self, platform):
+        m = Module()
+        fresh = Signal(init=1, name="random_fresh")     # stepped, loaded or reset last cycle
+        held  = Signal(LFSR_WIDTH, name="random_held")
+        m.d.sync += [fresh.eq(self.step | self.load), held.eq(self.state)]
+        m.d.comb += self.state.eq(Mux(fresh, self.source, held))
+        return m
 
 
 #: Named configurations (keyword arguments of GradientCompressor).
@@ -71,13 +105,22 @@ class FormalHarness(Elaboratable):
         Assertions outside ``focus`` are assumed for the past cycles (``True``) or dropped.
     design : module or None
         A module providing ``GradientCompressor`` (the mutation check passes a mutant copy).
+    stimulus : str or None
+        Deep covers only: assume the directed input sequence of that name
+        (:data:`.covers.STIMULI`, reset in the first cycle only) instead of free inputs.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
-                 reset="any", covers=False, design=None, assume_others=True):
+                 reset="any", covers=False, design=None, assume_others=True,
+                 stimulus=None):
+        self.stimulus = check_stimulus(stimulus)
         self.config = dict(config)
         cls = GradientCompressor if design is None else design.GradientCompressor
         self.dut = cls(**self.config)
+        # The random bits are free in the proofs (elaborate() drives them): the LFSR is replaced
+        # before the design is elaborated.
+        self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
+        self.dut.lfsr = FreeRandom()
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
@@ -142,13 +185,22 @@ class FormalHarness(Elaboratable):
             d.flush.eq(self.in_flush),
             d.dram_out.ready.eq(self.in_ready),
         ]
-        # The run-time modes (issue 9: dual threshold, EMA threshold, bypass windows) are held
-        # off here, on purpose and visibly: these proofs cover the design with every mode off.
-        modes = ["small_threshold", "stochastic", "lfsr_seed", "lfsr_load", "ema_enable",
-                 "ema_per_step", "ema_shift", "ema_scale", "ema_min", "ema_max"]
-        modes += [f"bypass{i}_{field}" for i in range(BYPASS_WINDOWS)
-                  for field in ("base", "limit", "enable")]
-        m.d.comb += [getattr(d, name).eq(0) for name in modes]
+        # The run-time modes (design/modes.py) are free too, every one of them an AnySeq, so
+        # they may change in any cycle: any threshold trajectory (``threshold`` or the EMA's),
+        # any small_threshold and dual-threshold mode, any EMA settings, any bypass windows.
+        # Each is named in_<input> (traces, witnesses). rtlil.convert ties an undriven input
+        # to 0, and a proof would then pass for nothing: tests/test_properties.py checks that
+        # every input of the design is driven from here.
+        self.in_modes = {}
+        for name, width in mode_inputs(d).items():
+            sig = Signal(width, name=f"in_{name}")
+            self.in_modes[name] = sig
+            m.d.comb += [sig.eq(AnySeq(width)), getattr(d, name).eq(sig)]
+        # The stochastic mode's random bits: a free input in place of the LFSR's next state,
+        # which __init__ swapped for FreeRandom. What is proven for any bits holds for the
+        # LFSR's; the LFSR itself is checked against the reference model in tests.
+        self.in_random = Signal(LFSR_WIDTH)
+        m.d.comb += [self.in_random.eq(AnySeq(LFSR_WIDTH)), d.lfsr.source.eq(self.in_random)]
 
         # -- handy views -------------------------------------------------------------------
         self.accept = Signal()
@@ -211,15 +263,21 @@ class FormalHarness(Elaboratable):
                            - Mux(out_t, d.dram_out.p.value, 0)),
             self.l2_n.eq(self.l2_n + in_t - out_t),
         ]
-        # Balance: accepted minus written to DRAM, for the tracked address.
+        # Accounted discards for the tracked address (dual threshold: a tiny miss dropped, or
+        # the rounding error of its stochastic write), as the design reports them.
+        disc_t = d.discard & (d.discard_addr == self.track)
+        # Balance: accepted minus written to DRAM minus accounted, for the tracked address.
         self.balance = Signal(signed(self.bw))
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
-                                    - Mux(out_t, d.dram_out.p.value, 0))
-        # Accepted minus pushed to L2, for the tracked address: what L1 and s1 must hold.
+                                    - Mux(out_t, d.dram_out.p.value, 0)
+                                    - Mux(disc_t, d.discard_error, 0))
+        # Accepted minus pushed to L2 minus accounted, for the tracked address: what L1 and s1
+        # must hold.
         self.l1_balance = Signal(signed(self.bw))
         m.d.sync += self.l1_balance.eq(self.l1_balance + Mux(acc_t, d.grad_in.p.grad, 0)
-                                       - Mux(in_t, l1.push.p.value, 0))
+                                       - Mux(in_t, l1.push.p.value, 0)
+                                       - Mux(disc_t, d.discard_error, 0))
 
         # L2 contents, from the storage itself (whole_storage).
         if self.l2_ports:
@@ -248,13 +306,46 @@ class FormalHarness(Elaboratable):
             m.d.comb += self.l1_total.eq(sum(way.valid for p in self.l1_ports
                                              for way in p.data.ways))
 
+        # Whether the gradient on grad_in lies in an enabled bypass window (restated from
+        # design/modes.py: base <= addr <= limit), and the same for the gradient in s1.
+        self.in_window = Signal()
+        m.d.comb += self.in_window.eq(Cat(
+            self.in_modes[f"bypass{i}_enable"] &
+            (self.in_modes[f"bypass{i}_base"] <= self.in_addr) &
+            (self.in_addr <= self.in_modes[f"bypass{i}_limit"])
+            for i in range(BYPASS_WINDOWS)).any())
+        self.s1_in_window = Signal()
+        with m.If(self.s1_commits):
+            m.d.sync += self.s1_in_window.eq(0)
+        with m.If(self.accept):
+            m.d.sync += self.s1_in_window.eq(self.in_window)
+
+        # s1 was loaded in the cycle before (its first cycle), and the stochastic rule
+        # (modes.stochastic_writes) applied to the random bits of that cycle: the decision
+        # the design must make, and hold while s1 waits. In s1's first cycle it is the same
+        # expression on the same signals as the design's (so the solver meets one multiplier),
+        # later a register (proven equal to the design's held decision: pipeline group).
+        self.s1_new = Signal()
+        m.d.sync += self.s1_new.eq(self.accept)
+        self.s1_decision = Signal()
+        decision_held = Signal(name="s1_decision_held")
+        m.d.comb += self.s1_decision.eq(Mux(
+            self.s1_new,
+            modes.stochastic_writes(self, d.lfsr.state, l1.s1.grad, l1.s1.small_threshold),
+            decision_held))
+        m.d.sync += decision_held.eq(self.s1_decision)
+        self.s1_decision_held = decision_held
+
         assumptions.add(self, m, P)
         outputs.add(self, m, P)
         invariants.add(self, m, P)
         writeback.add(self, m, P)
         policy.add(self, m, P)
+        modes.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)
+        if self.stimulus is not None:
+            covers.constrain(self, m, P, self.stimulus)
         if self.covers:
             covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
         # No assertion is checked in a reset cycle.
@@ -272,4 +363,6 @@ class FormalHarness(Elaboratable):
         return sum(way.valid for way in row.ways)
 
     # Signals shown in trace tables and replayed from witnesses.
-    INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]
+    INPUTS = (["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready",
+               "in_random"] + [f"in_{name}" for name in list(MODES_OFF) +
+                               ["lfsr_seed", "lfsr_load"]])

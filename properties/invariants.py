@@ -133,8 +133,9 @@ def add(h, m, P):
     P.check("pipeline", "s1_only_in_run", ~l1.s1_valid | run)
     P.check("pipeline", "s1_classified_right",
             ~l1.s1_valid | (s1.direct == (abs(s1.grad) >= s1.threshold)))
-    P.check("pipeline", "s1_carries_modes_off",    # the harness holds every mode off
-            ~l1.s1_valid | ((s1.small_threshold == 0) & (s1.stochastic == 0)))
+    P.check("pipeline", "s1_fresh_in_s1s_first_cycle", l1.s1_fresh == h.s1_new)
+    P.check("pipeline", "s1_held_stochastic_decision_is_the_first_cycles",
+            ~l1.s1_valid | h.s1_new | (l1.s1_rounds_held == h.s1_decision_held))
     cur = h.l1_s1_port.data
     P.check("pipeline", "s1_row_is_row_in_storage",
             ~(run & l1.s1_valid) | (l1.row.as_value() == cur.as_value()))

@@ -4,7 +4,8 @@
   ``valid`` is high and not taken it stays high with the same payload; ``dram_out.valid`` is
   a register (it cannot wait for ``ready``), and ``push.ready`` depends on L2's level only.
 * ``conservation``: for the tracked address ``a`` (an ``AnyConst``), in every cycle
-  ``accepted(a) - written(a) == held in L1 + held in s1 + held in L2``, L2's share as pushed
+  ``accepted(a) - written(a) - accounted(a) == held in L1 + held in s1 + held in L2``, where
+  ``accounted`` adds up the ``discard_error`` of each ``discard`` for ``a`` (dual threshold), L2's share as pushed
   minus written matches L2's storage, nothing is written for ``a`` unless L2 holds a write
   for ``a``, nothing is pushed for ``a`` unless s1 or L1 holds ``a``, and at ``idle``
   everything accepted for ``a`` has been pushed to L2 (and, with ``whole_storage``, written).
@@ -12,7 +13,10 @@
   L2 empty, nothing in s1 or on either stream; under ``flush`` it stays high once high.
 * ``counters``: each cause strobe is high exactly when a write of that cause enters L2;
   ``l1_hit``/``l1_miss`` only when a small gradient commits; ``accepted_count`` and
-  ``dram_write_count`` count the ``grad_in`` and ``dram_out`` handshakes (mod 2**32).
+  ``dram_write_count`` count the ``grad_in`` and ``dram_out`` handshakes (mod 2**32);
+  ``discard_count`` / ``discard_sum`` count and add up the step's discards (cleared by the
+  first gradient accepted after a completed flush barrier); ``discard`` never with a hit or
+  miss strobe.
 """
 
 from amaranth import *
@@ -47,7 +51,8 @@ def add(h, m, P):
     held_l1 = Mux(h.init, 0, h.l1_sum)
     P.check("conservation", "accepted_eq_l1_plus_s1_plus_pushed",
             h.l1_balance == held_l1 + h.s1_sum)
-    # L1 and s1 hold nothing at idle, so all that was accepted has been pushed to L2 ...
+    # L1 and s1 hold nothing at idle, so all that was accepted has been pushed to L2 or
+    # accounted as discarded ...
     P.check("conservation", "idle_implies_accepted_eq_pushed_to_l2",
             ~d.idle | (h.l1_balance == 0))
     if h.l2_ports:
@@ -98,6 +103,24 @@ def add(h, m, P):
             d.accepted_count == accepted)
     P.check("counters", "dram_write_count_counts_dram_out_handshakes",
             d.dram_write_count == written)
+    # The step's discard totals: held through and after a completed flush barrier, cleared by
+    # the first gradient accepted after it (design/compressor.py's docstring).
+    barrier = Signal(name="flush_barrier_completed")
+    with m.If(d.flush & d.idle):
+        m.d.sync += barrier.eq(1)
+    with m.Elif(h.accept):
+        m.d.sync += barrier.eq(0)
+    clear = barrier & h.accept
+    count = Signal(len(d.discard_count), name="discards_counted")
+    total = Signal.like(d.discard_sum, name="discards_summed")
+    m.d.sync += [count.eq(Mux(clear, 0, count) + d.discard),
+                 total.eq(Mux(clear, 0, total) + Mux(d.discard, d.discard_error, 0))]
+    P.check("counters", "barrier_completed_is_the_designs", d.barrier_done == barrier)
+    P.check("counters", "discard_count_counts_the_steps_discard_strobes",
+            d.discard_count == count)
+    P.check("counters", "discard_sum_adds_the_steps_discard_errors", d.discard_sum == total)
+    P.check("counters", "hit_miss_and_discard_strobes_exclusive",
+            ~(d.discard & (d.l1_hit | d.l1_miss)))
     P.check("counters", "l1_valid_count_and_l2_level_ports",
             (d.l1_valid_count == l1.valid_count) & (d.l2_level == wb.level) &
             (d.burst_active == wb.bursting))

@@ -3,18 +3,21 @@ abstract model of that set, kept by the harness with the rules of ``model/refere
 
 The model holds the set's ways (valid, tag, sum, count) and its round-robin victim pointer. It
 takes the set's gradients in the order they are accepted (the harness records each one as it
-is accepted on ``grad_in``, with the threshold in force then, and applies it when the design
-commits it), and it writes the set out, lowest way first, when the flush scan passes over the
+is accepted on ``grad_in``, with the threshold the streamer judged it by (``threshold``, the
+EMA's, or 0 in a bypass window: :mod:`.modes` proves which) and the dual-threshold settings in
+force then, and applies it when the design commits it: a tiny miss allocates nothing and is
+dropped, or written stochastically by the rule of :func:`.modes.stochastic_writes`), and it writes the set out, lowest way first, when the flush scan passes over the
 set. Asserted (``policy``):
 
-* every write the design pushes for the tracked set (direct, threshold, max-updates, eviction
-  or flush) is the model's next write: address, value and cause; a gradient the model writes
-  nothing for is pushed nowhere; no other write names the set;
-* the gradient in ``s1`` is the one accepted (address, value, threshold);
+* every write the design pushes for the tracked set (direct, threshold, max-updates, eviction,
+  stochastic or flush) is the model's next write: address, value and cause; a gradient the
+  model writes nothing for is pushed nowhere; no other write names the set;
+* the gradient in ``s1`` is the one accepted (address, value, the threshold the streamer judged
+  it by, the dual-threshold settings);
 * outside INIT, the set's row in storage equals the model (valid ways with tag, sum, count;
   the victim pointer), so after INIT the set holds nothing;
-* at the commit of a small gradient of the set, ``l1_hit`` / ``l1_miss`` say what the model
-  says.
+* at the commit of a gradient of the set, ``l1_hit`` / ``l1_miss`` / ``discard`` say what the
+  model says.
 
 As the tracked set is arbitrary (``AnyConst``), this holds for every set.
 """
@@ -48,14 +51,19 @@ def add(h, m, P):
     g_addr  = Signal(h.aw, name="model_gradient_addr")
     g_grad  = Signal(signed(h.gw), name="model_gradient_grad")
     g_thr   = Signal(h.gw, name="model_gradient_threshold")
+    g_small = Signal(h.gw, name="model_gradient_small_threshold")
+    g_stoch = Signal(name="model_gradient_stochastic")
     h.model_pending = g_valid
     commit = Signal(name="model_commit")
     m.d.comb += commit.eq(g_valid & h.s1_commits)
     with m.If(commit):
         m.d.sync += g_valid.eq(0)
     with m.If(h.accept & (h.set_of(d.grad_in.p.addr) == h.track_set)):
+        # The threshold the streamer judged it by (threshold, the EMA's, or 0 in a bypass
+        # window: the modes group proves which), and the dual-threshold settings in force.
         m.d.sync += [g_valid.eq(1), g_addr.eq(d.grad_in.p.addr), g_grad.eq(d.grad_in.p.grad),
-                     g_thr.eq(d.threshold)]
+                     g_thr.eq(l1.grad_in.p.threshold), g_small.eq(d.small_threshold),
+                     g_stoch.eq(d.stochastic)]
 
     # -- the model's decision for that gradient (model/reference.py, ReferenceModel.write) -
     tag = g_addr[h.set_bits:]
@@ -75,6 +83,7 @@ def add(h, m, P):
     exp_cause = Signal(Cause, name="model_write_cause")
     exp_hit   = Signal(name="model_hit")
     exp_miss  = Signal(name="model_miss")
+    exp_tiny  = Signal(name="model_tiny_miss")
     after = Signal(l1.row_layout, name="model_row_after")
     m.d.comb += after.eq(model)
 
@@ -99,6 +108,14 @@ def add(h, m, P):
         with m.Else():
             m.d.comb += [after.ways[hit_way].sum.eq(hit_sum),
                          after.ways[hit_way].count.eq(hit_count)]
+    with m.Elif(abs(g_grad) < g_small):
+        # Dual threshold: a tiny miss allocates nothing. The stochastic rule, on the random
+        # bits of s1's first cycle, is the harness's s1_decision: applied to s1's copy of the
+        # gradient (equal to the model's, asserted below), so that the solver meets the
+        # design's multiplier and not a second copy.
+        m.d.comb += exp_tiny.eq(1)
+        with m.If(g_stoch & h.s1_decision):
+            write(g_addr, Mux(g_grad < 0, -g_small, g_small), Cause.STOCHASTIC)
     with m.Elif(free.any()):
         m.d.comb += exp_miss.eq(1)
         if mu == 1:
@@ -128,7 +145,8 @@ def add(h, m, P):
     P.check("policy", "s1_holds_the_tracked_sets_gradient_as_accepted",
             (g_valid == (run & l1.s1_valid & (h.s1_set == h.track_set))) &
             (~g_valid | ((l1.s1.addr == g_addr) & (l1.s1.grad == g_grad) &
-                         (l1.s1.threshold == g_thr))))
+                         (l1.s1.threshold == g_thr) & (l1.s1.small_threshold == g_small) &
+                         (l1.s1.stochastic == g_stoch))))
     P.check("policy", "commit_writes_what_the_model_writes",
             ~commit | ((l1.push.valid == exp_valid) &
                        (~exp_valid | ((push.addr == exp_addr) & (push.value == exp_value) &
@@ -155,5 +173,6 @@ def add(h, m, P):
                  last_scanning.eq((l1.state == L1State.SCAN) & ~d.flush)]
     P.check("policy", "scan_stops_after_its_set_when_flush_drops",
             ~last_scanning | (l1.state != L1State.SCAN) | (l1.scan_set == last_scan_set))
-    P.check("policy", "hit_and_miss_strobes_are_the_models",
-            ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss)))
+    P.check("policy", "hit_miss_and_discard_strobes_are_the_models",
+            ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
+                       (d.discard == exp_tiny)))

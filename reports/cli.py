@@ -27,9 +27,10 @@ from model import CAUSES
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
-                      usage_error)
+from .console import (ArgumentParser, UsageError, integer, positive_integer, prepare_out,
+                      table, usage_error)
 from .console import progress as console_progress
+from .modes import mode_table
 from .provenance import describe, provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
@@ -52,19 +53,6 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
             check_threshold(threshold, DEFAULTS["grad_width"])
         except ValueError as error:
             raise UsageError(f"{threshold_option} {str(error).partition(' ')[2]}") from None
-
-
-def prepare_out(path):
-    """Create the output folder ``path`` now, before minutes of simulation, and check that a
-    file can be written there; raise :class:`UsageError` if not."""
-    try:
-        os.makedirs(path, exist_ok=True)
-        with open(os.path.join(path, ".write-test"), "w"):
-            pass
-        os.remove(os.path.join(path, ".write-test"))
-    except OSError as error:
-        raise UsageError(f"--out {path}: cannot write there ({error.strerror or error})") \
-            from None
 
 
 def parse_params(items):
@@ -135,6 +123,10 @@ def build_parser():
                           "only) as a waveform, with a GTKWave save file (.gtkw) beside it")
     run.add_argument("--vcd-cycles", type=positive_integer, default=2000, metavar="N",
                      help="cycles to write with --vcd (default: %(default)s)")
+    run.add_argument("--modes", action="store_true",
+                     help="add the run-time modes compared on every workload (exact, drop, "
+                          "stochastic, EMA, bypass: python -m reports.modes), each setting run "
+                          "on the RTL and checked against the reference model")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
@@ -320,6 +312,20 @@ def render_markdown(report):
         if m.get("plots"):
             lines += [f"![writes by cause]({m['plots']['causes']})",
                       f"![burst lengths]({m['plots']['bursts']})", ""]
+    moded = [m for m in report["workloads"] if m.get("modes")]
+    if moded:
+        lines += ["## Run-time modes", "",
+                  "Each setting (`python -m reports.modes`, docs/reports.md) run on the RTL and "
+                  "on the reference model; figures from the model, which the RTL matched write "
+                  "for write, cause for cause and discard for discard. Error = DRAM content "
+                  "minus exact, per address after each step.", ""]
+        for m in moded:
+            w = m["modes"]
+            lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "
+                      f"{w['small_threshold']}", "", mode_table(w["rows"]), ""]
+            bad = [r["mode"] for r in w["rows"] if not r["rtl_check"]]
+            if bad:
+                lines += [f"**RTL check FAILED for {', '.join(bad)}**", ""]
     failed = [m["workload"] for m in report["workloads"] if not m["conservation"]["ok"]]
     mismatch = [m["workload"] for m in report["workloads"]
                 if m["conservation"]["ok"] and not m["cross_check"]["match"]]
@@ -418,6 +424,13 @@ def _report(args, argv, result_filter):
         except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
             print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
             return 1
+        if args.modes:
+            from .modes import compare_modes
+            try:
+                metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
+                                                 backend=backend)
+            except ValueError as error:
+                raise UsageError(f"--modes: {error}") from None
         report["workloads"].append(metrics)
         if metrics["conservation"]["ok"]:
             oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
@@ -439,7 +452,8 @@ def _report(args, argv, result_filter):
         print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "
               f"{gtkw_path_for(args.vcd)}", file=sys.stderr)
     bad = [m for m in report["workloads"]
-           if not m["conservation"]["ok"] or not m["cross_check"]["match"]]
+           if not m["conservation"]["ok"] or not m["cross_check"]["match"]
+           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
     return 1 if bad else 0
 
 

@@ -9,13 +9,14 @@ place so that every command looks and fails the same way.
 """
 
 import argparse
+import os
 import sys
 
 from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "positive_integer",
-           "table", "progress"]
+           "prepare_out", "table", "progress"]
 
 #: Exit status of a bad argument or input file.
 USAGE_STATUS = 2
@@ -78,3 +79,16 @@ def progress(total, label, *, enabled=True, unit="op"):
     interactive = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     return tqdm(total=total, desc=label, unit=unit, disable=not enabled, file=sys.stderr,
                 dynamic_ncols=True, mininterval=0.5 if interactive else 10)
+
+
+def prepare_out(path):
+    """Create the output folder ``path`` now, before minutes of simulation, and check that a
+    file can be written there; raise :class:`UsageError` if not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        with open(os.path.join(path, ".write-test"), "w"):
+            pass
+        os.remove(os.path.join(path, ".write-test"))
+    except OSError as error:
+        raise UsageError(f"--out {path}: cannot write there ({error.strerror or error})") \
+            from None

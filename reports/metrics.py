@@ -51,17 +51,19 @@ class Conservation:
         return "CONSERVATION CHECK FAILED: " + "; ".join(parts)
 
 
-def check_conservation(accepted, writes, offered=None, show=5):
-    """Per address, the sum of values written must equal the sum of gradients accepted.
+def check_conservation(accepted, writes, offered=None, show=5, discards=()):
+    """Per address, the sum of values written plus the accounted discard errors (the dual
+    threshold's, ``grad - written`` each) must equal the sum of gradients accepted.
 
-    ``accepted`` is a list of ``(addr, grad, ...)``, ``writes`` a list of ``(addr, value)``;
-    ``offered`` (optional, ``(addr, grad)`` pairs) must equal what was accepted, in order.
+    ``accepted`` is a list of ``(addr, grad, ...)``, ``writes`` and ``discards`` lists of
+    ``(addr, value)``; ``offered`` (optional, ``(addr, grad)`` pairs) must equal what was
+    accepted, in order.
     """
     sums = defaultdict(int)
     for item in accepted:
         sums[item[0]] += item[1]
     written = defaultdict(int)
-    for addr, value in writes:
+    for addr, value in [*writes, *discards]:
         written[addr] += value
     bad = sorted(a for a in set(sums) | set(written) if sums.get(a, 0) != written.get(a, 0))
     problem = ""
@@ -122,11 +124,13 @@ def reference_points(ops, gradients, max_updates=DEFAULTS["max_updates"],
 
 def cross_check(ops, result, sets, ways, max_updates=DEFAULTS["max_updates"],
                 grad_width=DEFAULTS["grad_width"]):
-    """Compare the RTL's writes and causes with :class:`ReferenceModel` of the same geometry.
+    """Compare the RTL's writes, causes and accounted discards with :class:`ReferenceModel`
+    of the same geometry (``ops`` may set run-time modes).
 
-    Returns ``{"match": bool, "model_writes": n, "first_mismatch": ... or None}``."""
-    model = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates,
-                           grad_width=grad_width).run(ops)
+    Returns ``{"match": bool, "model_writes": n, "first_mismatch": ... or None, ...}``."""
+    reference = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates,
+                               grad_width=grad_width)
+    model = reference.run(ops)
     expected = [(w.addr, w.value) for w in model]
     causes = [w.cause for w in model]
     first = None
@@ -139,8 +143,10 @@ def cross_check(ops, result, sets, ways, max_updates=DEFAULTS["max_updates"],
         first = {"index": n, "model": len(expected), "rtl": len(result.writes),
                  "what": "number of writes differs"}
     cause_match = causes == list(result.causes)
-    return {"match": first is None and cause_match, "writes_match": first is None,
-            "causes_match": cause_match, "model_writes": len(expected),
+    discards_match = [(d.addr, d.error) for d in reference.discards] == list(result.discards)
+    return {"match": first is None and cause_match and discards_match,
+            "writes_match": first is None, "causes_match": cause_match,
+            "discards_match": discards_match, "model_writes": len(expected),
             "first_mismatch": first}
 
 

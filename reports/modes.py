@@ -1,10 +1,14 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
-    python -m reports.modes [WORKLOAD ...] [--small-threshold N] [--out reports/out]
+    python -m reports.modes [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
+                            [--sim compiled|amaranth] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
-:class:`model.ReferenceModel`, which matches the RTL write for write and discard for discard
-in every mode (``tests/test_modes.py``), with the design's default geometry:
+:class:`model.ReferenceModel` with the design's default geometry. With ``--engine rtl`` (the
+default) every setting also runs through the RTL (the compiled simulator when available), and
+the run must match the model write for write, cause for cause and discard for discard, and
+conserve every address (accepted = written + discarded); the command exits 1 otherwise. The
+figures are:
 
 * DRAM writes, compression ratio (gradients / writes) and DRAM bytes (8 per write);
 * for the lossy modes (the dual threshold), the discarded mass ``sum |grad - written|`` over
@@ -35,12 +39,12 @@ from collections import defaultdict
 from design.params import DEFAULTS
 from model import ReferenceModel
 
-from .cli import prepare_out
-from .console import ArgumentParser, UsageError, integer, table, usage_error
-from .metrics import BYTES_PER_WRITE
+from .backend import BACKENDS, resolve_backend, run_rtl
+from .console import ArgumentParser, UsageError, integer, prepare_out, table, usage_error
+from .metrics import BYTES_PER_WRITE, check_conservation, cross_check
 from .provenance import describe, provenance
 
-__all__ = ["mode_settings", "compare_modes", "render_markdown", "main"]
+__all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 
 DEFAULT_OUT = os.path.join("reports", "out")
 
@@ -62,10 +66,10 @@ def mode_settings(threshold, small_threshold, addr_low, addr_high):
     }
 
 
-def _run(ops, prefix):
+def _run(ops, prefix, params):
     """Writes, discards and the per-step per-address DRAM contents of one setting."""
-    model = ReferenceModel(sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                           max_updates=DEFAULTS["max_updates"])
+    model = ReferenceModel(sets=params["sets"], ways=params["ways"],
+                           max_updates=params["max_updates"])
     model.run(prefix)
     dram, accepted = defaultdict(int), defaultdict(int)
     writes, steps = 0, []
@@ -81,8 +85,22 @@ def _run(ops, prefix):
     return writes, model, steps
 
 
-def compare_modes(trace, *, threshold=None, small_threshold=None):
-    """The figures of every setting on ``trace`` (see the module documentation)."""
+def _rtl_check(backend, params, ops):
+    """Run ``ops`` through the RTL; whether it matches the model and conserves every
+    address."""
+    result = run_rtl(backend, params, ops)
+    conservation = check_conservation(result.accepted, result.writes, discards=result.discards)
+    check = cross_check(ops, result, params["sets"], params["ways"], params["max_updates"])
+    return conservation.ok and check["match"]
+
+
+def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, backend=None):
+    """The figures of every setting on ``trace`` (see the module documentation), with the
+    geometry ``params`` (some of :data:`design.params.DEFAULTS`' keys; default: the design's
+    defaults); with a ``backend`` (:data:`reports.backend.BACKENDS`), each row's
+    ``rtl_check`` says whether the RTL run of the setting matched the model and conserved
+    every address."""
+    params = dict(DEFAULTS, **(params or {}))
     if threshold is None:
         thresholds = sorted(set(trace.threshold.tolist()))
         if len(thresholds) != 1:
@@ -96,7 +114,7 @@ def compare_modes(trace, *, threshold=None, small_threshold=None):
     n = len(trace)
     rows = []
     for name, prefix in settings.items():
-        writes, model, steps = _run(ops, prefix)
+        writes, model, steps = _run(ops, prefix, params)
         errors = [e for step in steps for e in step.values()]
         bias = [sum(step.values()) / len(step) for step in steps if step]
         rows.append({
@@ -108,28 +126,37 @@ def compare_modes(trace, *, threshold=None, small_threshold=None):
             "error_mean": sum(map(abs, errors)) / len(errors) if errors else 0.0,
             "error_max": max(map(abs, errors), default=0),
             "bias": sum(bias) / len(bias) if bias else 0.0,
+            "rtl_check": None if backend is None else _rtl_check(backend, params, prefix + ops),
         })
     return {"workload": trace.name, "gradients": n, "steps": trace.steps,
             "threshold": threshold, "small_threshold": small_threshold, "rows": rows}
 
 
+def mode_table(rows):
+    """The Markdown table of one workload's rows."""
+    return table([[r["mode"], r["dram_writes"],
+                   f"{r['compression_ratio']:.2f}x" if r["compression_ratio"] else "-",
+                   r["dram_bytes"], r["discards"], r["discarded_mass"],
+                   f"{r['error_mean']:.3f}", r["error_max"], f"{r['bias']:+.3f}"]
+                  for r in rows],
+                 ["mode", "DRAM writes", "ratio", "DRAM bytes", "discards", "discarded mass",
+                  "mean abs error", "max abs error", "bias"],
+                 align=["left"] + ["right"] * 8)
+
+
 def render_markdown(data):
+    checked = (f"each setting also run on the RTL ({data['backend']} simulator): its writes, "
+               f"causes and discards equal the model's and every address is conserved"
+               if data.get("backend") else "not run on the RTL here (--engine model)")
     lines = ["# Run-time modes compared", "", f"Command: `{data['command']}`  ",
              describe(data) + "  ",
-             "Figures from the reference model (write for write the RTL's, tests/test_modes.py), "
-             f"default geometry; error = DRAM content minus exact, per address after each step.",
+             f"Figures from the reference model, default geometry; {checked}. "
+             f"Error = DRAM content minus exact, per address after each step.",
              ""]
     for w in data["workloads"]:
         lines += [f"## {w['workload']}: {w['gradients']} gradients, {w['steps']} steps, "
                   f"threshold {w['threshold']}, small_threshold {w['small_threshold']}", "",
-                  table([[r["mode"], r["dram_writes"],
-                          f"{r['compression_ratio']:.2f}x" if r["compression_ratio"] else "-",
-                          r["dram_bytes"], r["discards"], r["discarded_mass"],
-                          f"{r['error_mean']:.3f}", r["error_max"], f"{r['bias']:+.3f}"]
-                         for r in w["rows"]],
-                        ["mode", "DRAM writes", "ratio", "DRAM bytes", "discards",
-                         "discarded mass", "mean abs error", "max abs error", "bias"],
-                        align=["left"] + ["right"] * 8), ""]
+                  mode_table(w["rows"]), ""]
     return "\n".join(lines)
 
 
@@ -143,6 +170,11 @@ def build_parser():
                         help="threshold (default: the trace's own)")
     parser.add_argument("--small-threshold", type=integer, default=None,
                         help="dual threshold of drop and stochastic (default: threshold // 4)")
+    parser.add_argument("--engine", choices=("rtl", "model"), default="rtl",
+                        help="rtl (default): also run every setting on the RTL and check it "
+                             "against the model; model: the model only (faster)")
+    parser.add_argument("--sim", choices=BACKENDS, default=None,
+                        help="RTL simulator (default: compiled if available)")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     return parser
@@ -154,6 +186,7 @@ def main(argv=None):
     try:
         from workloads import TraceError, get_workload
         prepare_out(args.out)
+        backend = resolve_backend(args.sim) if args.engine == "rtl" else None
         start = time.monotonic()
         results = []
         for name in args.workloads:
@@ -163,7 +196,8 @@ def main(argv=None):
                 raise UsageError(error) from None
             try:
                 results.append(compare_modes(trace, threshold=args.threshold,
-                                             small_threshold=args.small_threshold))
+                                             small_threshold=args.small_threshold,
+                                             backend=backend))
             except ValueError as error:
                 raise UsageError(error) from None
     except UsageError as error:
@@ -171,12 +205,18 @@ def main(argv=None):
     data = {"command": "python -m reports.modes " +
             " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
             **provenance(), "seconds": round(time.monotonic() - start, 2),
-            "workloads": results}
+            "backend": backend, "workloads": results}
     with open(os.path.join(args.out, "modes.json"), "w") as f:
         json.dump(data, f, indent=1)
     with open(os.path.join(args.out, "modes.md"), "w") as f:
         f.write(render_markdown(data))
     print(f"wrote {args.out}/modes.md and modes.json ({data['seconds']:.1f} s)", file=sys.stderr)
+    failed = [f"{w['workload']}/{r['mode']}" for w in results for r in w["rows"]
+              if r["rtl_check"] is False]
+    if failed:
+        print(f"RTL check failed (writes, causes, discards or conservation): "
+              f"{', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -7,8 +7,9 @@ takes seconds; ``--engine rtl`` simulates every point with the RTL instead (and 
 each against the model).
 
 ``--small-thresholds`` adds the dual threshold's ``small_threshold`` (0: off) as a dimension,
-in mode drop or (``--stochastic``) stochastic, with the reference model (``design/modes.py``);
-the oracle stays the exact policy.
+in mode drop or (``--stochastic``) stochastic (``design/modes.py``), with either engine (the
+RTL engine also checks accepted = written + discarded per address, and the discards against
+the model's); the oracle stays the exact policy.
 """
 
 import argparse
@@ -23,8 +24,8 @@ from design.params import DEFAULTS
 from model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .cli import check_params, prepare_out
-from .console import (ArgumentParser, UsageError, integer, positive_integer, table,
+from .cli import check_params
+from .console import (ArgumentParser, UsageError, integer, positive_integer, prepare_out, table,
                       usage_error)
 from .console import progress as console_progress
 from .metrics import check_conservation, cross_check
@@ -66,8 +67,7 @@ def build_parser():
     parser.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],
                         help="default: %(default)s")
     parser.add_argument("--small-thresholds", type=_int_list, default=[0],
-                        help="comma-separated dual thresholds, 0 = off (default: 0; needs "
-                             "--engine model)")
+                        help="comma-separated dual thresholds, 0 = off (default: 0)")
     parser.add_argument("--stochastic", action="store_true",
                         help="dual threshold mode stochastic (LFSR seed 1) instead of drop")
     parser.add_argument("--limit", type=positive_integer, default=None,
@@ -128,9 +128,12 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
                 point["discards"] = len(model.discards)
             else:
                 params = {"sets": sets, "ways": ways, "max_updates": max_updates}
-                result = run_rtl(backend, params, ops)
-                conservation = check_conservation(result.accepted, result.writes)
-                check = cross_check(ops, result, sets, ways, max_updates)
+                point_ops = _mode_ops(small, stochastic) + ops
+                result = run_rtl(backend, params, point_ops)
+                conservation = check_conservation(result.accepted, result.writes,
+                                                  discards=result.discards)
+                check = cross_check(point_ops, result, sets, ways, max_updates)
+                point["discards"] = len(result.discards)
                 point["conservation_ok"] = conservation.ok
                 point["cross_check"] = check["match"]
                 checks_ok &= conservation.ok and check["match"]
@@ -188,9 +191,6 @@ def _sweep(args, argv):
         check_params({}, threshold, threshold_option="--thresholds")
     for small in args.small_thresholds:
         check_params({}, small, threshold_option="--small-thresholds")
-    if args.engine == "rtl" and args.small_thresholds != [0]:
-        raise UsageError("--small-thresholds needs --engine model (the RTL engine's compiled "
-                         "simulator runs with every mode off)")
     try:
         trace = get_workload(args.workload)
     except TraceError as error:

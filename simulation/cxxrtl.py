@@ -15,9 +15,10 @@ configuration takes 5-10 seconds to build it.
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
-usual iterable of ``("grad", addr, grad, threshold)`` / ``("flush",)`` tuples (every run-time
-mode is off: its inputs stay 0, and ``("modes", ...)`` / ``("seed", ...)`` are refused), or a NumPy
-integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush).
+usual iterable of :func:`~simulation.driver.simulate`'s operations (``("grad", addr, grad,
+threshold)``, ``("flush",)``, ``("modes", {input: value})``, ``("seed", value)``), or a NumPy
+integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush, every
+run-time mode off).
 ``gap`` may be ``None``, an integer, or a callable ``gap(index)`` as for ``simulate``.
 
 The DRAM ready pattern must be one the compiled driver knows: :func:`~simulation.driver.always`,
@@ -47,7 +48,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from design import GradientCompressor
-from design.params import DEFAULTS
+from design.params import DEFAULTS, MODES_OFF, check_modes
 from model import CAUSES
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
@@ -127,9 +128,10 @@ class CompiledSimulator:
 
     # -- encoding ------------------------------------------------------------------------------
     def _encode_ops(self, ops, gap):
-        """The operations file (see ``cxxrtl_driver.cc``): a header, the kinds, then the
-        gradients' columns."""
+        """The operations file (see ``cxxrtl_driver.cc``): a header, the kinds, the
+        gradients' columns, then the mode settings' columns."""
         np_ops = _as_numpy_gradients(ops)
+        settings = []   # (mode input index, value), one per kind 2 or 3
         if np_ops is not None:
             n = n_ops = np_ops.shape[0]
             kinds = bytes(n)
@@ -138,19 +140,19 @@ class CompiledSimulator:
         else:
             if not isinstance(ops, (list, tuple)):
                 ops = list(ops)
-            n_ops = len(ops)
             try:
                 kinds = bytes(map(_KINDS.__getitem__, [op[0] for op in ops]))
             except (KeyError, IndexError, TypeError):
                 for op in ops:
-                    if op and op[0] in ("modes", "seed"):
-                        raise ValueError(f"the compiled simulator runs with every mode off, so "
-                                         f"it does not take {op!r}; use "
-                                         f"simulation.simulate") from None
                     if not op or op[0] not in _KINDS:
                         raise ValueError(f"unknown operation {op!r}") from None
                 raise
-            n = n_ops - kinds.count(1)
+            # gap(index) counts the operations as given, before the settings are expanded.
+            gap_indices = [i for i, k in enumerate(kinds) if k == _KINDS["grad"]]
+            if len(gap_indices) + kinds.count(_KINDS["flush"]) < len(ops):
+                ops, kinds, settings = self._expand_modes(ops)
+            n_ops = len(ops)
+            n = kinds.count(_KINDS["grad"])
             grads = ops if n == n_ops else [op for op in ops if op[0] == "grad"]
             if grads and set(map(len, grads)) != {4}:
                 bad = next(op for op in grads if len(op) != 4)
@@ -160,7 +162,6 @@ class CompiledSimulator:
                       self.params["grad_width"])
             columns = [_int64_column([op[i + 1] for op in grads], width).tobytes()
                        for i, width in enumerate(widths)]
-            gap_indices = None
         if gap is None:
             gap_mode, gap_const, gaps = 0, 0, b""
         elif isinstance(gap, int) and not isinstance(gap, bool):
@@ -168,13 +169,35 @@ class CompiledSimulator:
         else:
             if not callable(gap):
                 gap = gap.__getitem__
-            if gap_indices is None:
-                gap_indices = [i for i, k in enumerate(kinds) if k == 0]
             gap_mode, gap_const = 2, 0
             gaps = array("q", [gap(i) for i in gap_indices]).tobytes()
-        header = struct.pack("<4q", n_ops, n, gap_mode, gap_const)
+        header = struct.pack("<5q", n_ops, n, gap_mode, gap_const, len(settings))
         pad = bytes(-n_ops % 8)
-        return b"".join([header, kinds, pad, *columns, gaps])
+        inputs = array("q", [i for i, _ in settings]).tobytes()
+        values = array("q", [v for _, v in settings]).tobytes()
+        return b"".join([header, kinds, pad, *columns, gaps, inputs, values])
+
+    def _expand_modes(self, ops):
+        """``ops`` with each ``("modes", {...})`` split into one operation per input it
+        sets; returns ``(ops, kinds, settings)``: ``settings`` holds the ``(input index,
+        value)`` of each setting or seed operation, in order."""
+        expanded, settings = [], []
+        for op in ops:
+            if op[0] == "modes":
+                check_modes(op[1], addr_width=self.params["addr_width"],
+                            grad_width=self.params["grad_width"])
+                for name, value in op[1].items():
+                    expanded.append(("mode",))
+                    settings.append((_MODE_INPUTS.index(name), value))
+            elif op[0] == "seed":
+                if not 0 <= op[1] < 2 ** 32:
+                    raise ValueError(f"an LFSR seed is a 32-bit unsigned integer, not {op[1]!r}")
+                expanded.append(op)
+                settings.append((0, op[1]))
+            else:
+                expanded.append(op)
+        kinds = bytes(_KINDS["modes"] if op[0] == "mode" else _KINDS[op[0]] for op in expanded)
+        return expanded, kinds, settings
 
     @staticmethod
     def _dram_args(dram_ready):
@@ -237,9 +260,10 @@ class CompiledSimulator:
         return result
 
     def _decode(self, data):
-        header = struct.unpack_from("<11q", data, 0)
+        header = struct.unpack_from("<13q", data, 0)
         n_acc, n_wr, n_causes, n_flush = header[:4]
-        offset = struct.calcsize("<11q")
+        n_discards = header[10]
+        offset = struct.calcsize("<13q")
         unsigned_addr = self.params["addr_width"] >= 64
 
         def take(count, typecode="q"):
@@ -252,9 +276,12 @@ class CompiledSimulator:
 
         acc_addr = take(n_acc, "Q" if unsigned_addr else "q")
         acc_grad, acc_threshold, accept_cycles = take(n_acc), take(n_acc), take(n_acc)
+        accept_thresholds = take(n_acc)
         wr_addr = take(n_wr, "Q" if unsigned_addr else "q")
         wr_value, write_cycles = take(n_wr), take(n_wr)
-        flush_cycles = take(n_flush)
+        flush_cycles, step_count, step_sum = take(n_flush), take(n_flush), take(n_flush)
+        discard_addr = take(n_discards, "Q" if unsigned_addr else "q")
+        discard_error = take(n_discards)
         causes = take(n_causes, "B")
         result = SimResult()
         result.accepted = list(zip(acc_addr.tolist(), acc_grad.tolist(), acc_threshold.tolist()))
@@ -265,14 +292,28 @@ class CompiledSimulator:
         (result.input_stall_cycles, result.dram_stall_cycles, result.hits, result.misses,
          result.cycles) = header[4:9]
         result.flush_cycles = flush_cycles.tolist()
-        # Every mode is off: the threshold in force is the input, and nothing is discarded.
-        result.accept_thresholds = acc_threshold.tolist()
-        result.step_discards = [(0, 0)] * len(result.flush_cycles)
+        result.accept_thresholds = accept_thresholds.tolist()
+        result.step_discards = list(zip(step_count.tolist(), step_sum.tolist()))
+        result.discards = list(zip(discard_addr.tolist(), discard_error.tolist()))
+        result.bypassed = header[11]
         self.last_sim_seconds = header[9] / 1e9
         return result
 
 
-_KINDS = {"grad": 0, "flush": 1}
+_KINDS = {"grad": 0, "flush": 1, "modes": 2, "seed": 3}
+#: The run-time mode inputs, numbered for the driver's ``set_mode_input``.
+_MODE_INPUTS = tuple(MODES_OFF)
+
+
+def _modes_source():
+    """``modes.inc`` for the driver: ``set_mode_input(top, index, value)`` over the mode
+    inputs (CXXRTL names a port ``p_`` + its name with every ``_`` doubled)."""
+    cases = "".join(f"\tcase {i}: top.p_{name.replace('_', '__')}.set<uint64_t>(value); break;\n"
+                    for i, name in enumerate(_MODE_INPUTS))
+    return (f"// Generated by simulation/cxxrtl.py: the run-time mode inputs, by index.\n"
+            f"#define GC_MODE_INPUTS {len(_MODE_INPUTS)}\n"
+            f"static void set_mode_input(cxxrtl_design::p_top &top, int64_t index, "
+            f"uint64_t value) {{\n\tswitch (index) {{\n{cases}\t}}\n}}\n")
 
 
 def _run_reporting(args, n_ops, progress, stderr_path):
@@ -347,9 +388,11 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     include = _cxxrtl_include()
     defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
                f"-DGC_GRAD_WIDTH={params['grad_width']}",
+               f"-DGC_THRESHOLD_DELAY={getattr(dut, 'CURRENT_THRESHOLD_DELAY', 1)}",
                '-DCXXRTL_DESIGN="design.cc"']
     h = hashlib.sha256()
-    for part in (il_text, DRIVER_SOURCE.read_text(), " ".join([CXX, *CXXFLAGS, *defines]),
+    for part in (il_text, DRIVER_SOURCE.read_text(), _modes_source(),
+                 " ".join([CXX, *CXXFLAGS, *defines]),
                  _tool_version(), str(include)):
         h.update(part.encode())
         h.update(b"\0")
@@ -401,6 +444,7 @@ def _compile(il_text, folder, include, defines, verbose):
             raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
         t1 = time.perf_counter()
         shutil.copy(DRIVER_SOURCE, work / "driver.cc")
+        (work / "modes.inc").write_text(_modes_source())
         # A design whose eval() never asks for another delta cycle is run with one eval per
         # cycle (see the driver).
         single = "converged = false" not in (work / "design.cc").read_text()

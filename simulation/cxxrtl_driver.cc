@@ -5,9 +5,14 @@
 //   GC_ADDR_WIDTH, GC_GRAD_WIDTH   port widths (payload field offsets follow the layouts:
 //                                  grad_in payload = addr | grad << addr_width,
 //                                  dram_out payload = addr | value << addr_width)
+//   GC_THRESHOLD_DELAY             the design's CURRENT_THRESHOLD_DELAY: current_threshold
+//                                  shows the threshold of an acceptance in cycle c in cycle
+//                                  c + GC_THRESHOLD_DELAY (the pipelined design: 3)
 //   GC_SINGLE_DELTA                1 if the generated eval() always converges in one delta
 //                                  cycle (no `converged = false` in it): then a cycle costs
 //                                  one eval instead of two
+// and writes `modes.inc` beside it: `set_mode_input(top, index, value)`, which sets the
+// run-time mode input number `index` (in the order of design.params.MODES_OFF).
 //
 // It follows simulation/driver.py's `simulate` exactly, cycle for cycle:
 // every cycle ("tick") the inputs are set, the design is settled (clock low), outputs are
@@ -16,10 +21,13 @@
 // Usage: sim OPS OUT DRAM_MODE SEED PROBABILITY MAX_STALL IDLE_HOLD FLUSH_TIMEOUT MAX_CYCLES PATTERN
 //            VCD VCD_CYCLES
 //   OPS   binary operations file, little-endian, in columns (see struct Ops):
-//         int64 n_ops, n_grads, gap_mode (0 none, 1 constant, 2 one per gradient), gap;
-//         uint8 kind[n_ops] (0 gradient, 1 flush); int64 addr[n_grads], grad[n_grads],
+//         int64 n_ops, n_grads, gap_mode (0 none, 1 constant, 2 one per gradient), gap,
+//         n_settings; uint8 kind[n_ops] (0 gradient, 1 flush, 2 set a mode input, 3 load the
+//         LFSR seed), padded to 8 bytes; int64 addr[n_grads], grad[n_grads],
 //         threshold[n_grads]; with gap_mode 2, int64 gaps[n_grads] (idle cycles before each
-//         gradient). Values are truncated to the port widths, as the Amaranth simulator does.
+//         gradient); int64 setting_input[n_settings], setting_value[n_settings] (one per kind
+//         2 or 3, in order; kind 3 ignores the input). Gradient values are truncated to the
+//         port widths, as the Amaranth simulator does; mode values are checked by the caller.
 //   OUT   binary results file (see write_results), written on success.
 //   DRAM_MODE 0 always, 1 every_other, 2 random(seed, probability, max_stall), 3 periodic PATTERN
 //   MAX_STALL, MAX_CYCLES: -1 for none. PATTERN: "-" unless DRAM_MODE is 3.
@@ -38,11 +46,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <chrono>
+#include <deque>
 #include <string>
 #include <vector>
 
 #include CXXRTL_DESIGN
 #include <cxxrtl/cxxrtl_vcd.h>
+#include "modes.inc"
 
 #ifndef GC_ADDR_WIDTH
 #error "GC_ADDR_WIDTH must be defined"
@@ -53,6 +63,10 @@
 #ifndef GC_SINGLE_DELTA
 #define GC_SINGLE_DELTA 0
 #endif
+#ifndef GC_THRESHOLD_DELAY
+#define GC_THRESHOLD_DELAY 1
+#endif
+static_assert(GC_THRESHOLD_DELAY >= 1, "current_threshold is a register: its delay is at least 1");
 
 static_assert(GC_ADDR_WIDTH <= 64, "addr_width above 64 is not supported by the compiled driver");
 static_assert(GC_GRAD_WIDTH + 2 <= 64, "grad_width above 62 is not supported by the compiled driver");
@@ -82,6 +96,12 @@ static uint64_t get_field(const cxxrtl::value<Bits> &v, size_t offset, size_t wi
 	for (size_t k = 0; k < 3 && first + k < V::chunks; k++)
 		acc |= (unsigned __int128)v.data[first + k] << (32 * k);
 	return (uint64_t)(acc >> shift) & mask_of(width);
+}
+
+// A port driven by a flip-flop is a CXXRTL wire: read its current value.
+template<size_t Bits>
+static uint64_t get_field(const cxxrtl::wire<Bits> &w, size_t offset, size_t width) {
+	return get_field(w.curr, offset, width);
 }
 
 template<size_t Bits>
@@ -149,6 +169,10 @@ struct Results {
 	std::vector<int64_t> write_addr, write_value, write_cycles;
 	std::vector<uint8_t> causes;         // index into model.CAUSES
 	std::vector<int64_t> flush_cycles;
+	std::vector<int64_t> accept_thresholds;               // current_threshold GC_THRESHOLD_DELAY cycles later
+	std::vector<int64_t> discard_addr, discard_error;     // accounted discards, in order
+	std::vector<int64_t> step_discard_count, step_discard_sum;   // at each completed flush
+	int64_t bypassed = 0;
 	int64_t input_stall_cycles = 0;
 	int64_t dram_stall_cycles = 0;
 	int64_t hits = 0;
@@ -189,10 +213,17 @@ struct Waves {
 };
 
 struct Ops {
-	int64_t n_ops = 0, n_grads = 0, gap_mode = 0, gap = 0;
+	int64_t n_ops = 0, n_grads = 0, gap_mode = 0, gap = 0, n_settings = 0;
 	const uint8_t *kind = nullptr;
 	const int64_t *addr = nullptr, *grad = nullptr, *threshold = nullptr, *gaps = nullptr;
+	const int64_t *setting_input = nullptr, *setting_value = nullptr;
 };
+
+static const size_t THRESHOLD_W = GC_GRAD_WIDTH;
+static const size_t DISCARD_ERROR_W = GC_GRAD_WIDTH + 1;
+// discard_sum is grad_width + 33 bits wide: read as int64, it is exact while the step's sum
+// of discard errors fits in 64 bits.
+static const size_t DISCARD_SUM_W = GC_GRAD_WIDTH + 33 < 64 ? GC_GRAD_WIDTH + 33 : 64;
 
 struct Driver {
 	cxxrtl_design::p_top top;
@@ -202,6 +233,8 @@ struct Driver {
 	int64_t max_cycles = -1;
 	uint64_t cycle = 0;
 	bool last_dram_pending = false;
+	// Cycles in which current_threshold shows the threshold of an acceptance (in order).
+	std::deque<uint64_t> threshold_pending;
 	uint64_t last_dram_addr = 0;
 	int64_t last_dram_value = 0;
 
@@ -247,6 +280,13 @@ struct Driver {
 			if (tracing)
 				waves->sample(10 * cycle);
 		}
+		while (!threshold_pending.empty() && threshold_pending.front() == cycle) {
+			// current_threshold is a register: now, settled, it holds the threshold in force
+			// when the gradient was taken GC_THRESHOLD_DELAY cycles before (driver.py reads it
+			// after the edge).
+			r.accept_thresholds.push_back((int64_t)get_field(top.p_current__threshold, 0, THRESHOLD_W));
+			threshold_pending.pop_front();
+		}
 		bool in_fire = offering && top.p_grad__in____ready.get<bool>();
 		if (offering && !in_fire && !top.p_flush.get<bool>())
 			r.input_stall_cycles++;
@@ -255,6 +295,7 @@ struct Driver {
 			r.accepted_grad.push_back(sext(get_field(top.p_grad__in____payload, ADDR_W, GRAD_W), GRAD_W));
 			r.accepted_threshold.push_back((int64_t)get_field(top.p_threshold, 0, GRAD_W));
 			r.accept_cycles.push_back((int64_t)cycle);
+			threshold_pending.push_back(cycle + GC_THRESHOLD_DELAY);
 		}
 		bool dram_valid = top.p_dram__out____valid.get<bool>();
 		if (last_dram_pending || dram_valid) {
@@ -294,8 +335,15 @@ struct Driver {
 		if (top.p_max__updates__write.get<bool>()) r.causes.push_back(2);
 		if (top.p_evict__write.get<bool>())       r.causes.push_back(3);
 		if (top.p_flush__write.get<bool>())       r.causes.push_back(4);
+		if (top.p_stochastic__write.get<bool>())  r.causes.push_back(5);
 		r.hits += top.p_l1__hit.get<bool>();
 		r.misses += top.p_l1__miss.get<bool>();
+		r.bypassed += top.p_bypassed.get<bool>();
+		if (top.p_discard.get<bool>()) {
+			r.discard_addr.push_back((int64_t)get_field(top.p_discard__addr, 0, ADDR_W));
+			r.discard_error.push_back(sext(get_field(top.p_discard__error, 0, DISCARD_ERROR_W),
+			                               DISCARD_ERROR_W));
+		}
 		// The clock edge. CXXRTL's eval() computes combinational values before the registers
 		// take their next values (in commit()), so after the edge the outputs are stale until
 		// the next eval(): outputs read between ticks need a settle() first (clock low, so no
@@ -320,8 +368,25 @@ struct Driver {
 		return in_fire;
 	}
 
+	// Tick until idle, within `timeout` cycles; return the cycles taken (driver.py's until_idle).
+	int64_t until_idle(const char *raised, int64_t timeout) {
+		uint64_t start = cycle;
+		while (settle(), !top.p_idle.get<bool>()) {
+			if ((int64_t)(cycle - start) > timeout) {
+				char buf[160];
+				snprintf(buf, sizeof buf,
+				         "%s raised at cycle %" PRIu64 " did not reach idle within %" PRId64
+				         " cycles", raised, start, timeout);
+				fail(buf);
+			}
+			tick(false);
+		}
+		return (int64_t)(cycle - start);
+	}
+
 	void run(const Ops &ops, int64_t idle_hold, int64_t flush_timeout, int64_t progress_every) {
 		int64_t g = 0;   // next gradient
+		int64_t s = 0;   // next mode setting
 		for (int64_t index = 0; index < ops.n_ops; index++) {
 			if (progress_every > 0 && index > 0 && index % progress_every == 0) {
 				printf("progress %" PRId64 "\n", index);
@@ -341,18 +406,10 @@ struct Driver {
 				top.p_grad__in____valid.set<bool>(false);
 			} else if (kind == 1) {
 				top.p_flush.set<bool>(true);
-				uint64_t start = cycle;
-				while (settle(), !top.p_idle.get<bool>()) {
-					if ((int64_t)(cycle - start) > flush_timeout) {
-						char buf[160];
-						snprintf(buf, sizeof buf,
-						         "flush raised at cycle %" PRIu64 " did not reach idle within %" PRId64
-						         " cycles", start, flush_timeout);
-						fail(buf);
-					}
-					tick(false);
-				}
-				r.flush_cycles.push_back((int64_t)(cycle - start));
+				r.flush_cycles.push_back(until_idle("flush", flush_timeout));
+				r.step_discard_count.push_back((int64_t)get_field(top.p_discard__count, 0, 32));
+				r.step_discard_sum.push_back(sext(get_field(top.p_discard__sum, 0, DISCARD_SUM_W),
+				                                  DISCARD_SUM_W));
 				for (int64_t i = 0; i < idle_hold; i++) {
 					tick(false);
 					settle();
@@ -363,6 +420,17 @@ struct Driver {
 					}
 				}
 				top.p_flush.set<bool>(false);
+			} else if (kind == 2) {
+				set_mode_input(top, ops.setting_input[s], (uint64_t)ops.setting_value[s]);
+				s++;
+			} else if (kind == 3) {
+				// As driver.py: hold lfsr_load until idle, then one cycle more (the load).
+				top.p_lfsr__seed.set<uint64_t>((uint64_t)ops.setting_value[s] & mask_of(32));
+				s++;
+				top.p_lfsr__load.set<bool>(true);
+				until_idle("lfsr_load", flush_timeout);
+				tick(false);
+				top.p_lfsr__load.set<bool>(false);
 			} else {
 				char buf[64];
 				snprintf(buf, sizeof buf, "unknown operation kind %d", (int)kind);
@@ -370,6 +438,18 @@ struct Driver {
 			}
 		}
 		r.cycles = (int64_t)cycle;
+		// The last thresholds, after the run (as driver.py: bare clock cycles, inputs held,
+		// nothing else recorded).
+		for (uint64_t c = cycle; !threshold_pending.empty(); c++) {
+			settle();
+			while (!threshold_pending.empty() && threshold_pending.front() == c) {
+				r.accept_thresholds.push_back((int64_t)get_field(top.p_current__threshold, 0, THRESHOLD_W));
+				threshold_pending.pop_front();
+			}
+			top.p_clk.set<bool>(true);
+			settle();
+			top.p_clk.set<bool>(false);
+		}
 	}
 };
 
@@ -381,20 +461,21 @@ static void put(FILE *f, const std::vector<T> &v) {
 	}
 }
 
-// Results file: 11 int64 (n_accepted, n_writes, n_causes, n_flushes, input_stall_cycles,
-// dram_stall_cycles, hits, misses, cycles, run_ns, 0), then int64 columns accepted_addr,
-// accepted_grad, accepted_threshold, accept_cycles (n each), write_addr, write_value,
-// write_cycles (m each), flush_cycles (f), then uint8 causes (k).
+// Results file: 13 int64 (n_accepted, n_writes, n_causes, n_flushes, input_stall_cycles,
+// dram_stall_cycles, hits, misses, cycles, run_ns, n_discards, bypassed, 0), then int64
+// columns accepted_addr, accepted_grad, accepted_threshold, accept_cycles, accept_thresholds
+// (n each), write_addr, write_value, write_cycles (m each), flush_cycles, step_discard_count,
+// step_discard_sum (f each), discard_addr, discard_error (d each), then uint8 causes (k).
 static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	FILE *f = fopen(path, "wb");
 	if (!f) {
 		perror(path);
 		exit(2);
 	}
-	int64_t header[11] = {
+	int64_t header[13] = {
 		(int64_t)r.accept_cycles.size(), (int64_t)r.write_cycles.size(), (int64_t)r.causes.size(),
 		(int64_t)r.flush_cycles.size(), r.input_stall_cycles, r.dram_stall_cycles, r.hits, r.misses,
-		r.cycles, run_ns, 0,
+		r.cycles, run_ns, (int64_t)r.discard_addr.size(), r.bypassed, 0,
 	};
 	if (fwrite(header, sizeof header, 1, f) != 1) {
 		perror("write");
@@ -404,10 +485,15 @@ static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	put(f, r.accepted_grad);
 	put(f, r.accepted_threshold);
 	put(f, r.accept_cycles);
+	put(f, r.accept_thresholds);
 	put(f, r.write_addr);
 	put(f, r.write_value);
 	put(f, r.write_cycles);
 	put(f, r.flush_cycles);
+	put(f, r.step_discard_count);
+	put(f, r.step_discard_sum);
+	put(f, r.discard_addr);
+	put(f, r.discard_error);
 	put(f, r.causes);
 	if (fclose(f) != 0) {
 		perror(path);
@@ -432,18 +518,20 @@ static std::vector<char> read_file(const char *path) {
 
 // Point `ops` into `data` (which must outlive it); false if the file is malformed.
 static bool parse_ops(const std::vector<char> &data, Ops &ops) {
-	const size_t header = 4 * sizeof(int64_t);
+	const size_t header = 5 * sizeof(int64_t);
 	if (data.size() < header)
 		return false;
-	int64_t h[4];
+	int64_t h[5];
 	memcpy(h, data.data(), header);
 	ops.n_ops = h[0], ops.n_grads = h[1], ops.gap_mode = h[2], ops.gap = h[3];
-	if (ops.n_ops < 0 || ops.n_grads < 0 || ops.n_grads > ops.n_ops || ops.gap_mode < 0 ||
-	    ops.gap_mode > 2)
+	ops.n_settings = h[4];
+	if (ops.n_ops < 0 || ops.n_grads < 0 || ops.n_settings < 0 ||
+	    ops.n_grads + ops.n_settings > ops.n_ops || ops.gap_mode < 0 || ops.gap_mode > 2)
 		return false;
 	size_t columns = ops.gap_mode == 2 ? 4 : 3;
 	size_t kind_bytes = ((size_t)ops.n_ops + 7) / 8 * 8;   // keeps the columns aligned
-	if (data.size() != header + kind_bytes + columns * sizeof(int64_t) * (size_t)ops.n_grads)
+	if (data.size() != header + kind_bytes + columns * sizeof(int64_t) * (size_t)ops.n_grads +
+	                   2 * sizeof(int64_t) * (size_t)ops.n_settings)
 		return false;
 	const char *p = data.data() + header;
 	ops.kind = (const uint8_t *)p;
@@ -452,10 +540,19 @@ static bool parse_ops(const std::vector<char> &data, Ops &ops) {
 	ops.grad = ops.addr + ops.n_grads;
 	ops.threshold = ops.grad + ops.n_grads;
 	ops.gaps = ops.gap_mode == 2 ? ops.threshold + ops.n_grads : nullptr;
-	int64_t grads = 0;
-	for (int64_t i = 0; i < ops.n_ops; i++)
+	ops.setting_input = ops.threshold + (columns - 2) * ops.n_grads;
+	ops.setting_value = ops.setting_input + ops.n_settings;
+	int64_t grads = 0, settings = 0;
+	for (int64_t i = 0; i < ops.n_ops; i++) {
+		if (ops.kind[i] > 3)
+			return false;
 		grads += ops.kind[i] == 0;
-	return grads == ops.n_grads;
+		settings += ops.kind[i] >= 2;
+	}
+	for (int64_t i = 0; i < ops.n_settings; i++)
+		if (ops.setting_input[i] < 0 || ops.setting_input[i] >= GC_MODE_INPUTS)
+			return false;
+	return grads == ops.n_grads && settings == ops.n_settings;
 }
 
 int main(int argc, char **argv) {

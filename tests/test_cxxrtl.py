@@ -1,6 +1,7 @@
 """The compiled (Yosys CXXRTL) simulation gives the same SimResult as the Amaranth simulation,
 cycle for cycle: same accepted gradients and accept cycles, same DRAM writes and write cycles,
-same causes, stall counts, hits, misses, flush durations and total cycles."""
+same causes, stall counts, hits, misses, flush durations and total cycles; with the run-time
+modes, the same thresholds in force, discards, step totals and bypassed gradients."""
 
 import random
 import zlib
@@ -44,6 +45,36 @@ def random_ops(seed, params, n, *, flush_rate=0.03, addr_span=None):
     return ops
 
 
+def random_mode_ops(seed, params, n):
+    """:func:`random_ops` with run-time mode settings and LFSR seeds mixed in: dual threshold
+    (stochastic and drop), EMA (per gradient and per step) and bypass windows, set in turn at
+    random points."""
+    rng = random.Random(seed)
+    ops = random_ops(seed, params, n)
+    addrs = [op[1] for op in ops if op[0] == "grad"]
+    low, high = min(addrs), max(addrs)
+    tmax = (1 << params.get("grad_width", 16)) - 1
+    choices = [
+        lambda: {"small_threshold": rng.randint(0, tmax // 64), "stochastic": 1},
+        lambda: {"ema_enable": rng.randint(0, 1), "ema_per_step": rng.randint(0, 1),
+                 "ema_shift": rng.randint(0, 7), "ema_scale": rng.randint(0, 255),
+                 "ema_min": rng.randint(0, tmax // 8), "ema_max": rng.randint(tmax // 8, tmax)},
+        lambda: dict(zip(("bypass0_base", "bypass0_limit"),
+                         sorted(rng.randint(low, high) for _ in range(2))),
+                     bypass0_enable=1, bypass1_enable=rng.randint(0, 1)),
+        lambda: {"small_threshold": rng.randint(0, tmax // 64), "stochastic": 0},
+    ]
+    mixed = []
+    for op in ops:
+        if rng.random() < 0.04:   # each kind of setting in turn
+            mixed.append(("modes", choices[sum(op[0] == "modes" for op in mixed) % 4]()))
+        mixed.append(op)
+        if op[0] == "flush" and rng.random() < 0.5:
+            # The LFSR loads only while idle: after a flush.
+            mixed.append(("seed", rng.randrange(1 << 32)))
+    return mixed
+
+
 def amaranth_result(params, ops, **kwargs):
     return simulate(GradientCompressor(**params), ops, **kwargs)
 
@@ -51,7 +82,7 @@ def amaranth_result(params, ops, **kwargs):
 def assert_same(expected, got):
     for name in ("accepted", "accept_cycles", "writes", "write_cycles", "causes",
                  "input_stall_cycles", "dram_stall_cycles", "hits", "misses", "flush_cycles",
-                 "cycles"):
+                 "cycles", "accept_thresholds", "discards", "step_discards", "bypassed"):
         assert getattr(got, name) == getattr(expected, name), f"{name} differs"
     assert got == expected
 
@@ -88,6 +119,20 @@ def test_matches_amaranth(name):
     expected = amaranth_result(params, ops, gap=gap, dram_ready=dram())
     got = simulate_compiled(params, ops, gap=gap, dram_ready=dram())
     assert expected.writes, "the trace should write something"
+    assert_same(expected, got)
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", ["default_random_dram", "small_bursty"])
+def test_modes_match_amaranth(name):
+    """Every run-time mode, switched at random points, with gaps indexed like the operations."""
+    params, n, gap, dram = CONFIGS[name]
+    ops = random_mode_ops(zlib.crc32(name.encode()) + 1, params, n)
+    expected = amaranth_result(params, ops, gap=gap, dram_ready=dram())
+    got = simulate_compiled(params, ops, gap=gap, dram_ready=dram())
+    assert expected.discards and expected.bypassed, "the trace should discard and bypass"
+    assert "STOCHASTIC" in expected.causes, "the trace should write stochastically"
+    assert len(set(expected.accept_thresholds)) > 4, "the threshold in force should move"
     assert_same(expected, got)
 
 

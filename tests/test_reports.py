@@ -204,6 +204,7 @@ def test_mode_comparison(tmp_path):
     assert modes_main(["seed", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "modes.json").read_text())
     rows = {r["mode"]: r for r in data["workloads"][0]["rows"]}
+    assert all(r["rtl_check"] for r in rows.values()), "every setting checked on the RTL"
     assert list(rows) == ["exact", "drop", "stochastic", "ema", "ema per step", "bypass"]
     for name in ("exact", "ema", "ema per step", "bypass"):
         assert rows[name]["discards"] == 0 and rows[name]["error_max"] == 0
@@ -215,7 +216,8 @@ def test_mode_comparison(tmp_path):
 
 def test_sweep_small_threshold(tmp_path, capsys):
     """``--small-thresholds``: 0 is the exact sweep; on the seed stimulus a larger dual
-    threshold (mode drop) discards more and writes less; the RTL engine refuses it."""
+    threshold (mode drop) discards more and writes less; the RTL engine gives the same points,
+    cross-checked."""
     assert sweep.main(["seed", "--sets", "8,32", "--ways", "2", "--thresholds", "50",
                        "--small-thresholds", "0,10,25", "--out", str(tmp_path), "-q"]) == 0
     data = json.loads((tmp_path / "sweep.json").read_text())
@@ -227,6 +229,39 @@ def test_sweep_small_threshold(tmp_path, capsys):
             >= by[sets, 25]["dram_writes"]
         assert by[sets, 25]["discards"] > by[sets, 10]["discards"] > 0
     assert "small_threshold 25 (drop)" in (tmp_path / "sweep.md").read_text()
-    assert sweep.main(["seed", "--small-thresholds", "10", "--engine", "rtl",
-                       "--out", str(tmp_path), "-q"]) == 2
-    assert "--small-thresholds needs --engine model" in capsys.readouterr().err
+    model_points = data["points"]
+    assert sweep.main(["seed", "--sets", "8,32", "--ways", "2", "--thresholds", "50",
+                       "--small-thresholds", "0,10,25", "--engine", "rtl",
+                       "--out", str(tmp_path), "-q"]) == 0
+    rtl_points = json.loads((tmp_path / "sweep.json").read_text())["points"]
+    assert all(p["conservation_ok"] and p["cross_check"] for p in rtl_points)
+    for m, r in zip(model_points, rtl_points):
+        assert {k: m[k] for k in m} == {k: r[k] for k in m}
+
+
+def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
+    """An RTL run that loses a write makes ``python -m reports.modes`` exit 1, naming it."""
+    import reports.modes as modes
+    real = modes.run_rtl
+
+    def losing(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.writes = result.writes[1:]
+        return result
+    monkeypatch.setattr(modes, "run_rtl", losing)
+    assert modes.main(["seed", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "RTL check failed" in err and "seed/exact" in err
+
+
+def test_report_with_modes(tmp_path):
+    """``compressor-report --modes``: the mode comparison in the report, at the report's own
+    geometry, every setting checked on the RTL."""
+    assert cli.main(["seed", "--modes", "--sets", "8", "--out", str(tmp_path), "-q",
+                     "--no-plots"]) == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    rows = {r["mode"]: r for r in data["workloads"][0]["modes"]["rows"]}
+    assert all(r["rtl_check"] for r in rows.values())
+    assert rows["exact"]["dram_writes"] == data["workloads"][0]["dram_writes"]
+    assert rows["drop"]["discards"] > 0
+    assert "## Run-time modes" in (tmp_path / "report.md").read_text()
