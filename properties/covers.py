@@ -84,16 +84,20 @@ def add(h, m, P, only=None):
 #: * ``burst_then_drain``: ``burst_size`` direct writes (address 0, gradient +1, threshold 0)
 #:   with DRAM stalled, which starts a burst; then no input and DRAM always ready, so the
 #:   burst must empty L2.
+#: * ``write_then_flush``: one direct write (address 0, gradient +1, threshold 0), then
+#:   ``flush`` held until the cycle after ``idle`` answers it, then dropped, with a gradient
+#:   offered all along (the same, after the flush); DRAM always ready.
 #:
 #: Besides the deep covers, the mutation check (``proofs.mutants``) uses them for bounded
-#: checks of every assertion, from reset, on the mutants that only a long run shows on the
-#: default configuration.
+#: checks from reset (of every safety assertion, or of progress and termination) on the
+#: mutants that only a long run shows on the default configuration.
 STIMULI = {
     "one_address": ["cause_max_updates_write", "hit_on_entry_written_the_cycle_before"],
     "l2_full": ["cause_direct_write", "l2_full_with_dram_stalled"],
     "fill_then_flush": ["cause_flush_write", "flush_completes_with_every_way_valid"],
     "hit_while_l2_full": ["cause_accum_write", "l2_full_with_dram_stalled"],
     "burst_then_drain": ["cause_direct_write"],
+    "write_then_flush": ["cause_direct_write"],
 }
 
 
@@ -122,6 +126,11 @@ def constrain(h, m, P, name):
     elif name == "hit_while_l2_full":
         first, filling = n == 0, (n >= 1) & (n <= d.fifo_depth)
         addr, thresh, ready = Mux(filling, 1, 0), Mux(first, top, Mux(filling, 0, 2)), 0
+    elif name == "write_then_flush":
+        flushed = Signal(name="stimulus_flushed")   # idle seen under flush
+        with m.If(h.in_flush & d.idle):
+            m.d.sync += flushed.eq(1)
+        thresh, flush = 0, (n >= 1) & ~flushed
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled

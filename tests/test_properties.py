@@ -142,14 +142,25 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         assert "smtbmc --nounroll " in text and "memory_map" in text
         # on small, the free-input checks as for every mutant
         assert [j.stimulus for j in jobs_for(name, str(tmp_path), "small")] == [None, None]
+    from proofs.mutants import DEEP_LIVENESS
+    assert set(DEEP_LIVENESS) == {"done_never_resumes", "no_drain_on_flush"}
+    for name, (stimulus, depth) in DEEP_LIVENESS.items():
+        assert name in MUTANTS and stimulus in STIMULI and name not in DEEP
+        [job] = jobs_for(name, str(tmp_path), "default")
+        assert (job.mode, job.stimulus, job.depth, job.reset) == ("bmc", stimulus, depth,
+                                                                  "initial")
+        assert job.focus == ["progress", "termination"] and job.fairness == 2
+        text = sby_text(job.to_dict())
+        assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
     # the others keep the free-input checks on default
     assert all(j.stimulus is None for j in jobs_for("victim_never_moves", str(tmp_path),
                                                     "default"))
 
 
-@pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain"])
+@pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
+                                      "write_then_flush"])
 def test_mutant_stimuli_convert(stimulus):
-    harness = FormalHarness(CONFIGS["small"], stimulus=stimulus)
+    harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
     rtlil.convert(harness, ports=[])
     assumed = {p.name for p in harness.props.props if p.kind == "assume"}
     assert f"stimulus_{stimulus}" in assumed
