@@ -87,6 +87,9 @@ def add(h, m, P, only=None):
 #: * ``write_then_flush``: one direct write (address 0, gradient +1, threshold 0), then
 #:   ``flush`` held until the cycle after ``idle`` answers it, then dropped, with a gradient
 #:   offered all along (the same, after the flush); DRAM always ready.
+#: * ``evict_in_one_set``: gradient ``n`` goes to address ``n * sets`` (set 0, tag ``n``) with
+#:   the largest threshold: ``ways`` misses fill set 0, and every later one evicts its victim;
+#:   DRAM always ready.
 #:
 #: Besides the deep covers, the mutation check (``proofs.mutants``) uses them for bounded
 #: checks from reset (of every safety assertion, or of progress and termination) on the
@@ -98,6 +101,7 @@ STIMULI = {
     "hit_while_l2_full": ["cause_accum_write", "l2_full_with_dram_stalled"],
     "burst_then_drain": ["cause_direct_write"],
     "write_then_flush": ["cause_direct_write"],
+    "evict_in_one_set": ["cause_evict_write"],
 }
 
 
@@ -131,6 +135,8 @@ def constrain(h, m, P, name):
         with m.If(h.in_flush & d.idle):
             m.d.sync += flushed.eq(1)
         thresh, flush = 0, (n >= 1) & ~flushed
+    elif name == "evict_in_one_set":
+        addr = n * d.sets
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled

@@ -130,7 +130,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     from proofs.mutants import DEEP
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
-                         "hit_strobe_while_stalled"}
+                         "hit_strobe_while_stalled", "victim_never_moves"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -153,12 +153,12 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         text = sby_text(job.to_dict())
         assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
     # the others keep the free-input checks on default
-    assert all(j.stimulus is None for j in jobs_for("victim_never_moves", str(tmp_path),
+    assert all(j.stimulus is None for j in jobs_for("victim_not_replaced", str(tmp_path),
                                                     "default"))
 
 
 @pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
-                                      "write_then_flush"])
+                                      "write_then_flush", "evict_in_one_set"])
 def test_mutant_stimuli_convert(stimulus):
     harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
     rtlil.convert(harness, ports=[])
