@@ -42,13 +42,13 @@ from design.params import DEFAULTS
 from model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .console import ArgumentParser, UsageError, integer, prepare_out, table, usage_error
+from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
+                      usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
 from .provenance import describe, provenance
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 
-DEFAULT_OUT = os.path.join("reports", "out")
 
 
 def mode_settings(threshold, small_threshold, addr_low, addr_high):
