@@ -44,7 +44,7 @@ class Job:
     timeout: int = 1200
     design_path: str = None   # a directory holding a (mutant) copy of design/
     assume_others: bool = True  # outside the focus: assume (past cycles) or drop
-    stimulus: str = None      # cover jobs: a directed input sequence (properties.covers.STIMULI)
+    stimulus: str = None      # directed input sequence (properties.covers.STIMULI): deep covers, mutant checks
     skip: int = 0             # cover jobs: steps not checked (SymbiYosys ``skip``)
     unroll: bool = True       # smtbmc --unroll (SymbiYosys's default with yices) or --nounroll
 

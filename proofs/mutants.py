@@ -9,8 +9,12 @@ harness is generated. Mutants come in classes (policy, progress, counters, power
 l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
 per class. Every mutant is checked by bounded model checking from
 reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
-every mutant on ``small`` and one per class on ``default``): first every safety property,
-then progress and termination under DRAM fairness. It counts as caught only by a failed
+every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
+safety property, then progress and termination under DRAM fairness. The mutants that only a
+long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates; ``DEEP_LIVENESS``:
+a completed flush of all 32 sets) are checked there by a deep BMC of every safety property,
+or of progress and termination, under a directed stimulus (``properties.covers``);
+its counterexample is still a trace from reset of the mutant. It counts as caught only by a failed
 bounded check with a counterexample trace from reset (an induction CTI does not count). The
 check fails if some mutant survives on some configuration.
 """
@@ -282,8 +286,8 @@ MUTANTS = {
 #: also the progress bound N.
 CONFIGS_CHECKED = [("small", 2, 10, 16), ("default", 2, 40, 72)]
 #: The mutants `make mutants` (and so `make test`) also checks on the default configuration:
-#: at least one per class. Traffic after the default's 32-cycle INIT makes every further BMC step cost
-#: tens of seconds, so every mutant on both configurations (`--config all`) is a longer run.
+#: at least one per class, and besides them every mutant of :data:`DEEP` and
+#: :data:`DEEP_LIVENESS` (under its directed stimulus). Every mutant on both configurations is `--config all`, a longer run.
 DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highest_free_way",
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
@@ -309,10 +313,47 @@ def apply_mutant(name, dest):
     return dest
 
 
+#: The mutants that only a long run shows on the default configuration (a full L2 takes 32
+#: writes, a burst 16, a max-updates write 255 updates, all after the 32-cycle INIT), beyond
+#: the free-input BMC's reach there. On default each is checked instead by a bounded check of
+#: every safety property from reset under a directed stimulus (properties.covers.STIMULI: the
+#: inputs are assumed to follow one sequence, so a deep BMC has one run to follow): name ->
+#: (stimulus, depth). A counterexample under an assumed stimulus is still a real trace from
+#: reset of the mutant design, so it counts as caught. Memories as flip-flops and smtbmc
+#: --nounroll, as in the directed cover jobs; no ``skip``: every step's assertions are checked.
+DEEP = {
+    "max_updates_one_early": ("one_address", 292),
+    "l2_push_ready_when_full": ("l2_full", 70),
+    "ready_ignores_l2_full": ("l2_full", 70),
+    "burst_ends_below_burst_size": ("burst_then_drain", 56),
+    "hit_strobe_while_stalled": ("hit_while_l2_full", 72),
+    "victim_never_moves": ("evict_in_one_set", 48),
+}
+#: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
+#: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.
+DEEP_LIVENESS = {
+    "done_never_resumes": ("write_then_flush", 112),
+    "no_drain_on_flush": ("write_then_flush", 112),
+}
+
+
 def jobs_for(name, design_path, config="small"):
     """The bounded checks from reset that must catch mutant ``name`` on ``config``: every safety
-    property, then progress and termination under DRAM fairness."""
+    property, then progress and termination under DRAM fairness; for a mutant of :data:`DEEP`
+    (:data:`DEEP_LIVENESS`) on the default configuration, every safety property (progress and
+    termination) under its directed stimulus."""
     _, K, depth, live_depth = next(c for c in CONFIGS_CHECKED if c[0] == config)
+    if config == "default" and name in DEEP:
+        stimulus, deep = DEEP[name]
+        return [Job(f"mutant-{name}-{config}-{stimulus.replace('_', '-')}", config, "bmc",
+                    deep, design_path=design_path, reset="initial", stimulus=stimulus,
+                    memories="flops", unroll=False, timeout=1800)]
+    if config == "default" and name in DEEP_LIVENESS:
+        stimulus, deep = DEEP_LIVENESS[name]
+        return [Job(f"mutant-{name}-{config}-{stimulus.replace('_', '-')}-liveness", config,
+                    "bmc", deep, focus=["progress", "termination"], fairness=K,
+                    design_path=design_path, reset="initial", stimulus=stimulus,
+                    memories="flops", unroll=False, timeout=1800)]
     return [
         Job(f"mutant-{name}-{config}-safety", config, "bmc", depth, design_path=design_path,
             reset="initial", timeout=1800),
@@ -353,14 +394,17 @@ def main(argv=None):
     configs = [c[0] for c in CONFIGS_CHECKED]
     p.add_argument("--config", choices=configs + ["all", "sample"], default="sample",
                    help="configurations to check each mutant on: one of them, all, or "
-                        "(default) every mutant on small and one per class on default")
+                        "(default) every mutant on small, and on default one per class "
+                        "and the deep ones (DEEP, DEEP_LIVENESS: under a directed "
+                        "stimulus)")
     args = p.parse_args(argv)
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
     if not names:
         return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
     if args.config == "sample":
         tasks = [(n, "small") for n in names] + [(n, "default") for n in names
-                                                   if n in DEFAULT_SAMPLE]
+                                                   if n in DEFAULT_SAMPLE or n in DEEP
+                                                   or n in DEEP_LIVENESS]
     else:
         chosen = configs if args.config == "all" else [args.config]
         tasks = [(n, c) for c in chosen for n in names]
@@ -383,8 +427,13 @@ def main(argv=None):
               f"{r['seconds']:6.1f}s  {r['property']}", flush=True)
         return r
 
+    # The deep checks (a minute or two each) start first, so that they do not run alone at
+    # the end; the table keeps the order of the tasks.
+    order = sorted(range(len(tasks)), key=lambda i: tasks[i] not in
+                   [(n, "default") for n in list(DEEP) + list(DEEP_LIVENESS)])
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(one, tasks))
+        done = dict(zip(order, pool.map(one, [tasks[i] for i in order])))
+    results = [done[i] for i in range(len(tasks))]
     print()
     rows = [[r["mutant"], MUTANTS[r["mutant"]][0], MUTANTS[r["mutant"]][1], r["config"],
              f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",

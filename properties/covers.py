@@ -76,10 +76,32 @@ def add(h, m, P, only=None):
 #: * ``fill_then_flush``: gradient ``n`` goes to address ``n`` (set ``n % sets``, tag
 #:   ``n // sets``) with the largest threshold, for ``n < sets * ways``, which fills every way
 #:   of every set; then ``flush`` is raised and held; DRAM always ready.
+#: * ``hit_while_l2_full``: gradient 0 goes to address 0 with the largest threshold (a miss
+#:   that allocates an entry, no write); gradients 1 to ``fifo_depth`` to address 1 with
+#:   threshold 0 (direct writes that fill L2); then address 0 with threshold 2 (not direct,
+#:   since ``|g| < 2``: a hit whose sum 2 reaches the threshold, so an accumulated write that
+#:   waits in s1 for the full L2); gradient +1, DRAM never ready.
+#: * ``burst_then_drain``: ``burst_size`` direct writes (address 0, gradient +1, threshold 0)
+#:   with DRAM stalled, which starts a burst; then no input and DRAM always ready, so the
+#:   burst must empty L2.
+#: * ``write_then_flush``: one direct write (address 0, gradient +1, threshold 0), then
+#:   ``flush`` held until the cycle after ``idle`` answers it, then dropped, with a gradient
+#:   offered all along (the same, after the flush); DRAM always ready.
+#: * ``evict_in_one_set``: gradient ``n`` goes to address ``n * sets`` (set 0, tag ``n``) with
+#:   the largest threshold: ``ways`` misses fill set 0, and every later one evicts its victim;
+#:   DRAM always ready.
+#:
+#: Besides the deep covers, the mutation check (``proofs.mutants``) uses them for bounded
+#: checks from reset (of every safety assertion, or of progress and termination) on the
+#: mutants that only a long run shows on the default configuration.
 STIMULI = {
     "one_address": ["cause_max_updates_write", "hit_on_entry_written_the_cycle_before"],
     "l2_full": ["cause_direct_write", "l2_full_with_dram_stalled"],
     "fill_then_flush": ["cause_flush_write", "flush_completes_with_every_way_valid"],
+    "hit_while_l2_full": ["cause_accum_write", "l2_full_with_dram_stalled"],
+    "burst_then_drain": ["cause_direct_write"],
+    "write_then_flush": ["cause_direct_write"],
+    "evict_in_one_set": ["cause_evict_write"],
 }
 
 
@@ -96,14 +118,28 @@ def constrain(h, m, P, name):
     d = h.dut
     top = (1 << h.gw) - 1
     entries = d.sets * d.ways
-    n = Signal(range(entries + 2), name="stimulus_accepted")
-    with m.If(h.accept & (n <= entries)):
+    limit = max(entries, d.fifo_depth + 1)     # n saturates above every count used below
+    n = Signal(range(limit + 2), name="stimulus_accepted")
+    with m.If(h.accept & (n <= limit)):
         m.d.sync += n.eq(n + 1)
     valid, addr, grad, thresh, flush, ready = 1, 0, 1, top, 0, 1
     if name == "l2_full":
         thresh, ready = 0, 0
     elif name == "fill_then_flush":
         valid, addr, flush = n < entries, n, n >= entries
+    elif name == "hit_while_l2_full":
+        first, filling = n == 0, (n >= 1) & (n <= d.fifo_depth)
+        addr, thresh, ready = Mux(filling, 1, 0), Mux(first, top, Mux(filling, 0, 2)), 0
+    elif name == "write_then_flush":
+        flushed = Signal(name="stimulus_flushed")   # idle seen under flush
+        with m.If(h.in_flush & d.idle):
+            m.d.sync += flushed.eq(1)
+        thresh, flush = 0, (n >= 1) & ~flushed
+    elif name == "evict_in_one_set":
+        addr = n * d.sets
+    elif name == "burst_then_drain":
+        stalled = n < d.burst_size
+        valid, thresh, ready = stalled, 0, ~stalled
     # The harness's own free choices are pinned too (they do not drive the design): the
     # tracked address is the stimulus's first one, and the FIFO contract follows the first
     # write into L2. Every run-time mode is off (these situations need none).

@@ -27,15 +27,14 @@ from model import CAUSES
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from .console import (ArgumentParser, UsageError, integer, positive_integer, prepare_out,
-                      table, usage_error)
+from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, positive_integer,
+                      prepare_out, table, usage_error)
 from .console import progress as console_progress
 from .modes import mode_table
 from .provenance import describe, provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 
-DEFAULT_OUT = os.path.join("reports", "out")
 
 
 def check_params(params, threshold=None, *, threshold_option="--threshold"):

@@ -16,7 +16,10 @@ from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "positive_integer",
-           "prepare_out", "table", "progress"]
+           "DEFAULT_OUT", "prepare_out", "table", "progress"]
+
+#: Where the reports go unless ``--out`` says otherwise.
+DEFAULT_OUT = os.path.join("reports", "out")
 
 #: Exit status of a bad argument or input file.
 USAGE_STATUS = 2

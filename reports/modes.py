@@ -10,7 +10,9 @@ the run must match the model write for write, cause for cause and discard for di
 conserve every address (accepted = written + discarded); the command exits 1 otherwise. The
 figures are:
 
-* DRAM writes, compression ratio (gradients / writes) and DRAM bytes (8 per write);
+* DRAM writes, compression ratio (gradients / writes), DRAM bytes (8 per write) and the
+  bandwidth reduction, ``1 - DRAM bytes / input bytes`` (6 bytes per gradient in, as in
+  ``compressor-report``);
 * for the lossy modes (the dual threshold), the discarded mass ``sum |grad - written|`` over
   the accounted discards, and the per-address error against exact mode after each step: the
   difference between what DRAM holds for an address and what it would hold in exact mode
@@ -40,13 +42,13 @@ from design.params import DEFAULTS
 from model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .console import ArgumentParser, UsageError, integer, prepare_out, table, usage_error
-from .metrics import BYTES_PER_WRITE, check_conservation, cross_check
+from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
+                      usage_error)
+from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
 from .provenance import describe, provenance
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 
-DEFAULT_OUT = os.path.join("reports", "out")
 
 
 def mode_settings(threshold, small_threshold, addr_low, addr_high):
@@ -121,6 +123,8 @@ def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, b
             "mode": name, "settings": [list(op) for op in prefix],
             "dram_writes": writes, "compression_ratio": n / writes if writes else None,
             "dram_bytes": writes * BYTES_PER_WRITE,
+            "bandwidth_reduction": 1 - writes * BYTES_PER_WRITE / (n * BYTES_PER_GRADIENT)
+            if n else None,
             "discards": len(model.discards),
             "discarded_mass": sum(abs(d.error) for d in model.discards),
             "error_mean": sum(map(abs, errors)) / len(errors) if errors else 0.0,
@@ -136,12 +140,15 @@ def mode_table(rows):
     """The Markdown table of one workload's rows."""
     return table([[r["mode"], r["dram_writes"],
                    f"{r['compression_ratio']:.2f}x" if r["compression_ratio"] else "-",
-                   r["dram_bytes"], r["discards"], r["discarded_mass"],
+                   r["dram_bytes"],
+                   f"{100 * r['bandwidth_reduction']:.1f} %" if r["bandwidth_reduction"]
+                   is not None else "-",
+                   r["discards"], r["discarded_mass"],
                    f"{r['error_mean']:.3f}", r["error_max"], f"{r['bias']:+.3f}"]
                   for r in rows],
-                 ["mode", "DRAM writes", "ratio", "DRAM bytes", "discards", "discarded mass",
-                  "mean abs error", "max abs error", "bias"],
-                 align=["left"] + ["right"] * 8)
+                 ["mode", "DRAM writes", "ratio", "DRAM bytes", "bandwidth reduction",
+                  "discards", "discarded mass", "mean abs error", "max abs error", "bias"],
+                 align=["left"] + ["right"] * 9)
 
 
 def render_markdown(data):

@@ -27,13 +27,14 @@ from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
 from .console import (ArgumentParser, UsageError, integer, positive_integer, prepare_out, table,
                       usage_error)
+from . import console
 from .console import progress as console_progress
 from .metrics import check_conservation, cross_check
 from .provenance import describe, provenance
 
 __all__ = ["main", "sweep"]
 
-DEFAULT_OUT = os.path.join("reports", "out", "sweep")
+DEFAULT_OUT = os.path.join(console.DEFAULT_OUT, "sweep")
 
 
 def _int_list(text):

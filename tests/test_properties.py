@@ -122,6 +122,50 @@ def test_mutant_classes():
     assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes)
 
 
+def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
+    # The mutants that only a long run shows on default: a deep BMC of every assertion (no
+    # skip: every step is checked) from reset, under the stimulus that reaches them.
+    from properties.covers import STIMULI
+    from proofs.gen import sby_text
+    from proofs.mutants import DEEP
+    assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
+                         "ready_ignores_l2_full", "burst_ends_below_burst_size",
+                         "hit_strobe_while_stalled", "victim_never_moves"}
+    for name, (stimulus, depth) in DEEP.items():
+        assert name in MUTANTS and stimulus in STIMULI
+        [job] = jobs_for(name, str(tmp_path), "default")
+        assert (job.mode, job.stimulus, job.depth, job.reset) == ("bmc", stimulus, depth,
+                                                                  "initial")
+        assert job.focus is None and job.fairness is None and not job.covers
+        text = sby_text(job.to_dict())
+        assert "mode bmc\n" in text and "skip" not in text
+        assert "smtbmc --nounroll " in text and "memory_map" in text
+        # on small, the free-input checks as for every mutant
+        assert [j.stimulus for j in jobs_for(name, str(tmp_path), "small")] == [None, None]
+    from proofs.mutants import DEEP_LIVENESS
+    assert set(DEEP_LIVENESS) == {"done_never_resumes", "no_drain_on_flush"}
+    for name, (stimulus, depth) in DEEP_LIVENESS.items():
+        assert name in MUTANTS and stimulus in STIMULI and name not in DEEP
+        [job] = jobs_for(name, str(tmp_path), "default")
+        assert (job.mode, job.stimulus, job.depth, job.reset) == ("bmc", stimulus, depth,
+                                                                  "initial")
+        assert job.focus == ["progress", "termination"] and job.fairness == 2
+        text = sby_text(job.to_dict())
+        assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
+    # the others keep the free-input checks on default
+    assert all(j.stimulus is None for j in jobs_for("victim_not_replaced", str(tmp_path),
+                                                    "default"))
+
+
+@pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
+                                      "write_then_flush", "evict_in_one_set"])
+def test_mutant_stimuli_convert(stimulus):
+    harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
+    rtlil.convert(harness, ports=[])
+    assumed = {p.name for p in harness.props.props if p.kind == "assume"}
+    assert f"stimulus_{stimulus}" in assumed
+
+
 def test_directed_stimulus_is_assumed_and_checked():
     from properties.covers import STIMULI, check_stimulus
     harness = FormalHarness(CONFIGS["default"], covers=STIMULI["one_address"],
