@@ -2,13 +2,13 @@ from amaranth.lib import enum
 
 from amaranth import *
 from amaranth.lib import data, stream, wiring
-from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .layouts import (Cause, classified_layout, write_layout, value_width,
                       discard_error_width)
 from .modes import ema_candidate, ema_clamp
+from .queue import WriteQueue
 from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State"]
@@ -259,6 +259,8 @@ class L1Accumulator(wiring.Component):
         self.h2_valid, self.h2_set, self.h2_row = (
             Signal(name="h2_valid"), Signal(range(sets), name="h2_set"),
             Signal(self.row_layout, name="h2_row"))
+        # The output queue (made here so that the proofs can read its storage).
+        self.queue = WriteQueue(write_layout(addr_width, grad_width), depth=self.QUEUE_DEPTH)
         # The flush scan.
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
@@ -284,8 +286,7 @@ class L1Accumulator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.storage = self.storage
-        m.submodules.queue = queue = SyncFIFO(width=len(self.s4_push_p.as_value()),
-                                              depth=self.QUEUE_DEPTH)
+        m.submodules.queue = queue = self.queue
         read, write = self.storage_read, self.storage_write
         vw = value_width(self.grad_width)
         Q = self.QUEUE_DEPTH
@@ -302,12 +303,12 @@ class L1Accumulator(wiring.Component):
         scan_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         queue_read  = Signal()
         m.d.comb += [
-            queue.w_en.eq(Mux(scan_push, 1, self.s4_valid & self.s4_push)),
-            queue.w_data.eq(Mux(scan_push, scan_push_p.as_value(), self.s4_push_p.as_value())),
-            self.push.valid.eq(queue.r_rdy),
-            self.push.payload.eq(queue.r_data),
-            queue.r_en.eq(self.push.ready),
-            queue_read.eq(queue.r_rdy & self.push.ready),
+            queue.w.valid.eq(Mux(scan_push, 1, self.s4_valid & self.s4_push)),
+            queue.w.payload.eq(Mux(scan_push, scan_push_p, self.s4_push_p)),
+            self.push.valid.eq(queue.r.valid),
+            self.push.payload.eq(queue.r.payload),
+            queue.r.ready.eq(self.push.ready),
+            queue_read.eq(queue.r.valid & self.push.ready),
         ]
         # A place is reserved from acceptance until the gradient leaves s4 without a write, or
         # its write leaves the queue.

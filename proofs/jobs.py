@@ -7,11 +7,11 @@ from properties.harness import CONFIGS
 __all__ = ["Job", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name"]
 
 #: Property groups proven together (one k-induction job each, per configuration).
-GROUPS = [["stream", "l2", "fifo"], ["conservation"], ["idle", "valid_count", "counters"],
+GROUPS = [["stream", "l2", "fifo", "queue"], ["conservation"], ["idle", "valid_count", "counters"],
           ["overflow", "unique_tag", "pipeline"], ["policy"], ["dual_threshold", "ema", "bypass"]]
 #: On the scaled configurations the dual-threshold properties are proven one job each: each
 #: alone takes seconds on default, the group as one job did not finish in 5 minutes.
-DUAL_THRESHOLD = ["discard_iff_a_tiny_miss_commits",
+DUAL_THRESHOLD = ["discard_iff_a_tiny_miss_decided_the_cycle_before",
                   "tiny_miss_writes_sign_times_small_threshold_or_nothing",
                   "stochastic_write_only_for_a_tiny_miss", "tiny_miss_allocates_nothing",
                   "discard_reports_address_and_grad_minus_written"]
@@ -26,7 +26,7 @@ WHOLE_STORAGE = ("small", "dm", "assoc")
 BMC_DEPTH = 10
 
 SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
-          "pipeline", "fifo", "policy", "counters", "dual_threshold", "ema", "bypass"]
+          "pipeline", "fifo", "queue", "policy", "counters", "dual_threshold", "ema", "bypass"]
 
 
 @dataclass

@@ -109,9 +109,13 @@ COLUMNS = [
     ("flush",  "in_flush",                 False),
     ("|L1 st", "dut.l1.state",             False),
     ("s1.v",   "dut.l1.s1_valid",          False),
-    ("s1.a",   "dut.l1.s1.addr",           False),
-    ("s1.g",   "dut.l1.s1.grad",           True),
-    ("fwd",    "dut.l1.fwd_valid",         False),
+    ("s2.v",   "dut.l1.s2_valid",          False),
+    ("fwd",    "dut.l1.s2_fwd",            False),
+    ("s3.v",   "dut.l1.s3_valid",          False),
+    ("s3.a",   "dut.l1.s3.addr",           False),
+    ("s3.g",   "dut.l1.s3.grad",           True),
+    ("s4.v",   "dut.l1.s4_valid",          False),
+    ("rsv",    "dut.l1.reserved",          False),
     ("scan",   "dut.l1.scan_set",          False),
     ("vcnt",   "dut.l1.valid_count",       False),
     ("|push.v", "dut.l1.push__valid",      False),
@@ -129,12 +133,13 @@ COLUMNS = [
     ("|track", "track",                    False),
     ("bal",    "balance",                  True),
     ("l1",     "l1_sum",                   True),
-    ("s1",     "s1_sum",                   True),
+    ("pipe",   "stages_sum",               True),
+    ("queue",  "queue_sum",                True),
     ("l2",     "l2_sum",                   True),
 ]
 
 STATES = {0: "INIT", 1: "RUN", 2: "SCAN", 3: "DONE"}
-CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU"}
+CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU", 5: "STO"}
 
 
 def print_table(trace, columns=COLUMNS, file=None, start=0):

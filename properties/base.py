@@ -32,6 +32,7 @@ GROUPS = {
     "counters":     "event strobes and running counters count the right events",
     "policy":       "the tracked set's writes and row follow the reference model",
     "fifo":         "L2 is an order-preserving FIFO (one tracked write)",
+    "queue":        "L1's output queue is an order-preserving FIFO (one tracked write)",
     "dual_threshold": "a tiny miss (and only it) is discarded: dropped or written as "
                       "+-small_threshold by the random bits' rule, and accounted",
     "ema":          "the EMA is exact, in range, never wraps; the threshold in force is its "

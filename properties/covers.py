@@ -42,7 +42,7 @@ def add(h, m, P, only=None):
     P.cover("cause_stochastic_write", d.stochastic_write)
     P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
     P.cover("bypassed_gradient_written_direct",
-            h.s1_in_window & d.direct_write)
+            h.stage_window[4] & l1.s4_push)
     P.cover("ema_threshold_judged_between_its_bounds",
             h.accept & h.in_modes["ema_enable"] & ~h.in_window &
             (d.l1.grad_in.p.threshold > h.in_modes["ema_min"]) &
@@ -56,7 +56,13 @@ def add(h, m, P, only=None):
         with m.Elif(l1.valid_count == d.sets * d.ways):
             m.d.sync += full_at_flush.eq(1)
         P.cover("flush_completes_with_every_way_valid", full_at_flush & d.flush & d.idle)
-        P.cover("hit_on_entry_written_the_cycle_before", l1.hit & l1.fwd_valid)
+        # A hit on the entry the gradient before decided on (s3's correction), and a row
+        # forwarded to s2 from each later stage (the read could not see them).
+        P.cover("hit_on_entry_written_the_cycle_before",
+                l1.hit & l1.s3_same_addr & h.s4_writes)
+        for i, (name, valid) in enumerate([("s4", h.s4_writes), ("h1", l1.h1_valid),
+                                           ("h2", l1.h2_valid)]):
+            P.cover(f"s2_row_forwarded_from_{name}", l1.s2_valid & l1.s2_fwd[i] & valid)
 
 
 #: Directed stimuli for the deep covers (``FormalHarness(stimulus=NAME)``): the free inputs are

@@ -20,7 +20,8 @@ from design.layouts import value_width
 from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
 
 from .base import PropertySet
-from . import assumptions, outputs, invariants, covers, writeback, policy, liveness, modes
+from . import (assumptions, outputs, invariants, covers, writeback, policy, liveness, modes,
+               pipeline)
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
@@ -37,24 +38,25 @@ def mode_inputs(dut):
 
 class FreeRandom(Elaboratable):
     """Stands in for :class:`design.modes.Lfsr` in the proofs: the same members, but the state
-    it takes after a ``step`` (or a ``load``, or reset) is arbitrary: ``source``, a free input
-    of the harness, in the first cycle after one, held from then on. So the random bits of
-    every stochastic decision are any bits at all, held while the decision waits for L2, as
-    the LFSR holds its state between steps (a write being offered must not change)."""
+    it takes after a ``step`` (or a ``load``) is arbitrary: ``source``, a free input of the
+    harness, shown as ``next_state`` (what a step would give) and taken on a step, as the LFSR
+    takes its next state. Its state at power-up and after reset is arbitrary too. So the random
+    bits of every stochastic decision are any bits at all, and change only on a step, as the
+    LFSR's."""
 
     def __init__(self):
         self.seed   = Signal(LFSR_WIDTH, name="lfsr_seed_unused")
         self.load   = Signal(name="lfsr_load")
         self.step   = Signal(name="lfsr_step")
-        self.state  = Signal(LFSR_WIDTH, name="random_bits")
+        self.state  = Signal(LFSR_WIDTH, name="random_bits", reset_less=True)
+        self.next_state = Signal(LFSR_WIDTH, name="random_next_bits")
         self.source = Signal(LFSR_WIDTH, name="random_source")
 
     def elaborate(self, platform):
         m = Module()
-        fresh = Signal(init=1, name="random_fresh")     # stepped, loaded or reset last cycle
-        held  = Signal(LFSR_WIDTH, name="random_held")
-        m.d.sync += [fresh.eq(self.step | self.load), held.eq(self.state)]
-        m.d.comb += self.state.eq(Mux(fresh, self.source, held))
+        m.d.comb += self.next_state.eq(self.source)
+        with m.If(self.step | self.load):
+            m.d.sync += self.state.eq(self.next_state)
         return m
 
 
@@ -131,9 +133,9 @@ class FormalHarness(Elaboratable):
         self.aw, self.gw = d.addr_width, d.grad_width
         self.vw = value_width(self.gw)
         self.set_bits = (d.sets - 1).bit_length()
-        # Width of the tracked balances: at most one L1 entry, s1 and every L2 entry for one
-        # address, each |v| < 2**(vw-1).
-        self.bw = self.vw + (d.fifo_depth + 2).bit_length() + 2
+        # Width of the tracked balances: at most one L1 entry, the pipeline's stages and
+        # every queue and L2 entry for one address, each |v| < 2**(vw-1).
+        self.bw = self.vw + (d.fifo_depth + d.l1.QUEUE_DEPTH + 6).bit_length() + 2
         if fairness is None:
             self.bound = self.progress = None
         else:
@@ -143,13 +145,17 @@ class FormalHarness(Elaboratable):
         # Read ports: added here, before the design is elaborated.
         l1, wb = d.l1, d.writeback
         self.l1_track_port = l1.storage.read_port(domain="comb")   # the tracked set
-        self.l1_s1_port    = l1.storage.read_port(domain="comb")   # the set s1 or the scan has
+        self.l1_s2_port    = l1.storage.read_port(domain="comb")   # the set s2 or the scan has
+        self.l1_s3_port    = l1.storage.read_port(domain="comb")   # the set s3 decides on
         self.l1_write_port = l1.storage.read_port(domain="comb")   # the set being written
         self.l2_track_port = wb.storage.read_port(domain="comb")   # the tracked L2 entry
         self.l1_ports = ([l1.storage.read_port(domain="comb") for _ in range(d.sets)]
                          if whole_storage else [])
         self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
                          if whole_storage else [])
+        # L1's output queue is small (QUEUE_DEPTH writes): every entry is read in every job.
+        self.queue_ports = [l1.queue.storage.read_port(domain="comb")
+                            for _ in range(l1.queue.depth)]
 
     def elaborate(self, platform):
         m = Module()
@@ -213,70 +219,147 @@ class FormalHarness(Elaboratable):
         ]
         self.track_set = self.set_of(self.track)
         self.track_tag = self.track[self.set_bits:]
-        self.s1_set = self.set_of(l1.s1.addr)
         self.init = Signal()
-        m.d.comb += self.init.eq(l1.state == L1State.INIT)
-        # s1 commits its gradient this cycle (its push, if any, is taken).
-        self.s1_commits = Signal()
-        m.d.comb += self.s1_commits.eq((l1.state == L1State.RUN) & l1.s1_valid &
-                                       (~l1.push.valid | l1.push.ready))
+        self.scan = Signal()
+        m.d.comb += [self.init.eq(l1.state == L1State.INIT),
+                     self.scan.eq(l1.state == L1State.SCAN)]
+        # A write enters L1's output queue (from s4 or from the flush scan).
+        queue = l1.queue
+        self.queue_in = Signal()
+        m.d.comb += self.queue_in.eq(queue.w.valid & queue.w.ready)
+        # s4 writes its row to storage this cycle.
+        self.s4_writes = Signal()
+        m.d.comb += self.s4_writes.eq(l1.s4_valid & l1.s4_write)
 
-        # L1 rows
+        # -- the gradients in the pipeline, as accepted ------------------------------------
+        # The pipeline never stalls: the gradient accepted in cycle t is in stage s<i> in
+        # cycle t+i. The harness keeps its own copy of each one, as accepted (the payload the
+        # streamer gave, and whether it lay in a bypass window), so that the properties can
+        # compare each stage with it (pipeline group) and the model can take it in s3.
+        # Whether the gradient on grad_in lies in an enabled bypass window (restated from
+        # design/modes.py: base <= addr <= limit) travels along with it.
+        self.in_window = Signal()
+        m.d.comb += self.in_window.eq(Cat(
+            self.in_modes[f"bypass{i}_enable"] &
+            (self.in_modes[f"bypass{i}_base"] <= self.in_addr) &
+            (self.in_addr <= self.in_modes[f"bypass{i}_limit"])
+            for i in range(BYPASS_WINDOWS)).any())
+
+        layout = l1.grad_in.payload.shape()
+        self.stage_valid = [None]
+        self.stage = [None]
+        self.stage_window = [None]
+        valid, payload, window = self.accept, l1.grad_in.payload, self.in_window
+        for i in range(1, 5):
+            v = Signal(name=f"accepted_in_s{i}")
+            p = Signal(layout, name=f"accepted_s{i}")
+            w = Signal(name=f"accepted_s{i}_in_window")
+            m.d.sync += [v.eq(valid), p.eq(payload), w.eq(valid & window)]
+            self.stage_valid.append(v)
+            self.stage.append(p)
+            self.stage_window.append(w)
+            valid, payload, window = v, p, w
+
+        # L1 rows. The set as it is in cycle t: the row s4 writes in t if it writes that set,
+        # else the row in storage (which holds every write before t).
         write = l1.storage_write
         m.d.comb += [
             self.l1_track_port.addr.eq(self.track_set),
-            self.l1_s1_port.addr.eq(Mux(l1.state == L1State.SCAN, l1.scan_set, self.s1_set)),
+            self.l1_s2_port.addr.eq(Mux(self.scan, l1.scan_set, self.set_of(l1.s2.addr))),
+            self.l1_s3_port.addr.eq(self.set_of(l1.s3.addr)),
             self.l1_write_port.addr.eq(write.addr),
         ]
         for i, port in enumerate(self.l1_ports):
             m.d.comb += port.addr.eq(i)
         for i, port in enumerate(self.l2_ports):
             m.d.comb += port.addr.eq(i)
+        for i, port in enumerate(self.queue_ports):
+            m.d.comb += port.addr.eq(i)
 
-        # What L1 holds for the tracked address (0 while INIT: the SRAM is not cleared yet).
-        row = self.l1_track_port.data
+        def current(port, set_, name):
+            row = Signal(l1.row_layout, name=name)
+            m.d.comb += row.eq(Mux(self.s4_writes & (l1.s4_set == set_), l1.s4_row, port.data))
+            return row
+        self.current = current
+        # The tracked set as it is now (0 while INIT: the SRAM is not cleared yet), with the
+        # ways the flush scan has already written out of it (scan_done) taken as free: the
+        # scan writes the set back only after its last valid way.
+        self.track_row = current(self.l1_track_port, self.track_set, "tracked_set_row")
+        self.track_held = Signal(l1.row_layout, name="tracked_set_held")
+        m.d.comb += self.track_held.eq(self.track_row)
+        with m.If(self.scan & (l1.scan_set == self.track_set)):
+            for i, way in enumerate(self.track_held.ways):
+                m.d.comb += way.valid.eq(self.track_row.ways[i].valid & ~l1.scan_done[i])
+
+        # What L1 holds for the tracked address.
+        row = self.track_held
         self.l1_sum = Signal(signed(self.bw))
         self.l1_n   = Signal(range(d.ways + 1))
         matches = [Signal(name=f"track_match{i}") for i in range(d.ways)]
         for i, way in enumerate(row.ways):
             m.d.comb += matches[i].eq(way.valid & (way.tag == self.track_tag))
         m.d.comb += [
-            self.l1_sum.eq(sum(Mux(matches[i], row.ways[i].sum, 0) for i in range(d.ways))),
-            self.l1_n.eq(sum(matches[i] for i in range(d.ways))),
+            self.l1_sum.eq(Mux(self.init, 0, sum(Mux(matches[i], row.ways[i].sum, 0)
+                                                 for i in range(d.ways)))),
+            self.l1_n.eq(Mux(self.init, 0, sum(matches[i] for i in range(d.ways)))),
         ]
 
-        # What s1 holds for the tracked address.
-        self.s1_sum = Signal(signed(self.bw))
-        self.s1_n   = Signal()
+        # What the pipeline holds for the tracked address: the gradients in s1 ... s3, as
+        # accepted (s4's part is the policy model's: policy.py).
+        self.stages_sum = Signal(signed(self.bw))
+        stage_t = [self.stage_valid[i] & (self.stage[i].addr == self.track) for i in (1, 2, 3)]
+        m.d.comb += self.stages_sum.eq(sum(Mux(v, self.stage[i].grad, 0)
+                                           for v, i in zip(stage_t, (1, 2, 3))))
+        disc_t = d.discard & (d.discard_addr == self.track)
+
+        # Shadow of L1's output queue for the tracked address: written minus taken by L2.
+        self.queue_sum = Signal(signed(self.bw))
+        self.queue_n   = Signal(range(queue.depth + 1))
+        q_in_t = self.queue_in & (queue.w.payload.addr == self.track)
+        in_t   = self.push_fire & (l1.push.p.addr == self.track)
+        m.d.sync += [
+            self.queue_sum.eq(self.queue_sum + Mux(q_in_t, queue.w.payload.value, 0)
+                              - Mux(in_t, l1.push.p.value, 0)),
+            self.queue_n.eq(self.queue_n + q_in_t - in_t),
+        ]
+        # ... and the queue's contents (every entry is read).
+        q_offset = [Mux(i >= queue.r_ptr, i - queue.r_ptr, i + queue.depth - queue.r_ptr)
+                    for i in range(queue.depth)]
+        self.queue_occupied = [Signal(name=f"queue_occupied{i}") for i in range(queue.depth)]
+        for occ, off in zip(self.queue_occupied, q_offset):
+            m.d.comb += occ.eq(off < queue.level)
+        q_match = [occ & (p.data.addr == self.track)
+                   for occ, p in zip(self.queue_occupied, self.queue_ports)]
+        self.queue_real_sum = Signal(signed(self.bw))
+        self.queue_real_n   = Signal(range(queue.depth + 1))
         m.d.comb += [
-            self.s1_n.eq(l1.s1_valid & (l1.s1.addr == self.track)),
-            self.s1_sum.eq(Mux(self.s1_n, l1.s1.grad, 0)),
+            self.queue_real_sum.eq(sum(Mux(e, p.data.value, 0)
+                                       for e, p in zip(q_match, self.queue_ports))),
+            self.queue_real_n.eq(sum(q_match)),
         ]
 
         # Shadow of L2 for the tracked address: pushed by L1 minus written to DRAM.
         self.l2_sum = Signal(signed(self.bw))
         self.l2_n   = Signal(range(d.fifo_depth + 1))
-        in_t  = self.push_fire & (l1.push.p.addr == self.track)
         out_t = self.pop & (d.dram_out.p.addr == self.track)
         m.d.sync += [
             self.l2_sum.eq(self.l2_sum + Mux(in_t, l1.push.p.value, 0)
                            - Mux(out_t, d.dram_out.p.value, 0)),
             self.l2_n.eq(self.l2_n + in_t - out_t),
         ]
-        # Accounted discards for the tracked address (dual threshold: a tiny miss dropped, or
-        # the rounding error of its stochastic write), as the design reports them.
-        disc_t = d.discard & (d.discard_addr == self.track)
-        # Balance: accepted minus written to DRAM minus accounted, for the tracked address.
+        # Balance: accepted minus written to DRAM minus accounted discards (dual threshold: a
+        # tiny miss dropped, or the rounding error of its stochastic write), as the design
+        # reports them, for the tracked address.
         self.balance = Signal(signed(self.bw))
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
                                     - Mux(out_t, d.dram_out.p.value, 0)
                                     - Mux(disc_t, d.discard_error, 0))
-        # Accepted minus pushed to L2 minus accounted, for the tracked address: what L1 and s1
-        # must hold.
+        # Accepted minus written into the queue minus accounted, for the tracked address: what
+        # L1 and its pipeline must hold.
         self.l1_balance = Signal(signed(self.bw))
         m.d.sync += self.l1_balance.eq(self.l1_balance + Mux(acc_t, d.grad_in.p.grad, 0)
-                                       - Mux(in_t, l1.push.p.value, 0)
+                                       - Mux(q_in_t, queue.w.payload.value, 0)
                                        - Mux(disc_t, d.discard_error, 0))
 
         # L2 contents, from the storage itself (whole_storage).
@@ -300,47 +383,51 @@ class FormalHarness(Elaboratable):
                 self.l2_real_n.eq(out_match + sum(ent_match)),
             ]
 
-        # Number of valid L1 entries, from the storage itself (whole_storage).
+        # Number of valid L1 entries, from the storage itself (whole_storage): each set as it
+        # is now, less the ways the scan has written out of the set it scans.
         if self.l1_ports:
             self.l1_total = Signal(range(d.sets * d.ways + 1))
-            m.d.comb += self.l1_total.eq(sum(way.valid for p in self.l1_ports
-                                             for way in p.data.ways))
+            m.d.comb += self.l1_total.eq(
+                sum(self.popcount(current(p, i, f"l1_set{i}_row")) for i, p in
+                    enumerate(self.l1_ports)) -
+                Mux(self.scan, sum(l1.scan_done[i] for i in range(d.ways)), 0))
 
-        # Whether the gradient on grad_in lies in an enabled bypass window (restated from
-        # design/modes.py: base <= addr <= limit), and the same for the gradient in s1.
-        self.in_window = Signal()
-        m.d.comb += self.in_window.eq(Cat(
-            self.in_modes[f"bypass{i}_enable"] &
-            (self.in_modes[f"bypass{i}_base"] <= self.in_addr) &
-            (self.in_addr <= self.in_modes[f"bypass{i}_limit"])
-            for i in range(BYPASS_WINDOWS)).any())
-        self.s1_in_window = Signal()
-        with m.If(self.s1_commits):
-            m.d.sync += self.s1_in_window.eq(0)
-        with m.If(self.accept):
-            m.d.sync += self.s1_in_window.eq(self.in_window)
 
-        # s1 was loaded in the cycle before (its first cycle), and the stochastic rule
-        # (modes.stochastic_writes) applied to the random bits of that cycle: the decision
-        # the design must make, and hold while s1 waits. In s1's first cycle it is the same
-        # expression on the same signals as the design's (so the solver meets one multiplier),
-        # later a register (proven equal to the design's held decision: pipeline group).
-        self.s1_new = Signal()
-        m.d.sync += self.s1_new.eq(self.accept)
-        self.s1_decision = Signal()
-        decision_held = Signal(name="s1_decision_held")
-        m.d.comb += self.s1_decision.eq(Mux(
-            self.s1_new,
-            modes.stochastic_writes(self, d.lfsr.state, l1.s1.grad, l1.s1.small_threshold),
-            decision_held))
-        m.d.sync += decision_held.eq(self.s1_decision)
-        self.s1_decision_held = decision_held
+        # The threshold each gradient is judged against: its payload's, or in the EMA mode the
+        # EMA threshold of the payload's EMA value and settings (modes.ema_threshold, restated
+        # here on s1's copy, as the design computes it: the solver meets one multiply).
+        s1 = self.stage[1]
+        self.judged = [None, None]
+        judged2 = Signal(self.gw, name="judged_threshold_s2")
+        m.d.sync += judged2.eq(Mux(s1.ema, modes.ema_threshold(
+            self, l1.s1.ema_source, l1.s1.ema_scale, l1.s1.ema_min, l1.s1.ema_max),
+            s1.threshold))
+        judged3 = Signal(self.gw, name="judged_threshold_s3")
+        m.d.sync += judged3.eq(judged2)
+        self.judged += [judged2, judged3]
+
+        # The stochastic rule (modes.stochastic_writes) for the gradient in s3, on the random
+        # bits in force when it decides: the LFSR's state now, which is its state of the
+        # cycle before, or the next state of then if it stepped then. The rule is applied a
+        # cycle ahead, in s2, on both, as the design does (the solver meets its multiplies).
+        s2 = l1.s2
+        chance = Signal(2, name="stochastic_rule_s3")
+        m.d.sync += chance.eq(Cat(
+            modes.stochastic_writes(self, d.lfsr.state, s2.grad, s2.small_threshold),
+            modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, s2.small_threshold)))
+        self.stepped_last = Signal(name="random_stepped_last_cycle")
+        m.d.sync += self.stepped_last.eq(d.lfsr.step)
+        self.s3_rule = Signal(name="stochastic_rule_in_force_s3")
+        m.d.comb += self.s3_rule.eq(chance.bit_select(self.stepped_last, 1))
+        self.s3_chance = chance
+
 
         assumptions.add(self, m, P)
+        policy.add(self, m, P)       # first: the conservation properties use its model
         outputs.add(self, m, P)
         invariants.add(self, m, P)
         writeback.add(self, m, P)
-        policy.add(self, m, P)
+        pipeline.add(self, m, P)
         modes.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)

@@ -44,59 +44,65 @@ def add(h, m, P):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
     S, W, D = d.sets, d.ways, d.fifo_depth
     state = l1.state
-    run, scan, done, init = (state == L1State.RUN), (state == L1State.SCAN), \
-        (state == L1State.DONE), h.init
+    scan, init = h.scan, h.init
 
     # -- valid_count ------------------------------------------------------------------------
     P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
     P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
-    # Per cycle: valid_count moves by what the row written this cycle gains or loses. With
-    # every row empty after INIT, it follows by induction over time that valid_count is the
-    # number of valid entries in storage (docs/proofs.md); whole_storage proves it directly.
-    write = l1.storage_write
-    delta = Mux(write.en & ~init,
-                h.popcount(write.data) - h.popcount(h.l1_write_port.data), 0)
-    expected = Signal(range(S * W + 1), name="valid_count_expected")
-    checked = Signal(name="valid_count_expected_known")   # low after a reset cycle
-    m.d.sync += [expected.eq(l1.valid_count + delta), checked.eq(1)]
-    P.check("valid_count", "valid_count_moves_with_the_row_written",
-            ~checked | (l1.valid_count == expected))
+    # Per cycle: valid_count moves by what the decision in s3 gains or loses in its set (its
+    # new row is s4's in the next cycle, the set as it is then), and by one for each way the
+    # flush scan writes out. With every row empty after INIT, it follows by induction over
+    # time that valid_count is the number of valid entries of the sets as they are, less the
+    # ways the scan has written out of the set it scans (docs/proofs.md); whole_storage
+    # proves it directly.
+    s3_now = h.current(h.l1_s3_port, h.set_of(l1.s3.addr), "valid_count_s3_set_now")
+    before = Signal(range(W + 1), name="valid_count_s3_set_before")
+    last   = Signal.like(l1.valid_count, name="valid_count_last_cycle")
+    scan_out = Signal(name="scan_wrote_a_way_last_cycle")
+    checked = Signal(name="valid_count_last_known")   # low after a reset cycle
+    m.d.sync += [before.eq(h.popcount(s3_now)), last.eq(l1.valid_count),
+                 scan_out.eq(scan & h.queue_in), checked.eq(1)]
+    delta = Mux(h.s4_writes, h.popcount(l1.s4_row) - before, 0) - scan_out
+    P.check("valid_count", "valid_count_moves_with_the_decided_row_and_the_scan",
+            ~checked | (l1.valid_count == last + delta))
     last_init = Signal(name="l1_init_last_cycle")
     m.d.sync += last_init.eq(init)
     P.check("valid_count", "init_only_after_reset", ~checked | last_init | ~init)
-    # Each row's valid ways are counted in valid_count, and the other rows hold the rest.
-    def covers(row):
-        n = h.popcount(row)
+    # Each set's valid ways are counted in valid_count, and the other sets hold the rest.
+    def covers(n):
         return init | ((n <= l1.valid_count) & (l1.valid_count <= n + (S - 1) * W))
-    covers_tracked = covers(h.l1_track_port.data)
-    covers_s1 = covers(h.l1_s1_port.data)
+    covers_tracked = covers(h.popcount(h.track_held))
+    covers_s3 = ~l1.s3_valid | covers(h.popcount(s3_now))
+    scanned = h.l1_s2_port.data
+    left = h.popcount(scanned) - sum(l1.scan_done[i] for i in range(W))
+    covers_scanned = ~scan | covers(left)
     # During a scan, the sets already scanned are empty: what is left is in this set and after.
-    scan_rest = ~scan | (l1.valid_count <= h.popcount(h.l1_s1_port.data) +
-                         (S - 1 - l1.scan_set) * W)
+    scan_rest = ~scan | (l1.valid_count <= left + (S - 1 - l1.scan_set) * W)
+    lemmas = [("valid_count_covers_tracked_set", covers_tracked),
+              ("valid_count_covers_s3_set", covers_s3),
+              ("valid_count_covers_scanned_set", covers_scanned),
+              ("valid_count_only_in_sets_not_yet_scanned", scan_rest)]
     if h.l1_ports:
         P.check("valid_count", "valid_count_eq_valid_entries_in_storage",
                 init | (l1.valid_count == h.l1_total))
-        P.check("valid_count", "valid_count_covers_tracked_row", covers_tracked)
-        P.check("valid_count", "valid_count_covers_s1_or_scan_row", covers_s1)
-        P.check("valid_count", "valid_count_only_in_sets_not_yet_scanned", scan_rest)
+        for name, test in lemmas:
+            P.check("valid_count", name, test)
     else:
-        # Consequences of valid_count == valid entries in storage, proven on paper from the
-        # per-cycle property above (docs/proofs.md), and directly with whole_storage. Like
-        # the properties outside a job's focus, they are assumed for the past cycles only:
-        # the paper proof of the lemma in cycle t uses valid_count_moves_with_the_row_written
-        # in cycle t, which its own job proves assuming the lemma before t only.
-        for name, test in [("valid_count_covers_tracked_row", covers_tracked),
-                           ("valid_count_covers_s1_or_scan_row", covers_s1),
-                           ("valid_count_only_in_sets_not_yet_scanned", scan_rest)]:
+        # Consequences of valid_count == valid entries, proven on paper from the per-cycle
+        # property above (docs/proofs.md), and directly with whole_storage. Like the
+        # properties outside a job's focus, they are assumed for the past cycles only: the
+        # paper proof of the lemma in cycle t uses the per-cycle property in cycle t, which
+        # its own job proves assuming the lemma before t only.
+        for name, test in lemmas:
             held = Signal(init=1, name=f"lemma_{name}_last_cycle")
             m.d.sync += held.eq(test)
             P.assume("lemma", name, held)
 
     # -- overflow, unique tags ----------------------------------------------------------------
-    _row_checks(h, P, h.l1_track_port.data, "tracked_set", ~init)
+    _row_checks(h, P, h.track_row, "tracked_set", ~init)
     P.check("unique_tag", "tracked_address_in_at_most_one_way", init | (h.l1_n <= 1))
     for i, port in enumerate(h.l1_ports):
-        _row_checks(h, P, port.data, "every_set", ~init)
+        _row_checks(h, P, h.current(port, i, f"every_set{i}_now"), "every_set", ~init)
     P.check("overflow", "l2_w_ptr_below_depth", wb.w_ptr < D)
     P.check("overflow", "l2_r_ptr_below_depth", wb.r_ptr < D)
     P.check("overflow", "l2_count_at_most_depth", wb.count <= D)
@@ -127,35 +133,3 @@ def add(h, m, P):
             last_bursting | ~wb.bursting | (wb.level >= d.burst_size) | last_flush)
     P.check("l2", "writes_loaded_only_during_burst",
             ~wb.out_valid | (last_out_valid & ~last_popped) | last_bursting)
-
-    # -- pipeline / scan --------------------------------------------------------------------
-    s1 = l1.s1
-    P.check("pipeline", "s1_only_in_run", ~l1.s1_valid | run)
-    P.check("pipeline", "s1_classified_right",
-            ~l1.s1_valid | (s1.direct == (abs(s1.grad) >= s1.threshold)))
-    P.check("pipeline", "s1_fresh_in_s1s_first_cycle", l1.s1_fresh == h.s1_new)
-    P.check("pipeline", "s1_held_stochastic_decision_is_the_first_cycles",
-            ~l1.s1_valid | h.s1_new | (l1.s1_rounds_held == h.s1_decision_held))
-    cur = h.l1_s1_port.data
-    P.check("pipeline", "s1_row_is_row_in_storage",
-            ~(run & l1.s1_valid) | (l1.row.as_value() == cur.as_value()))
-    for i in range(W):
-        done_i = l1.scan_done[i]
-        P.check("pipeline", "scan_written_ways_are_free_in_storage",
-                ~scan | ~done_i | ~cur.ways[i].valid)
-        P.check("pipeline", "scan_other_ways_are_row_in_storage",
-                ~scan | done_i | (cur.ways[i].as_value() == l1.row.ways[i].as_value()))
-    P.check("pipeline", "scan_victim_is_row_in_storage",
-            ~scan | (cur.victim == l1.row.victim))
-    P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
-    P.check("pipeline", "init_holds_nothing",
-            ~init | ((wb.level == 0) & ~l1.push.valid & (h.balance == 0)))
-    P.check("pipeline", "init_passed_tracked_set_cleared",
-            ~init | (h.track_set >= l1.scan_set) | (h.l1_track_port.data.as_value() == 0))
-    P.check("pipeline", "init_or_scan_passed_tracked_set_empty",
-            ~(init | scan) | (h.track_set >= l1.scan_set) |
-            (h.popcount(h.l1_track_port.data) == 0))
-    for i, port in enumerate(h.l1_ports):
-        no_valid = ~Cat(*[w.valid for w in port.data.ways]).any()
-        P.check("pipeline", "init_or_scan_passed_sets_empty",
-                ~(init | scan) | (l1.scan_set <= i) | no_valid)

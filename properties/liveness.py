@@ -16,28 +16,39 @@ their assertions are invariants a short induction can carry.
 from amaranth import *
 
 from design import L1State
+from design.l1 import L1Accumulator
 
 __all__ = ["add", "flush_bound", "measure_max", "progress_bound"]
 
 
-def flush_bound(sets, ways, fifo_depth, K):
+def flush_bound(sets, ways, fifo_depth, K, queue_depth=None):
     """The flush termination bound B (cycles from ``flush`` rising to ``idle``).
 
     With ``flush`` held high and DRAM ready at least once in every ``K`` cycles, ``idle`` is
     high at the latest ``B`` cycles after the first cycle with ``flush`` high, where::
 
-        B = (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
+        B = (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth) + 1)
 
     It follows from the ranking function (the measure of work left, see :func:`add`): under
     ``flush`` it never grows and falls at least once in every ``K + 1`` cycles until ``idle``.
     Both facts, and the bound itself, are proven (``termination`` group).
     """
-    return (K + 1) * (measure_max(sets, ways, fifo_depth) + 1)
+    return (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth) + 1)
 
 
-def measure_max(sets, ways, fifo_depth):
-    """The largest value of the flush ranking function (see :func:`flush_bound`)."""
-    return fifo_depth + 2 * sets * ways + 3 + 2 * sets + 1
+def measure_max(sets, ways, fifo_depth, queue_depth=None):
+    """The largest value of the flush ranking function (see :func:`flush_bound`); the queue's
+    depth is L1's (``L1Accumulator.QUEUE_DEPTH``) unless given."""
+    if queue_depth is None:
+        queue_depth = L1Accumulator.QUEUE_DEPTH
+    return fifo_depth + 2 * queue_depth + 3 * sets * ways + STAGE_WEIGHT + 3 * sets + 2
+
+
+#: The measure's weight for the gradient ready to be taken (grad_in.ready) and for one in
+#: each stage s1 ... s4: a stage's gradient becomes the next stage's, s3's may also allocate
+#: an entry (3), s4's becomes a write in the queue (2) or nothing.
+WEIGHTS = {"ready": 10, "s1": 9, "s2": 8, "s3": 7, "s4": 3}
+STAGE_WEIGHT = sum(WEIGHTS.values())
 
 
 def progress_bound(sets, ways, K):
@@ -45,14 +56,14 @@ def progress_bound(sets, ways, K):
     ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
     cycle of being offered::
 
-        N = max(sets + 1, ways * (K + 1) + 3)
+        N = max(sets + 2, ways * (K + 2) + 5, K + 5)
 
-    ``sets + 1``: L1's INIT after a reset (one cycle per set); ``ways * (K + 1) + 3``: after
-    ``flush`` drops during a scan, L1 first finishes the set it is scanning, each of its ways
-    waiting at most ``K + 1`` cycles for room in L2. In between, ``s1`` waits at most ``K + 1``
-    cycles for L2.
+    ``sets + 2``: L1's INIT after a reset (one cycle per set), and ``grad_in.ready``'s
+    register; ``ways * (K + 2) + 5``: after ``flush`` drops during a scan, L1 first finishes
+    the set it is scanning, each of its ways waiting for a place in the queue, which waits for
+    L2; ``K + 5``: a place in the queue, when every place is reserved.
     """
-    return max(sets + 1, ways * (K + 1) + 3, K + 3)
+    return max(sets + 2, ways * (K + 2) + 5, K + 5)
 
 
 def add(h, m, P):
@@ -78,17 +89,22 @@ def add(h, m, P):
     P.check("progress", "init_wait_at_most_sets_cleared", ~init | (wait <= l1.scan_set))
 
     # -- termination: the measure of work left --------------------------------------------
-    M_bits = (S * d.ways * 2 + d.fifo_depth + 2 * S + 8).bit_length()
+    M_bits = (measure_max(S, d.ways, d.fifo_depth, l1.queue.depth) + 1).bit_length()
     measure = Signal(M_bits, name="flush_measure")
     scan_left = Signal(M_bits, name="flush_scan_left")
     with m.Switch(state):
         with m.Case(L1State.INIT):
-            m.d.comb += scan_left.eq((S - l1.scan_set) + (S + 1))
+            m.d.comb += scan_left.eq((S - l1.scan_set) + (2 * S + 2))
         with m.Case(L1State.RUN):
-            m.d.comb += scan_left.eq(S + 1)
+            m.d.comb += scan_left.eq(2 * S + 2)
         with m.Case(L1State.SCAN):
-            m.d.comb += scan_left.eq(S - l1.scan_set)
-    m.d.comb += measure.eq(wb.level + 2 * l1.valid_count + 3 * l1.s1_valid + scan_left)
+            # Two cycles a set: its read, and its write back (moving on).
+            m.d.comb += scan_left.eq(2 * (S - 1 - l1.scan_set) + 1 + l1.scan_wait)
+    w = WEIGHTS
+    m.d.comb += measure.eq(wb.level + 2 * l1.queue.level + 3 * l1.valid_count +
+                           w["ready"] * d.grad_in.ready + w["s1"] * l1.s1_valid +
+                           w["s2"] * l1.s2_valid + w["s3"] * l1.s3_valid +
+                           w["s4"] * l1.s4_valid + scan_left)
     h.flush_measure = measure
 
     last_measure = Signal.like(measure, name="flush_measure_last_cycle")
@@ -115,7 +131,7 @@ def add(h, m, P):
     with m.Else():
         m.d.sync += flush_cycles.eq(0)
     h.flush_cycles = flush_cycles
-    M_max = measure_max(S, d.ways, d.fifo_depth)
+    M_max = measure_max(S, d.ways, d.fifo_depth, l1.queue.depth)
     P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
     # The ranking argument as an invariant: time spent under flush is paid for by the measure.
     P.check("termination", "flush_time_bounded_by_measure_fallen",

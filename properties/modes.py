@@ -38,53 +38,66 @@ def stochastic_writes(h, random, grad, small):
     return random[:R] * small < (abs(grad) << R)
 
 
-def ema_threshold(h, average):
-    """The EMA's threshold for ``average``: the candidate ``(average * ema_scale) >> 12``,
-    ``ema_max`` if above it, else ``ema_min`` if below that, else the candidate (so with
-    crossed bounds, ``ema_min > ema_max``, a candidate above ``ema_max`` gives ``ema_max`` and
-    any other ``ema_min``: what design/modes.py and model/reference.py compute)."""
-    mo = h.in_modes
-    candidate = (average * mo["ema_scale"]) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
-    return Mux(candidate > mo["ema_max"], mo["ema_max"],
-               Mux(candidate < mo["ema_min"], mo["ema_min"], candidate))
+def ema_threshold(h, average, scale, minimum, maximum):
+    """The EMA's threshold for ``average``: the candidate ``(average * scale) >> 12``,
+    ``maximum`` if above it, else ``minimum`` if below that, else the candidate (so with
+    crossed bounds, ``minimum > maximum``, a candidate above ``maximum`` gives ``maximum`` and
+    any other ``minimum``: what design/modes.py and model/reference.py compute)."""
+    candidate = (average * scale) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
+    return ema_clamp(candidate, minimum, maximum)
+
+
+def ema_clamp(candidate, minimum, maximum):
+    """The clamp of :func:`ema_threshold`."""
+    return Mux(candidate > maximum, maximum, Mux(candidate < minimum, minimum, candidate))
 
 
 def add(h, m, P):
     d, l1 = h.dut, h.dut.l1
     mo = h.in_modes
-    s1, push, pushed = l1.s1, l1.push, l1.push.p
-    run = l1.state == L1State.RUN
-    judged = l1.grad_in.p.threshold       # the streamer's: the threshold a gradient is judged by
+    s3 = l1.s3
+    acc = l1.grad_in.p                    # the payload of the gradient accepted now
+    g3, g4 = h.stage[3], h.stage[4]       # the gradients in s3 and s4, as accepted
+    w4 = l1.s4_push_p                     # s4's write into the queue
 
     # -- dual threshold --------------------------------------------------------------------
-    tag = s1.addr[h.set_bits:]
-    # s1's set as L1 works on it (that it is the row in storage, forwarding included, is the
-    # pipeline group's s1_row_is_row_in_storage)
-    in_row = Cat(w.valid & (w.tag == tag) for w in l1.row.ways).any()
-    tiny = Signal(name="s1_tiny_miss")    # s1 holds a tiny miss (committing or waiting)
-    m.d.comb += tiny.eq(run & l1.s1_valid & ~s1.direct & ~in_row &
-                        (abs(s1.grad) < s1.small_threshold))
-    h.s1_tiny_miss = tiny
-    rounded = Mux(s1.grad < 0, -s1.small_threshold, s1.small_threshold)
-    writes = Signal(name="s1_stochastic_writes")
-    m.d.comb += writes.eq(s1.stochastic & h.s1_decision)   # rule on s1's first cycle's bits
-    P.check("dual_threshold", "discard_iff_a_tiny_miss_commits",
-            d.discard == (tiny & h.s1_commits))
+    # A tiny miss decides in s3: not direct, its tag in no valid way of its set as the set is
+    # now (that s3 decides on exactly that row is the pipeline group's), |g| < small. Its
+    # write, if any, is s4's a cycle later, and so are the discard outputs (L1 registers them).
+    # Checked for the gradients of the tracked set (an AnyConst: so for every set), whose
+    # rows the policy group keeps well formed.
+    tag = g3.addr[h.set_bits:]
+    s3_set_row = h.current(h.l1_s3_port, h.set_of(g3.addr), "s3_set_now")
+    in_row = Cat(w.valid & (w.tag == tag) for w in s3_set_row.ways).any()
+    tiny = Signal(name="s3_tiny_miss")
+    m.d.comb += tiny.eq(h.stage_valid[3] & (h.set_of(g3.addr) == h.track_set) &
+                        ~(abs(g3.grad) >= h.judged[3]) & ~in_row &
+                        (abs(g3.grad) < g3.small_threshold))
+    h.s3_tiny_miss = tiny
+    tiny4 = Signal(name="s4_tiny_miss")   # the gradient in s4 was a tiny miss
+    rule4 = Signal(name="stochastic_rule_s4")
+    m.d.sync += [tiny4.eq(tiny), rule4.eq(h.s3_rule)]
+    tracked4 = h.stage_valid[4] & (h.set_of(g4.addr) == h.track_set)
+    rounded = Mux(g4.grad < 0, -g4.small_threshold, g4.small_threshold)
+    writes = g4.stochastic & rule4
+    P.check("dual_threshold", "discard_iff_a_tiny_miss_decided_the_cycle_before",
+            ~tracked4 | (d.discard == tiny4))
     P.check("dual_threshold", "tiny_miss_writes_sign_times_small_threshold_or_nothing",
-            ~tiny | ((push.valid == writes) &
-                     (~push.valid | ((pushed.cause == Cause.STOCHASTIC) &
-                                     (pushed.addr == s1.addr) & (pushed.value == rounded)))))
+            ~tiny4 | ((l1.s4_push == writes) &
+                      (~writes | ((w4.cause == Cause.STOCHASTIC) & (w4.addr == g4.addr) &
+                                  (w4.value == rounded)))))
     P.check("dual_threshold", "stochastic_write_only_for_a_tiny_miss",
-            ~(push.valid & (pushed.cause == Cause.STOCHASTIC)) | (tiny & s1.stochastic))
-    P.check("dual_threshold", "tiny_miss_allocates_nothing",
-            ~tiny | ~l1.storage_write.en)
+            ~(tracked4 & l1.s4_push & (w4.cause == Cause.STOCHASTIC)) |
+            (tiny4 & g4.stochastic))
+    P.check("dual_threshold", "tiny_miss_allocates_nothing", ~tiny4 | ~l1.s4_write)
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
-            ~d.discard | ((d.discard_addr == s1.addr) &
-                          (d.discard_error == s1.grad - Mux(push.valid, pushed.value, 0))))
+            ~(tracked4 & d.discard) |
+            ((d.discard_addr == g4.addr) &
+             (d.discard_error == g4.grad - Mux(l1.s4_push, w4.value, 0))))
 
     # -- EMA ---------------------------------------------------------------------------------
     # The exact EMA, in arithmetic wide enough never to wrap: a gradient accepted outside the
-    # bypass windows updates it, flush latches it (no gradient is accepted under flush).
+    # bypass windows updates it, flush latches it.
     F = EMA_FRACTION_BITS
     top = 2 ** (h.gw - 1) << F            # the largest |grad| << F
     shadow  = Signal(signed(h.gw + F + 3), name="ema_exact")
@@ -100,28 +113,49 @@ def add(h, m, P):
     P.check("ema", "ema_latched_at_flush_is_the_exact_ema", ema.latched_average == latched)
     P.check("ema", "ema_within_0..2**(grad_width-1+8)",
             (shadow >= 0) & (shadow <= top) & (latched >= 0) & (latched <= top))
+    # A gradient accepted outside a window carries the threshold in force: ``threshold``, or
+    # in the EMA mode the EMA (the one that it follows: now, or latched at the last flush)
+    # and the settings, from which L1 computes the EMA threshold (the harness's judged
+    # threshold, which the pipeline group proves s3 is judged by).
     source = Mux(mo["ema_per_step"], ema.latched_average, ema.average)
-    in_force = Signal(h.gw, name="threshold_in_force_expected")   # outside a window
-    m.d.comb += in_force.eq(Mux(mo["ema_enable"], ema_threshold(h, source), h.in_thresh))
-    P.check("ema", "judged_threshold_outside_windows_is_the_one_in_force",
-            h.in_window | (judged == in_force))
+    P.check("ema", "accepted_outside_windows_carries_the_threshold_in_force",
+            ~h.accept | h.in_window |
+            ((acc.ema == mo["ema_enable"]) & (acc.threshold == h.in_thresh) &
+             (~acc.ema | ((acc.ema_source == source) & (acc.ema_scale == mo["ema_scale"]) &
+                          (acc.ema_min == mo["ema_min"]) & (acc.ema_max == mo["ema_max"])))))
     P.check("ema", "ema_threshold_within_ema_min..ema_max",
-            ~(mo["ema_enable"] & ~h.in_window & (mo["ema_min"] <= mo["ema_max"])) |
-            ((mo["ema_min"] <= judged) & (judged <= mo["ema_max"])))
-    last_in_force = Signal(h.gw, name="threshold_in_force_last_cycle")
-    m.d.sync += last_in_force.eq(in_force)
-    P.check("ema", "current_threshold_is_last_cycles_threshold_in_force",
-            d.current_threshold == last_in_force)
+            ~(h.stage_valid[3] & g3.ema & (g3.ema_min <= g3.ema_max)) |
+            ((g3.ema_min <= h.judged[3]) & (h.judged[3] <= g3.ema_max)))
+    # current_threshold: the threshold in force three cycles before, computed in the design's
+    # steps (register, multiply, clamp), so that the solver meets its multiply.
+    shown = {}
+    for name, value in [("source", source), ("scale", mo["ema_scale"]),
+                        ("enable", mo["ema_enable"]), ("min", mo["ema_min"]),
+                        ("max", mo["ema_max"]), ("threshold", h.in_thresh)]:
+        first = Signal(Value.cast(value).shape(), name=f"shown_{name}_1")
+        second = Signal(Value.cast(value).shape(), name=f"shown_{name}_2")
+        m.d.sync += [first.eq(value), second.eq(first)]
+        shown[name] = (first, second)
+    candidate = Signal(h.gw + 4, name="shown_candidate_2")
+    m.d.sync += candidate.eq((shown["source"][0] * shown["scale"][0]) >>
+                             (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS))
+    expected = Signal(h.gw, name="current_threshold_expected")
+    m.d.sync += expected.eq(Mux(shown["enable"][1],
+                                ema_clamp(candidate, shown["min"][1], shown["max"][1]),
+                                shown["threshold"][1]))
+    P.check("ema", "current_threshold_is_the_threshold_in_force_3_cycles_before",
+            d.current_threshold == expected)
     P.check("ema", "ema_average_port_is_the_ema", d.ema_average == ema.average)
 
     # -- bypass windows --------------------------------------------------------------------
-    P.check("bypass", "judged_threshold_zero_in_a_window", ~h.in_window | (judged == 0))
-    P.check("bypass", "s1_from_a_window_judged_against_zero",
-            ~h.s1_in_window | (l1.s1_valid & (s1.threshold == 0) & s1.direct))
+    P.check("bypass", "accepted_in_a_window_judged_against_zero",
+            ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema & acc.direct))
+    P.check("bypass", "s3_from_a_window_judged_against_zero",
+            ~h.stage_window[3] | (l1.s3_valid & (s3.threshold == 0) & s3.direct))
     P.check("bypass", "window_gradient_offered_once_unchanged_as_direct_l1_untouched",
-            ~(h.s1_in_window & run) |
-            (push.valid & (pushed.addr == s1.addr) & (pushed.value == s1.grad) &
-             (pushed.cause == Cause.DIRECT) & ~l1.storage_write.en))
+            ~h.stage_window[4] |
+            (l1.s4_push & (w4.addr == g4.addr) & (w4.value == g4.grad) &
+             (w4.cause == Cause.DIRECT) & ~l1.s4_write))
     last_bypass = Signal(name="accepted_in_a_window_last_cycle")
     m.d.sync += last_bypass.eq(h.accept & h.in_window)
     P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_gradient_is_accepted",

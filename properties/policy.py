@@ -41,29 +41,16 @@ def _lowest(m, bits, width, name):
 def add(h, m, P):
     d, l1 = h.dut, h.dut.l1
     W, mu = d.ways, d.max_updates
-    run = l1.state == L1State.RUN
 
     model = Signal(l1.row_layout, name="model_row")
     h.model = model
 
-    # -- the tracked set's gradient between acceptance and commit --------------------------
-    g_valid = Signal(name="model_gradient_pending")
-    g_addr  = Signal(h.aw, name="model_gradient_addr")
-    g_grad  = Signal(signed(h.gw), name="model_gradient_grad")
-    g_thr   = Signal(h.gw, name="model_gradient_threshold")
-    g_small = Signal(h.gw, name="model_gradient_small_threshold")
-    g_stoch = Signal(name="model_gradient_stochastic")
-    h.model_pending = g_valid
+    # -- the tracked set's gradient deciding in s3 (as accepted: the pipeline group) -------
+    g = h.stage[3]
     commit = Signal(name="model_commit")
-    m.d.comb += commit.eq(g_valid & h.s1_commits)
-    with m.If(commit):
-        m.d.sync += g_valid.eq(0)
-    with m.If(h.accept & (h.set_of(d.grad_in.p.addr) == h.track_set)):
-        # The threshold the streamer judged it by (threshold, the EMA's, or 0 in a bypass
-        # window: the modes group proves which), and the dual-threshold settings in force.
-        m.d.sync += [g_valid.eq(1), g_addr.eq(d.grad_in.p.addr), g_grad.eq(d.grad_in.p.grad),
-                     g_thr.eq(l1.grad_in.p.threshold), g_small.eq(d.small_threshold),
-                     g_stoch.eq(d.stochastic)]
+    m.d.comb += commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
+    g_addr, g_grad, g_thr = g.addr, g.grad, h.judged[3]
+    g_small, g_stoch = g.small_threshold, g.stochastic
 
     # -- the model's decision for that gradient (model/reference.py, ReferenceModel.write) -
     tag = g_addr[h.set_bits:]
@@ -109,12 +96,10 @@ def add(h, m, P):
             m.d.comb += [after.ways[hit_way].sum.eq(hit_sum),
                          after.ways[hit_way].count.eq(hit_count)]
     with m.Elif(abs(g_grad) < g_small):
-        # Dual threshold: a tiny miss allocates nothing. The stochastic rule, on the random
-        # bits of s1's first cycle, is the harness's s1_decision: applied to s1's copy of the
-        # gradient (equal to the model's, asserted below), so that the solver meets the
-        # design's multiplier and not a second copy.
+        # Dual threshold: a tiny miss allocates nothing. The stochastic rule on the random
+        # bits in force now (the harness's s3_rule).
         m.d.comb += exp_tiny.eq(1)
-        with m.If(g_stoch & h.s1_decision):
+        with m.If(g_stoch & h.s3_rule):
             write(g_addr, Mux(g_grad < 0, -g_small, g_small), Cause.STOCHASTIC)
     with m.Elif(free.any()):
         m.d.comb += exp_miss.eq(1)
@@ -128,51 +113,73 @@ def add(h, m, P):
         allocate(model.victim)
         m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
 
+    # The decision's write comes out of s4 in the next cycle (into the queue), and so do the
+    # discard outputs.
+    commit4 = Signal(name="model_commit_s4")
+    exp4 = Signal(l1.s4_push_p.shape(), name="model_write_s4")
+    exp4_valid = Signal(name="model_writes_s4")
+    exp4_tiny = Signal(name="model_tiny_miss_s4")
+    m.d.sync += [commit4.eq(commit), exp4_valid.eq(exp_valid), exp4.addr.eq(exp_addr),
+                 exp4.value.eq(exp_value), exp4.cause.eq(exp_cause), exp4_tiny.eq(exp_tiny)]
+
+    # For conservation (properties/outputs.py): what the model holds for the tracked address,
+    # and what the decision now in s4 passes on for it (its write into the queue, the part a
+    # tiny miss discards). Stated on the model, the conservation proof is arithmetic on the
+    # harness's own state; that the design does what the model does is this group's.
+    g4 = h.stage[4]
+    mine = [w.valid & (w.tag == h.track_tag) for w in model.ways]
+    h.model_sum = Signal(signed(h.bw), name="model_tracked_sum")
+    h.model_s4_sum = Signal(signed(h.bw), name="model_tracked_s4_sum")
+    written4 = Mux(exp4_valid, exp4.value, 0)
+    m.d.comb += [
+        h.model_sum.eq(sum(Mux(v, w.sum, 0) for v, w in zip(mine, model.ways))),
+        h.model_s4_sum.eq(Mux(commit4 & exp4_valid & (exp4.addr == h.track), exp4.value, 0) +
+                          Mux(commit4 & exp4_tiny & (g4.addr == h.track),
+                              g4.grad - written4, 0)),
+    ]
+
     # -- the flush scan over the tracked set (ReferenceModel.flush) -------------------------
     scanning = Signal(name="model_set_scanned")
-    m.d.comb += scanning.eq((l1.state == L1State.SCAN) & (l1.scan_set == h.track_set))
+    m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
     held = Cat(w.valid for w in model.ways)
     flush_way = _lowest(m, held, W, "model_flush_way")
     flushed = model.ways[flush_way]
 
     with m.If(commit):
         m.d.sync += model.eq(after)
-    with m.If(scanning & h.push_fire):
+    with m.If(scanning & h.queue_in):
         m.d.sync += model.ways[flush_way].valid.eq(0)
 
     # -- assertions ---------------------------------------------------------------------------
-    push = l1.push.p
-    P.check("policy", "s1_holds_the_tracked_sets_gradient_as_accepted",
-            (g_valid == (run & l1.s1_valid & (h.s1_set == h.track_set))) &
-            (~g_valid | ((l1.s1.addr == g_addr) & (l1.s1.grad == g_grad) &
-                         (l1.s1.threshold == g_thr) & (l1.s1.small_threshold == g_small) &
-                         (l1.s1.stochastic == g_stoch))))
-    P.check("policy", "commit_writes_what_the_model_writes",
-            ~commit | ((l1.push.valid == exp_valid) &
-                       (~exp_valid | ((push.addr == exp_addr) & (push.value == exp_value) &
-                                      (push.cause == exp_cause)))))
+    w4 = l1.s4_push_p
+    P.check("policy", "decision_writes_what_the_model_writes",
+            ~commit4 | ((l1.s4_push == exp4_valid) &
+                        (~exp4_valid | ((w4.addr == exp4.addr) & (w4.value == exp4.value) &
+                                        (w4.cause == exp4.cause)))))
+    queued = l1.queue.w.payload
     P.check("policy", "flush_writes_what_the_model_writes",
-            ~(scanning & l1.push.valid) |
-            (held.any() & (push.addr == Cat(h.track_set, flushed.tag)) &
-             (push.value == flushed.sum) & (push.cause == Cause.FLUSH)))
+            ~(scanning & h.queue_in) |
+            (held.any() & (queued.addr == Cat(h.track_set, flushed.tag)) &
+             (queued.value == flushed.sum) & (queued.cause == Cause.FLUSH)))
     P.check("policy", "no_other_write_names_the_tracked_set",
-            ~(l1.push.valid & (h.set_of(push.addr) == h.track_set)) | g_valid | scanning)
-    row = h.l1_track_port.data
+            ~(h.queue_in & (h.set_of(queued.addr) == h.track_set)) | commit4 | scanning)
+    row = h.track_held
     same = [(r.valid == w.valid) & (~w.valid | ((r.tag == w.tag) & (r.sum == w.sum) &
                                                 (r.count == w.count)))
             for r, w in zip(row.ways, model.ways)]
-    P.check("policy", "row_in_storage_is_the_model_after_init",
+    P.check("policy", "tracked_set_now_is_the_model_after_init",
             h.init | (Cat(*same).all() & (row.victim == model.victim)))
     P.check("policy", "model_empty_while_init",
-            ~h.init | (~held.any() & (model.victim == 0) & ~g_valid))
+            ~h.init | (~held.any() & (model.victim == 0)))
     # A flush scan moves on to the next set only under flush: when flush drops, L1 finishes
     # the set it is scanning and goes back to work.
     last_scan_set = Signal.like(l1.scan_set, name="scan_set_last_cycle")
     last_scanning = Signal(name="scanning_without_flush_last_cycle")
     m.d.sync += [last_scan_set.eq(l1.scan_set),
-                 last_scanning.eq((l1.state == L1State.SCAN) & ~d.flush)]
+                 last_scanning.eq(h.scan & ~d.flush)]
     P.check("policy", "scan_stops_after_its_set_when_flush_drops",
-            ~last_scanning | (l1.state != L1State.SCAN) | (l1.scan_set == last_scan_set))
-    P.check("policy", "hit_miss_and_discard_strobes_are_the_models",
+            ~last_scanning | ~h.scan | (l1.scan_set == last_scan_set))
+    P.check("policy", "hit_miss_strobes_are_the_models",
             ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
-                       (d.discard == exp_tiny)))
+                       (l1.small_miss == exp_tiny)))
+    P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == exp4_tiny))

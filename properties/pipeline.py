@@ -1,0 +1,171 @@
+"""L1's pipeline and output queue: the strengthening invariants that k-induction needs, and
+the queue's contract.
+
+Every gradient accepted in cycle *t* is in ``s<i>`` in cycle *t + i* (the pipeline never
+stalls); the harness keeps its own copy of each (``h.stage``). The set as it is in cycle *t*
+is the row ``s4`` writes in *t* if it writes that set, else the row in storage
+(``h.current``). Asserted (``pipeline``):
+
+* ``s1`` ... ``s4`` are valid exactly when the harness's copies are, only in RUN, and hold
+  the gradient as accepted; ``s3`` is judged by the harness's judged threshold and holds the
+  stochastic rule on the random bits in force when it decides (``h.s3_rule``, both choices);
+  ``s4_stepped`` says whether the random bits stepped;
+* ``s2``'s row (``l1.row``) is its set as it is now; ``s3``'s row is its set as it is now,
+  unless ``s4`` writes that set (whose row ``s3`` then takes); ``s3``'s registered hit, hit
+  way, sum and count are its row's; ``s4``'s kept entry (``s4_holds``, ``s4_way``, ``s4_sum``,
+  ``s4_count``) is the one its row holds for its address;
+* ``reserved`` counts the gradients in ``s1`` ... ``s4`` and the writes in the queue, and is
+  at most its depth, so no write finds the queue full;
+* the flush scan: ``read_row`` is the scanned set as stored, the ways in ``scan_done`` were
+  valid there, and while the scan waits for the read, the read port is delivering it; sets
+  already initialised or scanned are empty (the tracked set; every set with
+  ``whole_storage``); INIT holds nothing.
+
+``queue``: the output queue's pointers and level agree, and it is an order-preserving FIFO,
+proven with one tracked write (``queue_pick``), as L2 is (:mod:`.writeback`).
+"""
+
+from amaranth import *
+from amaranth.asserts import AnySeq
+
+from design import L1State
+
+from .writeback import Tracked
+
+__all__ = ["add"]
+
+
+def _lowest(m, bits, width, name):
+    index = Signal(range(width), name=name)
+    for i in reversed(range(width)):
+        with m.If(bits[i]):
+            m.d.comb += index.eq(i)
+    return index
+
+
+def _match(tag, row):
+    return Cat(w.valid & (w.tag == tag) for w in row.ways)
+
+
+def add(h, m, P):
+    d, l1 = h.dut, h.dut.l1
+    W, S = d.ways, d.sets
+    run = l1.state == L1State.RUN
+    valid = [None, l1.s1_valid, l1.s2_valid, l1.s3_valid, l1.s4_valid]
+
+    # -- the stages hold the gradients as accepted ----------------------------------------
+    for i in (1, 2, 3, 4):
+        P.check("pipeline", f"s{i}_valid_iff_accepted_{i}_cycles_before",
+                valid[i] == h.stage_valid[i])
+        P.check("pipeline", f"s{i}_only_in_run", ~valid[i] | run)
+    s1, s2, s3, g3 = l1.s1, l1.s2, l1.s3, h.stage[3]
+    P.check("pipeline", "s1_holds_the_gradient_as_accepted",
+            ~l1.s1_valid | (s1.as_value() == h.stage[1].as_value()))
+    P.check("pipeline", "s2_holds_the_gradient_as_accepted",
+            ~l1.s2_valid | (s2.as_value() == h.stage[2].as_value()))
+    P.check("pipeline", "s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
+            ~l1.s3_valid |
+            ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
+             (s3.small_threshold == g3.small_threshold) & (s3.stochastic == g3.stochastic) &
+             (s3.threshold == h.judged[3]) & (s3.direct == (abs(g3.grad) >= h.judged[3]))))
+    P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
+            ~l1.s3_valid | (l1.s3_chance == h.s3_chance))
+    P.check("pipeline", "s4_stepped_iff_the_random_bits_stepped",
+            ~l1.s3_valid | ((l1.s4_valid & l1.s4_stepped) == h.stepped_last))
+
+    # -- rows: each stage works on its set as it is now -----------------------------------
+    set2, set3 = h.set_of(s2.addr), h.set_of(s3.addr)
+    tag3 = s3.addr[h.set_bits:]
+    now2 = h.current(h.l1_s2_port, set2, "s2_set_now")
+    now3 = h.current(h.l1_s3_port, set3, "s3_set_now")
+    P.check("pipeline", "s2_row_is_its_set_now",
+            ~l1.s2_valid | (l1.row.as_value() == now2.as_value()))
+    s4_on_set3 = h.s4_writes & (l1.s4_set == set3)
+    P.check("pipeline", "s3_same_set_iff_s4s_set",
+            ~(l1.s3_valid & l1.s4_valid) | (l1.s3_same_set == (l1.s4_set == set3)))
+    P.check("pipeline", "s3_row_is_its_set_now_unless_s4_writes_it",
+            ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
+    match3 = _match(tag3, l1.s3_row)
+    way3 = _lowest(m, match3, W, "s3_row_hit_way")
+    P.check("pipeline", "s3_hit_is_its_rows",
+            ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
+                            (~l1.s3_hit | ((l1.s3_hit_way == way3) &
+                                           (l1.s3_hit_sum == l1.s3_row.ways[way3].sum) &
+                                           (l1.s3_hit_count == l1.s3_row.ways[way3].count)))))
+    addr4 = h.stage[4].addr
+    match4 = _match(addr4[h.set_bits:], l1.s4_row)
+    kept = l1.s4_row.ways[l1.s4_way]
+    P.check("pipeline", "s4_kept_entry_is_its_rows",
+            ~h.s4_writes |
+            ((l1.s4_set == h.set_of(addr4)) &
+             (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &
+             (~l1.s4_holds | ((kept.sum == l1.s4_sum) & (kept.count == l1.s4_count)))))
+
+    # -- reserved places, the queue -----------------------------------------------------
+    queue = l1.queue
+    Q = queue.depth
+    P.check("pipeline", "reserved_counts_stages_and_queue",
+            l1.reserved == l1.s1_valid + l1.s2_valid + l1.s3_valid + l1.s4_valid +
+            queue.level)
+    P.check("pipeline", "reserved_at_most_queue_depth", l1.reserved <= Q)
+    P.check("pipeline", "no_write_finds_the_queue_full", ~queue.w.valid | queue.w.ready)
+    P.check("queue", "level_at_most_depth", queue.level <= Q)
+    ptr_sum = Signal(range(2 * Q + 1), name="queue_r_ptr_plus_level")
+    m.d.comb += ptr_sum.eq(queue.r_ptr + queue.level)
+    P.check("queue", "w_ptr_eq_r_ptr_plus_level_mod_depth",
+            queue.w_ptr == Mux(ptr_sum >= Q, ptr_sum - Q, ptr_sum))
+
+    # The queue's contract, on one tracked write (the first taken with queue_pick high).
+    pick = Signal(name="queue_pick")
+    m.d.comb += pick.eq(AnySeq(1))
+    state = Signal(Tracked, name="queue_tracked_state")
+    slot = Signal(range(Q), name="queue_tracked_slot")
+    entry = Signal.like(queue.w.payload, name="queue_tracked_write")
+    ahead = Signal(range(Q + 1), name="queue_tracked_ahead")
+    r_fire = queue.r.valid & queue.r.ready
+    with m.Switch(state):
+        with m.Case(Tracked.NONE):
+            with m.If(h.queue_in & pick):
+                m.d.sync += [state.eq(Tracked.STORED), slot.eq(queue.w_ptr),
+                             entry.eq(queue.w.payload), ahead.eq(queue.level - r_fire)]
+        with m.Case(Tracked.STORED):
+            with m.If(r_fire):
+                with m.If(ahead == 0):
+                    m.d.sync += state.eq(Tracked.GONE)
+                with m.Else():
+                    m.d.sync += ahead.eq(ahead - 1)
+    stored = state == Tracked.STORED
+    offset = Signal(range(2 * Q), name="queue_tracked_offset")
+    m.d.comb += offset.eq(Mux(slot >= queue.r_ptr, slot - queue.r_ptr, slot + Q - queue.r_ptr))
+    held = Array(p.data.as_value() for p in h.queue_ports)[slot]
+    P.check("queue", "tracked_write_held_in_its_slot",
+            ~stored | (held == entry.as_value()))
+    P.check("queue", "tracked_write_has_ahead_writes_before_it",
+            ~stored | ((offset < queue.level) & (ahead == offset)))
+    P.check("queue", "tracked_write_leaves_unchanged_after_the_writes_ahead",
+            ~(stored & r_fire & (ahead == 0)) |
+            (queue.r.payload.as_value() == entry.as_value()))
+
+    # -- the flush scan and INIT ----------------------------------------------------------
+    scan, init, done = h.scan, h.init, l1.state == L1State.DONE
+    scanned = h.l1_s2_port.data          # the scanned set, as stored (SCAN: pipeline empty)
+    P.check("pipeline", "scan_waits_for_the_read_of_the_scanned_set",
+            ~(scan & l1.scan_wait) |
+            ((l1.storage_read.data.as_value() == scanned.as_value()) & (l1.scan_done == 0)))
+    P.check("pipeline", "scan_read_row_is_the_scanned_set",
+            ~scan | l1.scan_wait | (l1.read_row.as_value() == scanned.as_value()))
+    for i in range(W):
+        P.check("pipeline", "scan_written_ways_were_valid",
+                ~scan | ~l1.scan_done[i] | scanned.ways[i].valid)
+    P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
+    P.check("pipeline", "init_holds_nothing",
+            ~init | ((d.writeback.level == 0) & (l1.reserved == 0) & (h.balance == 0)))
+    track = h.l1_track_port.data
+    P.check("pipeline", "init_passed_tracked_set_cleared",
+            ~init | (h.track_set >= l1.scan_set) | (track.as_value() == 0))
+    P.check("pipeline", "init_or_scan_passed_tracked_set_empty",
+            ~(init | scan) | (h.track_set >= l1.scan_set) | (h.popcount(track) == 0))
+    for i, port in enumerate(h.l1_ports):
+        no_valid = ~Cat(*[w.valid for w in port.data.ways]).any()
+        P.check("pipeline", "init_or_scan_passed_sets_empty",
+                ~(init | scan) | (l1.scan_set <= i) | no_valid)
