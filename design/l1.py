@@ -239,6 +239,12 @@ class L1Accumulator(wiring.Component):
         self.s3_low    = Signal(signed(vw + 1))    # ... or s <= -t - g
         self.s3_tiny   = Signal()                  # |g| < small_threshold
         self.s3_chance = Signal(2)                 # the stochastic write, on random, random_next
+        # What s3 decides on, after its correction for the gradient in s4.
+        self.s3_row_now   = Signal(self.row_layout)         # its set as it is now
+        self.s3_now_hit   = Signal()                        # its address is held ...
+        self.s3_now_way   = Signal(range(ways))             # ... in this way
+        self.s3_now_sum   = Signal(signed(vw + 1))          # ... with this sum (as wide as
+        self.s3_now_count = Signal(range(max_updates + 1))  # the bounds) and count
         # s4: write
         self.s4_valid  = Signal()
         self.s4_write  = Signal()                  # s4_row goes to the RAM
@@ -415,7 +421,7 @@ class L1Accumulator(wiring.Component):
             same_addr.eq(self.s3_same_addr & prev),
             same_set.eq(self.s3_same_set & prev),
         ]
-        row_now = Signal(self.row_layout)   # the set as it is now
+        row_now = self.s3_row_now
         m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
         # s1's tag compares for s2 (see there): with the row s3 decides on, s4's and h1's.
         s1_tag = self._tag(s1.addr)
@@ -425,10 +431,8 @@ class L1Accumulator(wiring.Component):
             self.s2_match_h1.eq(self._match(s1_tag, self.s4_row)),
             self.s2_match_h2.eq(self._match(s1_tag, self.h1_row)),
         ]
-        hit       = Signal()
-        hit_way   = Signal(range(self.ways))
-        sum_now   = Signal(signed(vw + 1))   # as wide as the bounds it is compared with
-        count_now = Signal(range(self.max_updates + 1))
+        hit, hit_way = self.s3_now_hit, self.s3_now_way
+        sum_now, count_now = self.s3_now_sum, self.s3_now_count
         full_now  = Signal()
         with m.If(same_addr):
             # The entry is exactly what the gradient before left: held in s4_way, or freed.

@@ -326,7 +326,6 @@ DEEP = {
     "l2_push_ready_when_full": ("l2_full", 70),
     "ready_ignores_l2_full": ("l2_full", 70),
     "burst_ends_below_burst_size": ("burst_then_drain", 56),
-    "hit_strobe_while_stalled": ("hit_while_l2_full", 72),
     "victim_never_moves": ("evict_in_one_set", 48),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as

@@ -92,6 +92,27 @@ def add(h, m, P):
                             (~l1.s3_hit | ((l1.s3_hit_way == way3) &
                                            (l1.s3_hit_sum == l1.s3_row.ways[way3].sum) &
                                            (l1.s3_hit_count == l1.s3_row.ways[way3].count)))))
+    # What s3 decides on, after its correction for s4: its set as it is now, and, for the
+    # tracked set (whose rows the policy group keeps well formed, one way per tag), the
+    # way holding its address, with that entry's sum and count.
+    P.check("pipeline", "s3_decides_on_its_set_now",
+            ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
+    match_now = _match(tag3, now3)
+    way_now = _lowest(m, match_now, W, "s3_now_hit_way_expected")
+    entry_now = now3.ways[way_now]
+    P.check("pipeline", "s3_decides_on_the_entry_of_its_address_now",
+            ~(l1.s3_valid & (set3 == h.track_set)) |
+            ((l1.s3_now_hit == match_now.any()) &
+             (~l1.s3_now_hit | ((l1.s3_now_way == way_now) &
+                                (l1.s3_now_sum == entry_now.sum) &
+                                (l1.s3_now_count == entry_now.count)))))
+    # The row s4 writes is the row s3 decided on, changed in s4's way (and the victim).
+    last_row = Signal(l1.row_layout, name="s3_row_now_last_cycle")
+    m.d.sync += last_row.eq(l1.s3_row_now)
+    same = [(l1.s4_row.ways[i].as_value() == last_row.ways[i].as_value()) |
+            (l1.s4_way == i) for i in range(W)]
+    P.check("pipeline", "s4_row_is_the_decided_row_changed_in_s4s_way",
+            ~l1.s4_valid | Cat(*same).all())
     addr4 = h.stage[4].addr
     match4 = _match(addr4[h.set_bits:], l1.s4_row)
     kept = l1.s4_row.ways[l1.s4_way]
