@@ -323,6 +323,7 @@ DEEP = {
     "burst_ends_below_burst_size": ("burst_then_drain", 56),
     "hit_strobe_while_stalled": ("hit_while_l2_full", 72),
     "victim_never_moves": ("evict_in_one_set", 48),
+    "discard_count_not_cleared": ("discard_then_flush", 48),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.

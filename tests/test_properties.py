@@ -130,7 +130,8 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     from proofs.mutants import DEEP
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
-                         "hit_strobe_while_stalled", "victim_never_moves"}
+                         "hit_strobe_while_stalled", "victim_never_moves",
+                         "discard_count_not_cleared"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -158,12 +159,28 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
 
 
 @pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
-                                      "write_then_flush", "evict_in_one_set"])
+                                      "write_then_flush", "evict_in_one_set",
+                                      "discard_then_flush"])
 def test_mutant_stimuli_convert(stimulus):
     harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
     rtlil.convert(harness, ports=[])
     assumed = {p.name for p in harness.props.props if p.kind == "assume"}
     assert f"stimulus_{stimulus}" in assumed
+
+
+def test_stimulus_modes():
+    # A stimulus holds every run-time mode off but those it names (MODES): the dual threshold
+    # of discard_then_flush, in mode drop. A mode input it names must exist.
+    from design.params import MODES_OFF
+    from properties import covers
+    assert covers.MODES == {"discard_then_flush": {"small_threshold": 2, "stochastic": 0}}
+    assert all(set(modes) <= set(MODES_OFF) and name in covers.STIMULI
+               for name, modes in covers.MODES.items())
+    harness = FormalHarness(CONFIGS["small"], stimulus="one_address")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(covers.MODES, "one_address", {"no_such_mode": 1})
+        with pytest.raises(ValueError, match="sets no_such_mode: not a mode input"):
+            rtlil.convert(harness, ports=[])
 
 
 def test_directed_stimulus_is_assumed_and_checked():
