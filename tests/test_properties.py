@@ -37,9 +37,27 @@ def test_bounds():
     # B = (K + 1) * (measure_max + 1), measure_max = depth + 2*sets*ways + 2*sets + 4
     assert flush_bound(2, 2, 4, 2) == 3 * (4 + 8 + 4 + 4 + 1)
     assert flush_bound(32, 4, 32, 2) == 3 * (32 + 256 + 64 + 4 + 1)
-    # N = max(sets + 1, ways * (K + 1) + 3)
-    assert progress_bound(2, 2, 2) == 9
-    assert progress_bound(32, 4, 2) == 33
+    # N = max(sets + 1, ways * K + 3 - e), e = 0 if burst_size == fifo_depth else min(K, 2)
+    assert progress_bound(2, 2, 2, 4, 2) == 5          # small: a scan, L2 bursts below full
+    assert progress_bound(4, 1, 2, 3, 1) == 5          # dm: INIT
+    assert progress_bound(1, 4, 3, 2, 2) == 15         # assoc: a scan, burst == depth
+    assert progress_bound(4, 2, 2, 8, 4) == 5          # mid: INIT (and a scan)
+    assert progress_bound(32, 4, 2, 32, 16) == 33      # default: INIT
+    assert progress_bound(2, 2, 1, 4, 2) == 4          # K = 1: the second write waits K
+    assert progress_bound(2, 2, 3, 4, 2) == 7          # K = 3: the first write waits K - 2
+    with pytest.raises(TypeError):
+        progress_bound(2, 2, 2)       # the bound depends on L2's depth and burst size too
+
+
+def test_progress_covers_on_every_small_configuration():
+    # Issue 7: the progress bound met with equality (a cover from reset, free inputs) on every
+    # proven configuration but large (whose INIT alone takes 1024 cycles).
+    from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN
+    covers = {j.config: j for j in COVER_JOBS if "progress-cover" in j.name}
+    assert set(covers) == set(PROVEN) - {"large"}
+    for config, job in covers.items():
+        assert job in PROVE_JOBS and job.fairness == PROVEN[config] and job.covers is True
+        assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
