@@ -240,6 +240,31 @@ def test_witness_threshold_under_the_streamers_name(tmp_path):
     assert [s["in_thresh"] for s in read_witness(str(yw))] == [65535, 7]
 
 
+def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
+    # yosys may name a free input after a wire it drives: flush after the EMA's latch, the
+    # EMA's settings after its own copies, the random bits after FreeRandom's source, a mode
+    # input after the design's port (with a $N suffix). Replay must read each as that input
+    # (flush read as 0 replayed another run than the counterexample).
+    import json
+    from proofs.replay import read_witness
+    paths = {"in_flush": ["\\dut", "\\ema", "\\latch"],
+             "in_ema_min": ["\\dut", "\\ema", "\\minimum"],
+             "in_random": ["\\dut", "\\lfsr", "\\random_source"],
+             "in_bypass0_base": ["\\dut", "\\bypass0_base"],
+             "in_lfsr_load": ["\\dut", "\\lfsr_load$56"]}
+    yw = tmp_path / "trace.yw"
+    yw.write_text(json.dumps({
+        "format": "Yosys Witness Trace", "clocks": [],
+        "signals": [{"path": path, "width": 4, "offset": 0, "init_only": False}
+                    for path in paths.values()],
+        "steps": [{"bits": "".join(format(i + k, "04b") for i in reversed(range(len(paths))))}
+                  for k in range(2)]}))
+    steps = read_witness(str(yw))
+    for k, step in enumerate(steps):
+        assert {name: step[name] for name in paths} == {name: i + k for i, name in
+                                                          enumerate(paths)}
+
+
 def test_property_name_must_fit_the_junit_report():
     from properties import PropertySet
     P = PropertySet()
