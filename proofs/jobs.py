@@ -111,9 +111,11 @@ def _bmc_jobs():
 COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 28, None),
           ("default", 40, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
                            "cause_flush_write", "hit_on_entry_written_the_cycle_before"])]
-#: Progress-bound covers (with DRAM fairness): where the bound N is tight (INIT dominates;
-#: on large it takes 1024 cycles, beyond BMC here).
-PROGRESS_COVERS = [("default", 36)]
+#: Progress-bound covers (with DRAM fairness): the bound N met with equality, from reset with
+#: free inputs: configuration, depth. small (N = 5) and assoc (N = 15) by a scan that ``flush``
+#: dropping interrupts (steps 14 and 23), dm, mid and default by INIT (N = sets + 1; steps 4, 4
+#: and 32). Not large: its INIT takes 1024 cycles, beyond BMC here.
+PROGRESS_COVERS = [("small", 20), ("dm", 12), ("assoc", 30), ("mid", 12), ("default", 36)]
 
 
 #: Deep covers under a directed stimulus (properties.covers.STIMULI): configuration, stimulus,

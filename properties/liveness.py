@@ -2,7 +2,7 @@
 stated as bounded safety properties so that k-induction proves them:
 
 * ``progress``: with ``flush`` low and no reset, a gradient offered on ``grad_in`` is accepted
-  at the latest in its ``N``-th cycle of being offered, ``N = progress_bound(sets, ways, K)``
+  at the latest in its ``N``-th cycle of being offered, ``N = progress_bound(...)``
   (so also again after ``flush`` drops);
 * ``termination``: under ``flush``, the *measure* of work left (``flush_measure`` below) never
   grows and falls at least once in every ``K + 1`` cycles until ``idle``; hence (also
@@ -40,19 +40,34 @@ def measure_max(sets, ways, fifo_depth):
     return fifo_depth + 2 * sets * ways + 3 + 2 * sets + 1
 
 
-def progress_bound(sets, ways, K):
+def progress_bound(sets, ways, K, fifo_depth, burst_size):
     """The progress bound N: with ``flush`` low, no reset and DRAM ready at least once in every
     ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
     cycle of being offered::
 
-        N = max(sets + 1, ways * (K + 1) + 3)
+        N = max(sets + 1, ways * K + 3 - e),   e = 0 if burst_size == fifo_depth else min(K, 2)
 
-    ``sets + 1``: L1's INIT after a reset (one cycle per set); ``ways * (K + 1) + 3``: after
-    ``flush`` drops during a scan, L1 first finishes the set it is scanning, each of its ways
-    waiting at most ``K + 1`` cycles for room in L2. In between, ``s1`` waits at most ``K + 1``
-    cycles for L2.
+    ``sets + 1``: L1's INIT after a reset (one cycle per set). ``ways * K + 3 - e``: ``flush``
+    drops just as L1 starts scanning a set whose ``ways`` entries are all valid; L1 takes input
+    again only after writing them out (then one cycle to see the set empty, one to go back to
+    RUN), and each write into a full L2 waits for a DRAM write, which comes at the latest
+    ``K`` cycles after the one before: so the writes are ``K`` cycles apart, the last one
+    ``(ways - 1) * K`` cycles after the first. The first write waits ``K`` cycles when
+    ``burst_size == fifo_depth`` (``e = 0``: the write that filled L2 may find it not yet in a
+    burst, its output register empty, so DRAM-ready cycles take nothing until the burst has
+    loaded it); otherwise a full L2 has its output register loaded and has gone without a
+    DRAM-ready cycle for two cycles already when the scan starts (the cycle of the write that
+    filled it and the cycle L1 starts the scan, which writes nothing), so its first write waits
+    ``K - 2`` cycles, and for ``K <= 2`` L2 cannot be full then: the first write goes at once
+    and the second waits ``K``. A gradient waiting behind ``s1`` (``s1`` waiting for a full
+    L2) waits less (at most ``K``, ``K + 2`` when ``burst_size == fifo_depth``).
+
+    Proven (``progress`` group) and met with equality (cover
+    ``progress_bound_met_with_equality``) on every configuration that has a progress cover
+    job (``proofs.jobs.PROGRESS_COVERS``).
     """
-    return max(sets + 1, ways * (K + 1) + 3, K + 3)
+    e = 0 if burst_size == fifo_depth else min(K, 2)
+    return max(sets + 1, ways * K + 3 - e)
 
 
 def add(h, m, P):
