@@ -111,8 +111,10 @@ def _bmc_jobs():
 COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 28, None),
           ("default", 40, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
                            "cause_flush_write", "hit_on_entry_written_the_cycle_before"])]
-#: Progress-bound covers (with DRAM fairness): where the bound N is tight (INIT dominates;
-#: on large it takes 1024 cycles, beyond BMC here).
+#: Progress-bound covers (with DRAM fairness): the bound N met with equality, from reset with
+#: free inputs: configuration, depth. Default by INIT (N = sets + 1, step 32). On the small
+#: configurations the pipelined L1's N is an upper bound (not derived exactly yet), and on
+#: large INIT takes 1024 cycles, beyond BMC here.
 PROGRESS_COVERS = [("default", 36)]
 
 

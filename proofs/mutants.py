@@ -11,7 +11,8 @@ per class. Every mutant is checked by bounded model checking from
 reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
 safety property, then progress and termination under DRAM fairness. The mutants that only a
-long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates; ``DEEP_LIVENESS``:
+long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a
+discard before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``:
 a completed flush of all 32 sets) are checked there by a deep BMC of every safety property,
 or of progress and termination, under a directed stimulus (``properties.covers``);
 its counterexample is still a trace from reset of the mutant. It counts as caught only by a failed
@@ -314,7 +315,9 @@ def apply_mutant(name, dest):
 
 
 #: The mutants that only a long run shows on the default configuration (a full L2 takes 32
-#: writes, a burst 16, a max-updates write 255 updates, all after the 32-cycle INIT), beyond
+#: writes, a burst 16, a max-updates write 255 updates, all after the 32-cycle INIT; the
+#: discard count's clearing needs the dual threshold on, a discard and a completed flush
+#: barrier, which the free-input check did not reach in minutes), beyond
 #: the free-input BMC's reach there. On default each is checked instead by a bounded check of
 #: every safety property from reset under a directed stimulus (properties.covers.STIMULI: the
 #: inputs are assumed to follow one sequence, so a deep BMC has one run to follow): name ->
@@ -327,6 +330,7 @@ DEEP = {
     "ready_ignores_l2_full": ("l2_full", 70),
     "burst_ends_below_burst_size": ("burst_then_drain", 56),
     "victim_never_moves": ("evict_in_one_set", 48),
+    "discard_count_not_cleared": ("discard_then_flush", 48),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.

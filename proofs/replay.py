@@ -41,9 +41,29 @@ ALIASES = {
     "judged_by": "in_thresh",
     "in_flush": "in_flush", "flush": "in_flush",
     "in_ready": "in_ready", "dram_out__ready": "in_ready",
-    "track": "track", "in_random": "in_random",
+    "track": "track", "in_random": "in_random", "random_source": "in_random",
     **{f"in_{name}": f"in_{name}" for name in MODE_INPUTS},
+    # the design's own ports of the run-time modes
+    **{name: f"in_{name}" for name in MODE_INPUTS},
 }
+#: Free inputs that yosys may name after a wire they drive inside a submodule (by the last two
+#: components of the path): the EMA's copies of its settings and of ``flush``
+#: (``ema.latch``), the stand-in LFSR's free bits.
+PATH_ALIASES = {
+    ("ema", "latch"): "in_flush", ("ema", "minimum"): "in_ema_min",
+    ("ema", "maximum"): "in_ema_max", ("ema", "per_step"): "in_ema_per_step",
+    ("ema", "scale"): "in_ema_scale", ("ema", "shift"): "in_ema_shift",
+    ("lfsr", "random_source"): "in_random",
+}
+#: The inputs every replay needs (a missing one is replayed as 0, and said so).
+CORE_INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]
+
+
+def _input_name(path):
+    """The harness input a witness signal records (``None``: not one): by its last two path
+    components, else its last, without yosys's ``$N`` suffix."""
+    parts = [p.lstrip("\\").split("$")[0] for p in path]
+    return PATH_ALIASES.get(tuple(parts[-2:])) or ALIASES.get(parts[-1])
 
 
 def _find_job_dir(path):
@@ -95,8 +115,8 @@ def read_witness(path):
     except (ValueError, KeyError, TypeError) as error:    # JSON, or not a Yosys witness
         raise WitnessError(f"{path}: not a Yosys witness file ({error})") from None
     # The harness's free inputs, by the name that ends the signal's path (whole signals only).
-    inputs = [(ALIASES[sig.path[-1].lstrip("\\")], sig) for sig in witness.signals
-              if sig.path and sig.path[-1].lstrip("\\") in ALIASES and sig.offset == 0]
+    inputs = [(_input_name(sig.path), sig) for sig in witness.signals
+              if sig.path and _input_name(sig.path) and sig.offset == 0]
     steps = []
     for k, values in witness.steps():
         step = {}
@@ -317,6 +337,9 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None):
             design_path = None
     bound = meta.get("bound")
     print(f"replaying {len(steps)} steps of {path}")
+    missing = [name for name in CORE_INPUTS if not any(name in step for step in steps)]
+    if missing:
+        print(f"note: the witness does not record {', '.join(missing)}: replayed as 0")
     print(f"  job {job.get('name')}, config {config}"
           + (f", design copy {design_path}" if design_path else ""))
     errors, recs = check_steps(_factory(config, design_path), steps, bound=bound, vcd=vcd)

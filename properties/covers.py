@@ -3,7 +3,7 @@
 from amaranth import *
 from amaranth.asserts import Initial
 
-__all__ = ["add", "constrain", "check_stimulus", "STIMULI"]
+__all__ = ["add", "constrain", "check_stimulus", "STIMULI", "MODES"]
 
 
 def add(h, m, P, only=None):
@@ -96,6 +96,14 @@ def add(h, m, P, only=None):
 #: * ``evict_in_one_set``: gradient ``n`` goes to address ``n * sets`` (set 0, tag ``n``) with
 #:   the largest threshold: ``ways`` misses fill set 0, and every later one evicts its victim;
 #:   DRAM always ready.
+#: * ``discard_then_flush``: the dual threshold on, mode drop (``small_threshold`` 2,
+#:   ``stochastic`` 0; :data:`MODES`), the largest threshold, address 0: gradient +1 (a tiny
+#:   miss, discarded and accounted: the step's ``discard_count`` becomes 1), then ``flush``
+#:   held until the cycle after ``idle`` answers it, then dropped, with gradient +2 offered all
+#:   along (not tiny: after the barrier it is accepted, a miss that allocates, and its
+#:   acceptance clears the step's totals); DRAM always ready.
+#:
+#: Every run-time mode is off under a stimulus, but those :data:`MODES` sets for it.
 #:
 #: Besides the deep covers, the mutation check (``proofs.mutants``) uses them for bounded
 #: checks from reset (of every safety assertion, or of progress and termination) on the
@@ -108,6 +116,13 @@ STIMULI = {
     "burst_then_drain": ["cause_direct_write"],
     "write_then_flush": ["cause_direct_write"],
     "evict_in_one_set": ["cause_evict_write"],
+    "discard_then_flush": ["tiny_miss_dropped"],
+}
+
+#: The run-time mode inputs a stimulus sets (``{stimulus: {input: value}}``, the inputs of
+#: :data:`design.params.MODES_OFF`); every other mode input is 0 (off) under every stimulus.
+MODES = {
+    "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
 }
 
 
@@ -143,15 +158,25 @@ def constrain(h, m, P, name):
         thresh, flush = 0, (n >= 1) & ~flushed
     elif name == "evict_in_one_set":
         addr = n * d.sets
+    elif name == "discard_then_flush":
+        flushed = Signal(name="stimulus_flushed")   # idle seen under flush
+        with m.If(h.in_flush & d.idle):
+            m.d.sync += flushed.eq(1)
+        grad, flush = Mux(n == 0, 1, 2), (n >= 1) & ~flushed
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled
     # The harness's own free choices are pinned too (they do not drive the design): the
     # tracked address is the stimulus's first one, and the FIFO contract follows the first
-    # write into L2. Every run-time mode is off (these situations need none).
-    modes_off = Cat(h.in_modes.values()) == 0
+    # write into L2. Every run-time mode is off, but those the stimulus sets (MODES).
+    modes = MODES.get(name, {})
+    unknown = set(modes) - set(h.in_modes)
+    if unknown:
+        raise ValueError(f"stimulus {name!r} sets {', '.join(sorted(unknown))}: not a "
+                         f"mode input ({', '.join(h.in_modes)})")
+    modes_set = Cat(sig == modes.get(mode, 0) for mode, sig in h.in_modes.items()).all()
     P.assume("input", f"stimulus_{name}",
              (h.rst == Initial()) & (h.track == 0) & (h.fifo_pick == 1) &
              (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) &
              (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready) &
-             modes_off)
+             modes_set)

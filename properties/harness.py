@@ -140,7 +140,8 @@ class FormalHarness(Elaboratable):
             self.bound = self.progress = None
         else:
             self.bound = flush_bound(d.sets, d.ways, d.fifo_depth, fairness)
-            self.progress = progress_bound(d.sets, d.ways, fairness)
+            self.progress = progress_bound(d.sets, d.ways, fairness, d.fifo_depth,
+                                           d.burst_size)
 
         # Read ports: added here, before the design is elaborated.
         l1, wb = d.l1, d.writeback

@@ -34,12 +34,27 @@ def test_scaled_harness_assumes_only_the_paper_lemma():
 
 
 def test_bounds():
-    # B = (K + 1) * (measure_max + 1), measure_max = depth + 2*sets*ways + 2*sets + 4
-    assert flush_bound(2, 2, 4, 2) == 3 * (4 + 8 + 4 + 4 + 1)
-    assert flush_bound(32, 4, 32, 2) == 3 * (32 + 256 + 64 + 4 + 1)
-    # N = max(sets + 1, ways * (K + 1) + 3)
-    assert progress_bound(2, 2, 2) == 9
-    assert progress_bound(32, 4, 2) == 33
+    # B = (K + 1) * (measure_max + 1),
+    # measure_max = depth + 2*queue + 3*sets*ways + 37 (the stages' weights) + 3*sets + 2
+    assert flush_bound(2, 2, 4, 2) == 3 * (4 + 16 + 12 + 37 + 6 + 2 + 1)
+    assert flush_bound(32, 4, 32, 2) == 3 * (32 + 16 + 384 + 37 + 96 + 2 + 1)
+    # N = max(sets + 1, ways * (K + 2) + 5, K + 5) (the pipelined L1: an upper bound but on default)
+    assert progress_bound(2, 2, 2, 4, 2) == 13         # small: finishing a scanned set
+    assert progress_bound(4, 1, 2, 3, 1) == 9          # dm: finishing a scanned set
+    assert progress_bound(32, 4, 2, 32, 16) == 33      # default: INIT
+    assert progress_bound(1024, 4, 2, 64, 32) == 1025  # large: INIT
+
+
+def test_progress_cover_where_the_bound_is_exact():
+    # The progress bound met with equality (a cover from reset, free inputs) where N is exact
+    # for the pipelined L1: default (INIT). Issue 7 wants it on every proven configuration:
+    # the small ones need the pipelined L1's exact N first.
+    from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN
+    covers = {j.config: j for j in COVER_JOBS if "progress-cover" in j.name}
+    assert set(covers) == {"default"}
+    for config, job in covers.items():
+        assert job in PROVE_JOBS and job.fairness == PROVEN[config] and job.covers is True
+        assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
@@ -130,7 +145,8 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     from proofs.mutants import DEEP
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
-                         "hit_strobe_while_stalled", "victim_never_moves"}
+                         "hit_strobe_while_stalled", "victim_never_moves",
+                         "discard_count_not_cleared"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -158,12 +174,28 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
 
 
 @pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
-                                      "write_then_flush", "evict_in_one_set"])
+                                      "write_then_flush", "evict_in_one_set",
+                                      "discard_then_flush"])
 def test_mutant_stimuli_convert(stimulus):
     harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
     rtlil.convert(harness, ports=[])
     assumed = {p.name for p in harness.props.props if p.kind == "assume"}
     assert f"stimulus_{stimulus}" in assumed
+
+
+def test_stimulus_modes():
+    # A stimulus holds every run-time mode off but those it names (MODES): the dual threshold
+    # of discard_then_flush, in mode drop. A mode input it names must exist.
+    from design.params import MODES_OFF
+    from properties import covers
+    assert covers.MODES == {"discard_then_flush": {"small_threshold": 2, "stochastic": 0}}
+    assert all(set(modes) <= set(MODES_OFF) and name in covers.STIMULI
+               for name, modes in covers.MODES.items())
+    harness = FormalHarness(CONFIGS["small"], stimulus="one_address")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setitem(covers.MODES, "one_address", {"no_such_mode": 1})
+        with pytest.raises(ValueError, match="sets no_such_mode: not a mode input"):
+            rtlil.convert(harness, ports=[])
 
 
 def test_directed_stimulus_is_assumed_and_checked():
@@ -203,6 +235,31 @@ def test_witness_threshold_under_the_streamers_name(tmp_path):
                      "init_only": False}],
         "steps": [{"bits": format(65535, "016b")}, {"bits": format(7, "016b")}]}))
     assert [s["in_thresh"] for s in read_witness(str(yw))] == [65535, 7]
+
+
+def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
+    # yosys may name a free input after a wire it drives: flush after the EMA's latch, the
+    # EMA's settings after its own copies, the random bits after FreeRandom's source, a mode
+    # input after the design's port (with a $N suffix). Replay must read each as that input
+    # (flush read as 0 replayed another run than the counterexample).
+    import json
+    from proofs.replay import read_witness
+    paths = {"in_flush": ["\\dut", "\\ema", "\\latch"],
+             "in_ema_min": ["\\dut", "\\ema", "\\minimum"],
+             "in_random": ["\\dut", "\\lfsr", "\\random_source"],
+             "in_bypass0_base": ["\\dut", "\\bypass0_base"],
+             "in_lfsr_load": ["\\dut", "\\lfsr_load$56"]}
+    yw = tmp_path / "trace.yw"
+    yw.write_text(json.dumps({
+        "format": "Yosys Witness Trace", "clocks": [],
+        "signals": [{"path": path, "width": 4, "offset": 0, "init_only": False}
+                    for path in paths.values()],
+        "steps": [{"bits": "".join(format(i + k, "04b") for i in reversed(range(len(paths))))}
+                  for k in range(2)]}))
+    steps = read_witness(str(yw))
+    for k, step in enumerate(steps):
+        assert {name: step[name] for name in paths} == {name: i + k for i, name in
+                                                          enumerate(paths)}
 
 
 def test_property_name_must_fit_the_junit_report():
