@@ -66,12 +66,11 @@ def add(h, m, P):
     # write, if any, is s4's a cycle later, and so are the discard outputs (L1 registers them).
     # Checked for the gradients of the tracked set (an AnyConst: so for every set), whose
     # rows the policy group keeps well formed.
-    tag = g3.addr[h.set_bits:]
-    s3_set_row = h.current(h.l1_s3_port, h.set_of(g3.addr), "s3_set_now")
-    in_row = Cat(w.valid & (w.tag == tag) for w in s3_set_row.ways).any()
+    # Whether its address is held in its set now: s3's corrected view, which the pipeline
+    # group proves to be the set as it is now (for the tracked set).
     tiny = Signal(name="s3_tiny_miss")
     m.d.comb += tiny.eq(h.stage_valid[3] & (h.set_of(g3.addr) == h.track_set) &
-                        ~(abs(g3.grad) >= h.judged[3]) & ~in_row &
+                        ~(abs(g3.grad) >= h.judged[3]) & ~l1.s3_now_hit &
                         (abs(g3.grad) < g3.small_threshold))
     h.s3_tiny_miss = tiny
     tiny4 = Signal(name="s4_tiny_miss")   # the gradient in s4 was a tiny miss

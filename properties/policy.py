@@ -138,6 +138,24 @@ def add(h, m, P):
                               g4.grad - written4, 0)),
     ]
 
+    # The model is well formed: at most one way per tag (no decision allocates a tag it
+    # holds). The conservation proofs need it.
+    for i in range(W):
+        for j in range(i + 1, W):
+            P.check("policy", "model_holds_each_tag_at_most_once",
+                    ~(model.ways[i].valid & model.ways[j].valid &
+                      (model.ways[i].tag == model.ways[j].tag)))
+    # The model's own conservation, for the tracked address, at each decision on its set:
+    # what the set holds for it after, what is written for it and what a tiny miss
+    # discards add up to what it held before and the gradient (if it is the gradient's).
+    mine_after = [w.valid & (w.tag == h.track_tag) for w in after.ways]
+    written_t = Mux(exp_valid & (exp_addr == h.track), exp_value, 0)
+    tiny_t = Mux(exp_tiny & (g_addr == h.track), g_grad - Mux(exp_valid, exp_value, 0), 0)
+    P.check("conservation", "model_decision_conserves_the_tracked_address",
+            ~commit | (sum(Mux(v, w.sum, 0) for v, w in zip(mine_after, after.ways)) +
+                       written_t + tiny_t ==
+                       h.model_sum + Mux(g_addr == h.track, g_grad, 0)))
+
     # -- the flush scan over the tracked set (ReferenceModel.flush) -------------------------
     scanning = Signal(name="model_set_scanned")
     m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
