@@ -8,6 +8,13 @@ Focus: a proof job may *focus* on some groups. Properties of the focused groups 
 every other assertion is assumed **for the previous cycles only** (through a register), which
 is sound: if some property failed, the first one to fail (at step ``t``) is asserted in its own
 job, whose assumptions only speak of steps ``< t``, where every property held.
+
+Same-cycle lemmas: a property may name others it uses *in the same cycle* (``now=``); its job
+then proves "those hold now => it holds now" (the assertion is that implication). Sound as
+long as the relation "uses now" has no cycle (checked by :meth:`PropertySet.emit`): of the
+properties failing first at step ``t``, one uses now only properties that hold at ``t`` (follow
+"uses now" from any of them to a failing one; without a cycle this stops), and its own job
+would have failed (docs/proofs.md, "Same-cycle lemmas").
 """
 
 import sys
@@ -57,13 +64,19 @@ class Prop:
     name: str
     test: Value
     src: tuple = field(default=("?", 0))
+    now: tuple = ()    # "group/name" of the properties it uses in the same cycle
+    only_for: tuple = None   # groups whose jobs assume it for the past (None: every job)
+
+    @property
+    def full_name(self):
+        return f"{self.group}/{self.name}"
 
 
 class PropertySet:
     def __init__(self):
         self.props = []
 
-    def _add(self, kind, group, name, test):
+    def _add(self, kind, group, name, test, now=(), only_for=None):
         assert group in GROUPS, group
         bad = sorted(set(name) & set('<>&"'))
         if bad:
@@ -72,13 +85,42 @@ class PropertySet:
             raise ValueError(f"property name {name!r} contains {' '.join(bad)}: SymbiYosys's "
                              f"JUnit report cannot hold <, >, & or \"")
         frame = sys._getframe(2)
-        prop = Prop(kind, group, name, Value.cast(test), (frame.f_code.co_filename, frame.f_lineno))
+        prop = Prop(kind, group, name, Value.cast(test), (frame.f_code.co_filename, frame.f_lineno),
+                    tuple(now), None if only_for is None else tuple(only_for))
         self.props.append(prop)
         return prop
 
-    def check(self, group, name, test):
-        """An assertion (or, outside the focus, an assumption on past cycles)."""
-        return self._add("assert", group, name, test)
+    def check(self, group, name, test, now=(), only_for=None):
+        """An assertion (or, outside the focus, an assumption on past cycles). ``now``: the
+        ``"group/name"`` of assertions it may assume in the same cycle (same-cycle lemmas, each
+        proven in its own job; the relation must have no cycle). ``only_for``: groups; outside
+        the focus it is assumed only in jobs focused on one of them (a job that drops an
+        assumption proves no less), so that the other jobs' solvers do not meet it."""
+        return self._add("assert", group, name, test, now, only_for)
+
+    def _check_now(self):
+        """Every ``now`` names an assertion, and "uses now" has no cycle."""
+        by_name = {}
+        for p in self.props:
+            if p.kind == "assert":
+                by_name.setdefault(p.full_name, []).append(p)
+        uses = {n: {u for p in ps for u in p.now} for n, ps in by_name.items()}
+        for n, us in uses.items():
+            unknown = [u for u in us if u not in by_name]
+            assert not unknown, f"{n} uses now {unknown}: no such assertion"
+        state = {}
+
+        def visit(n, path):
+            if state.get(n) == "done":
+                return
+            assert state.get(n) != "open", f"same-cycle lemmas form a cycle: {path + [n]}"
+            state[n] = "open"
+            for u in sorted(uses[n]):
+                visit(u, path + [n])
+            state[n] = "done"
+        for n in uses:
+            visit(n, [])
+        return by_name
 
     def assume(self, group, name, test):
         return self._add("assume", group, name, test)
@@ -101,6 +143,7 @@ class PropertySet:
             excluded = {f[1:] for f in focus if f.startswith("-")}
             unknown = [f for f in focus if f.lstrip("-") not in known]
             assert not unknown, f"focus names no property: {unknown}"
+        by_name = self._check_now()
         past = []
         for prop in self.props:
             if prop.kind == "assume":
@@ -111,9 +154,16 @@ class PropertySet:
                 stmt = Cover(prop.test)
             elif focus is None or ((prop.group in focus or f"{prop.group}/{prop.name}" in focus)
                                    and f"{prop.group}/{prop.name}" not in excluded):
-                stmt = Assert(prop.test if guard is None else (guard | prop.test))
+                test = prop.test
+                if prop.now:
+                    # Same-cycle lemmas: proven here under the lemmas of this cycle.
+                    lemmas = [q.test for u in prop.now for q in by_name[u]]
+                    test = ~_all(lemmas if guard is None else [guard | t for t in lemmas]) | test
+                stmt = Assert(test if guard is None else (guard | test))
             else:
-                if assume_others:
+                if assume_others and (prop.only_for is None or focus is None or
+                                      any(g in focus or any(f.startswith(g + "/") for f in focus)
+                                          for g in prop.only_for)):
                     past.append(prop.test if guard is None else (guard | prop.test))
                 continue
             stmt.src_loc = self.src_loc(prop)

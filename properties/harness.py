@@ -358,10 +358,18 @@ class FormalHarness(Elaboratable):
                                     - Mux(disc_t, d.discard_error, 0))
         # Accepted minus written into the queue minus accounted, for the tracked address: what
         # L1 and its pipeline must hold.
+        # (Its change per cycle is named, l1_delta: the conservation proofs restate it.)
         self.l1_balance = Signal(signed(self.bw))
-        m.d.sync += self.l1_balance.eq(self.l1_balance + Mux(acc_t, d.grad_in.p.grad, 0)
-                                       - Mux(q_in_t, queue.w.payload.value, 0)
-                                       - Mux(disc_t, d.discard_error, 0))
+        self.l1_accepted = Signal(signed(self.bw), name="l1_accepted_tracked")
+        self.l1_passed = Signal(signed(self.bw), name="l1_queued_or_discarded_tracked")
+        self.l1_delta = Signal(signed(self.bw), name="l1_balance_delta")
+        m.d.comb += [
+            self.l1_accepted.eq(Mux(acc_t, d.grad_in.p.grad, 0)),
+            self.l1_passed.eq(Mux(q_in_t, queue.w.payload.value, 0) +
+                              Mux(disc_t, d.discard_error, 0)),
+            self.l1_delta.eq(self.l1_accepted - self.l1_passed),
+        ]
+        m.d.sync += self.l1_balance.eq(self.l1_balance + self.l1_delta)
 
         # L2 contents, from the storage itself (whole_storage).
         if self.l2_ports:

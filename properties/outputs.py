@@ -50,8 +50,42 @@ def add(h, m, P):
     # -- conservation for the tracked address --------------------------------------------
     # On the policy model (the tracked set as it is: the policy group's), so that this is
     # arithmetic on the harness's state.
+    # Proven in steps, each relating one cycle to the one before (registers of the previous
+    # cycle's values; arithmetic modulo 2**bw, as the balance's), so that the solver meets one
+    # step of arithmetic at a time (as one job this did not finish on default in 200 s):
+    # * model_step_conserves_the_tracked_address (policy.py): model + s4's part now ==
+    #   model + the gradient deciding in s3 - the flush scan's write, the cycle before;
+    # * stages_step: the stages' sum now == theirs + the gradient accepted - the one leaving
+    #   s3, the cycle before;
+    # * queue_step: what entered the queue for the address and what was discarded for it, the
+    #   cycle before, is what s4's part and the flush scan's write were then (on the model);
+    # * held_step: model + stages + s4's part move as the balance does (l1_delta), from the
+    #   three above in the same cycle; and the balance itself from held_step in the same cycle
+    #   (same-cycle lemmas: properties/base.py, docs/proofs.md).
+    stages_now = Signal(signed(h.bw), name="stages_tracked_sum_to_be")
+    queued_before = Signal(signed(h.bw), name="queued_or_discarded_tracked_last_cycle")
+    passed_before = Signal(signed(h.bw), name="model_passed_on_tracked_last_cycle")
+    m.d.sync += [
+        stages_now.eq(h.stages_sum + h.l1_accepted - h.stage3_sum),
+        queued_before.eq(h.l1_passed),
+        passed_before.eq(h.model_s4_sum + h.model_flush_out),
+    ]
+    # The steps are assumed (for the past) only in the conservation jobs: no other needs them.
+    P.check("conservation", "stages_step", h.stages_sum == stages_now,
+            only_for=["conservation"])
+    P.check("conservation", "queue_step", queued_before == passed_before,
+            only_for=["conservation"])
+    held = Signal(signed(h.bw), name="l1_held_tracked")
+    held_to_be = Signal(signed(h.bw), name="l1_held_tracked_to_be")
+    m.d.comb += held.eq(h.model_sum + h.stages_sum + h.model_s4_sum)
+    m.d.sync += held_to_be.eq(held + h.l1_delta)
+    P.check("conservation", "held_step", held == held_to_be,
+            now=["conservation/model_step_conserves_the_tracked_address",
+                 "conservation/stages_step", "conservation/queue_step"],
+            only_for=["conservation"])
     P.check("conservation", "accepted_eq_l1_plus_pipeline_plus_queued",
-            h.l1_balance == h.model_sum + h.stages_sum + h.model_s4_sum)
+            h.l1_balance == h.model_sum + h.stages_sum + h.model_s4_sum,
+            now=["conservation/held_step"])
     # L1 and its pipeline hold nothing at idle, so all that was accepted has been written into
     # the queue or accounted as discarded ...
     P.check("conservation", "idle_implies_accepted_eq_queued", ~d.idle | (h.l1_balance == 0))

@@ -307,3 +307,43 @@ def test_split_dual_threshold_jobs_name_every_property():
                  for f in j.focus]
         assert {f"dual_threshold/{n}" for n in DUAL_THRESHOLD} <= set(focus)
         assert {"ema", "bypass"} <= set(focus)
+
+
+def test_split_conservation_jobs_name_every_property():
+    # Likewise the conservation group on default and large, one job per property.
+    from proofs.jobs import CONSERVATION, PROVE_JOBS
+    harness = FormalHarness(CONFIGS["default"])
+    rtlil.convert(harness, ports=[])
+    assert {p.name for p in harness.props.props if p.group == "conservation"} == \
+        set(CONSERVATION)
+    for config in ("default", "large"):
+        focus = [f for j in PROVE_JOBS if j.config == config and j.mode == "prove"
+                 for f in j.focus]
+        assert {f"conservation/{n}" for n in CONSERVATION} <= set(focus)
+
+
+def test_same_cycle_lemmas_have_no_cycle():
+    # A property may assume others in the same cycle only if "uses now" has no cycle (the
+    # soundness argument of properties/base.py); emit() refuses a cycle or an unknown name.
+    from amaranth import Module as _Module, Signal
+    from properties.base import PropertySet
+    def Module():
+        m = _Module()
+        m._MustUse__silence = True      # never elaborated
+        return m
+    a, b = Signal(), Signal()
+    P = PropertySet()
+    P.check("conservation", "a", a, now=["conservation/b"])
+    P.check("conservation", "b", b)
+    P.emit(Module(), focus=["conservation/a"])
+    P.check("conservation", "c", b, now=["conservation/a"])
+    P.emit(Module(), focus=["conservation/c"])
+    P = PropertySet()
+    P.check("conservation", "a", a, now=["conservation/b"])
+    P.check("conservation", "b", b, now=["conservation/a"])
+    with pytest.raises(AssertionError, match="cycle"):
+        P.emit(Module(), focus=["conservation/a"])
+    P = PropertySet()
+    P.check("conservation", "a", a, now=["policy/nothing"])
+    with pytest.raises(AssertionError, match="no such assertion"):
+        P.emit(Module())
