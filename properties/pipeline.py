@@ -182,6 +182,8 @@ def add(h, m, P):
     # -- the flush scan and INIT ----------------------------------------------------------
     scan, init, done = h.scan, h.init, l1.state == L1State.DONE
     scanned = h.l1_s2_port.data          # the scanned set, as stored (SCAN: pipeline empty)
+    P.check("pipeline", "scan_never_reads_the_set_it_writes",
+            ~(scan & read.en & write.en & (read.addr == write.addr)))
     P.check("pipeline", "scan_waits_for_the_read_of_the_scanned_set",
             ~(scan & l1.scan_wait) |
             ((l1.storage_read.data.as_value() == scanned.as_value()) & (l1.scan_done == 0)))
