@@ -80,6 +80,18 @@ def add(h, m, P):
     now3 = h.current(h.l1_s3_port, set3, "s3_set_now")
     P.check("pipeline", "s2_row_is_its_set_now",
             ~l1.s2_valid | (l1.row.as_value() == now2.as_value()))
+    # The RAM's read data is used only when no write collided with its read: L1's storage is
+    # marked no_rw_check (design/l1.py), so on an FPGA a read of the set being written gives
+    # an undefined result (the proofs' memory gives the old row). The read for s2 was issued
+    # two cycles ago; a write then is h2's now, and a forward is taken instead.
+    read, write = l1.storage_read, l1.storage_write
+    collided = [Signal(name=f"read_collided_{i}_cycles_ago") for i in (1, 2)]
+    m.d.sync += [collided[0].eq(read.en & write.en & (read.addr == write.addr)),
+                 collided[1].eq(collided[0])]
+    forwarded = ((l1.s2_fwd[0] & h.s4_writes) | (l1.s2_fwd[1] & l1.h1_valid) |
+                 (l1.s2_fwd[2] & l1.h2_valid))
+    P.check("pipeline", "s2_never_uses_a_read_that_collided_with_a_write",
+            ~(l1.s2_valid & collided[1]) | forwarded)
     s4_on_set3 = h.s4_writes & (l1.s4_set == set3)
     P.check("pipeline", "s3_same_set_iff_s4s_set",
             ~(l1.s3_valid & l1.s4_valid) | (l1.s3_same_set == (l1.s4_set == set3)))
@@ -170,6 +182,8 @@ def add(h, m, P):
     # -- the flush scan and INIT ----------------------------------------------------------
     scan, init, done = h.scan, h.init, l1.state == L1State.DONE
     scanned = h.l1_s2_port.data          # the scanned set, as stored (SCAN: pipeline empty)
+    P.check("pipeline", "scan_never_reads_the_set_it_writes",
+            ~(scan & read.en & write.en & (read.addr == write.addr)))
     P.check("pipeline", "scan_waits_for_the_read_of_the_scanned_set",
             ~(scan & l1.scan_wait) |
             ((l1.storage_read.data.as_value() == scanned.as_value()) & (l1.scan_done == 0)))
