@@ -145,7 +145,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     from proofs.mutants import DEEP
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
-                         "hit_strobe_while_stalled", "victim_never_moves",
+                         "victim_never_moves",
                          "discard_count_not_cleared"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
