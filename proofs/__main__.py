@@ -80,7 +80,7 @@ def _command(args):
     if args.cmd in ("prove", "bmc"):
         jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
         if args.cmd == "prove":   # the slowest first, so that two cores stay busy
-            slow = ("large-policy", "default-policy", "default-cover", "small-conservation",
+            slow = ("default-cover", "small-conservation",
                     "default-cover-fill-then-flush", "default-cover-one-address",
                     "default-progress-cover-K2")
             jobs = sorted(jobs, key=lambda j: j.name not in slow)

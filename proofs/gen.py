@@ -13,11 +13,13 @@ from amaranth.back import rtlil
 from properties.harness import CONFIGS, FormalHarness
 
 
-def solver():
-    """``PROOF_SOLVER`` if set; else yices if its binary is installed (3-4x faster here on
-    these proofs), else z3."""
+def solver(job=None):
+    """``PROOF_SOLVER`` if set; else the job's own choice (``Job.solver``); else yices if its
+    binary is installed (3-4x faster here on these proofs), else z3."""
     if os.environ.get("PROOF_SOLVER"):
         return os.environ["PROOF_SOLVER"]
+    if job and job.get("solver"):
+        return job["solver"]
     import shutil
     here = os.path.dirname(sys.executable)
     if os.path.exists(os.path.join(here, "yices-smt2")) or shutil.which("yices-smt2"):
@@ -38,7 +40,7 @@ def sby_text(job):
     # --nounroll: smtbmc's --unroll (the default with yices) rewrites every step's terms in
     # Python, at a cost that grows with the step: on the deep covers (hundreds of steps)
     # that, not the solver, took most of the time.
-    engine = "smtbmc " + ("" if job.get("unroll", True) else "--nounroll ") + solver()
+    engine = "smtbmc " + ("" if job.get("unroll", True) else "--nounroll ") + solver(job)
     lines += ["", "[engines]", engine, "", "[script]", "read_rtlil design.il",
               # Power-up: the memories start with arbitrary contents (no initial values), in
               # the bounded checks and in the induction's base case alike.
@@ -68,7 +70,7 @@ def generate(job, outdir):
         f.write(text)
     props = {f"{k[0]}:{k[1]}": v for k, v in harness.props.by_src().items()}
     meta = {"props": props, "bound": harness.bound, "config": harness.config,
-            "design": os.path.dirname(sys.modules["design"].__file__), "solver": solver()}
+            "design": os.path.dirname(sys.modules["design"].__file__), "solver": solver(job)}
     with open(os.path.join(outdir, "props.json"), "w") as f:
         json.dump(meta, f, indent=1)
     with open(os.path.join(outdir, "job.sby"), "w") as f:

@@ -68,6 +68,8 @@ def add(h, m, P):
             ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
              (s3.small_threshold == g3.small_threshold) & (s3.stochastic == g3.stochastic) &
              (s3.threshold == h.judged[3]) & (s3.direct == (abs(g3.grad) >= h.judged[3]))))
+    P.check("pipeline", "s3_tiny_is_its_gradients",
+            ~l1.s3_valid | (l1.s3_tiny == (abs(g3.grad) < g3.small_threshold)))
     P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
             ~l1.s3_valid | (l1.s3_chance == h.s3_chance))
     P.check("pipeline", "s4_stepped_iff_the_random_bits_stepped",

@@ -294,32 +294,19 @@ def test_every_input_of_the_design_is_free(config):
     assert "\\in_random" in text
 
 
-def test_split_dual_threshold_jobs_name_every_property():
-    # default and large prove the dual-threshold properties one job each: the list must name
-    # every one of them, or one would be proven nowhere on those configurations.
-    from proofs.jobs import DUAL_THRESHOLD, PROVE_JOBS
+@pytest.mark.parametrize("group", ["dual_threshold", "conservation", "policy"])
+def test_split_jobs_name_every_property(group):
+    # default and large prove these groups one property a job: the list must name every
+    # property of the group, or one would be proven nowhere on those configurations.
+    from proofs.jobs import ONE_JOB_EACH, PROVE_JOBS
     harness = FormalHarness(CONFIGS["default"])
     rtlil.convert(harness, ports=[])
-    assert {p.name for p in harness.props.props if p.group == "dual_threshold"} == \
-        set(DUAL_THRESHOLD)
+    assert {p.name for p in harness.props.props if p.group == group} == set(ONE_JOB_EACH[group])
     for config in ("default", "large"):
         focus = [f for j in PROVE_JOBS if j.config == config and j.mode == "prove"
                  for f in j.focus]
-        assert {f"dual_threshold/{n}" for n in DUAL_THRESHOLD} <= set(focus)
+        assert {f"{group}/{n}" for n in ONE_JOB_EACH[group]} <= set(focus)
         assert {"ema", "bypass"} <= set(focus)
-
-
-def test_split_conservation_jobs_name_every_property():
-    # Likewise the conservation group on default and large, one job per property.
-    from proofs.jobs import CONSERVATION, PROVE_JOBS
-    harness = FormalHarness(CONFIGS["default"])
-    rtlil.convert(harness, ports=[])
-    assert {p.name for p in harness.props.props if p.group == "conservation"} == \
-        set(CONSERVATION)
-    for config in ("default", "large"):
-        focus = [f for j in PROVE_JOBS if j.config == config and j.mode == "prove"
-                 for f in j.focus]
-        assert {f"conservation/{n}" for n in CONSERVATION} <= set(focus)
 
 
 def test_same_cycle_lemmas_have_no_cycle():
