@@ -143,6 +143,14 @@ def constrain(h, m, P, name):
     n = Signal(range(limit + 2), name="stimulus_accepted")
     with m.If(h.accept & (n <= limit)):
         m.d.sync += n.eq(n + 1)
+
+    def flushed():
+        """Whether idle has answered flush yet (a register)."""
+        seen = Signal(name="stimulus_flushed")
+        with m.If(h.in_flush & d.idle):
+            m.d.sync += seen.eq(1)
+        return seen
+
     valid, addr, grad, thresh, flush, ready = 1, 0, 1, top, 0, 1
     if name == "l2_full":
         thresh, ready = 0, 0
@@ -152,17 +160,11 @@ def constrain(h, m, P, name):
         first, filling = n == 0, (n >= 1) & (n <= d.fifo_depth)
         addr, thresh, ready = Mux(filling, 1, 0), Mux(first, top, Mux(filling, 0, 2)), 0
     elif name == "write_then_flush":
-        flushed = Signal(name="stimulus_flushed")   # idle seen under flush
-        with m.If(h.in_flush & d.idle):
-            m.d.sync += flushed.eq(1)
-        thresh, flush = 0, (n >= 1) & ~flushed
+        thresh, flush = 0, (n >= 1) & ~flushed()
     elif name == "evict_in_one_set":
         addr = n * d.sets
     elif name == "discard_then_flush":
-        flushed = Signal(name="stimulus_flushed")   # idle seen under flush
-        with m.If(h.in_flush & d.idle):
-            m.d.sync += flushed.eq(1)
-        grad, flush = Mux(n == 0, 1, 2), (n >= 1) & ~flushed
+        grad, flush = Mux(n == 0, 1, 2), (n >= 1) & ~flushed()
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled
