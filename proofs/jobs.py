@@ -126,8 +126,11 @@ def _bmc_jobs():
 #: Cover jobs (from reset): configuration, depth, covers (None: all). On default, INIT takes
 #: 32 cycles, and the deeper covers (a max-updates write after 255 updates, L2 full, a flush
 #: of 128 valid entries) lie beyond what BMC reaches here; large's INIT alone takes 1024.
-COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 28, None),
-          ("default", 40, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
+#: The depths follow the pipeline (a gradient accepted in cycle t writes in t + 4): mid's
+#: flush with every way valid completes in step 31, default's first eviction is in step 41
+#: (the fifth miss to one set, accepted in step 37), its first flush write in step 40.
+COVERS = [("small", 24, None), ("dm", 24, None), ("assoc", 24, None), ("mid", 32, None),
+          ("default", 42, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
                            "cause_flush_write", "hit_on_entry_written_the_cycle_before"])]
 #: Progress-bound covers (with DRAM fairness): the bound N met with equality, from reset with
 #: free inputs: configuration, depth. Default by INIT (N = sets + 1, step 32). On the small
@@ -140,9 +143,11 @@ PROGRESS_COVERS = [("default", 36)]
 #: depth, memories. Only the last step is checked (``skip = depth - 1``); the covers there read
 #: "reached in this step or an earlier one", so a depth past the event is enough. Memories as
 #: flip-flops: with SMT arrays yices spends minutes on the index reasoning of a few hundred
-#: steps over many sets (fill_then_flush: not done after 10 min; as flops: 87 s).
-DIRECTED = [("default", "l2_full", 70, "flops"), ("default", "one_address", 292, "flops"),
-            ("default", "fill_then_flush", 330, "flops")]
+#: steps over many sets (fill_then_flush: not done after 10 min; as flops: 87 s). Depth: the
+#: event's step on the pipelined L1 plus 4 (l2_full: 70, one_address: 292,
+#: fill_then_flush: 360, a scan costing two cycles per set plus one per valid way).
+DIRECTED = [("default", "l2_full", 74, "flops"), ("default", "one_address", 296, "flops"),
+            ("default", "fill_then_flush", 364, "flops")]
 
 
 def _directed_jobs():

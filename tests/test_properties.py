@@ -142,11 +142,11 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     # skip: every step is checked) from reset, under the stimulus that reaches them.
     from properties.covers import STIMULI
     from proofs.gen import sby_text
-    from proofs.mutants import DEEP
+    from proofs.mutants import DEEP, DEEP_SMALL, STALLS
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
                          "victim_never_moves",
-                         "discard_count_not_cleared"}
+                         "discard_count_not_cleared", "r_ptr_not_advanced"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -156,8 +156,17 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         text = sby_text(job.to_dict())
         assert "mode bmc\n" in text and "skip" not in text
         assert "smtbmc --nounroll " in text and "memory_map" in text
-        # on small, the free-input checks as for every mutant
-        assert [j.stimulus for j in jobs_for(name, str(tmp_path), "small")] == [None, None]
+        # on small, the free-input checks as for every mutant (but those of DEEP_SMALL)
+        if name not in DEEP_SMALL:
+            assert [j.stimulus for j in jobs_for(name, str(tmp_path), "small")] == [None, None]
+    # on small, the one mutant a free-input BMC reaches only slowly, under its stimulus
+    assert set(DEEP_SMALL) == {"ready_ignores_l2_full"}
+    for name, (stimulus, depth) in DEEP_SMALL.items():
+        [job] = jobs_for(name, str(tmp_path), "small")
+        assert (job.mode, job.stimulus, job.depth, job.focus) == ("bmc", stimulus, depth, None)
+    # the mutants that only delay: the liveness check first
+    for name in STALLS:
+        assert jobs_for(name, str(tmp_path), "small")[0].focus == ["progress", "termination"]
     from proofs.mutants import DEEP_LIVENESS
     assert set(DEEP_LIVENESS) == {"done_never_resumes", "no_drain_on_flush"}
     for name, (stimulus, depth) in DEEP_LIVENESS.items():
