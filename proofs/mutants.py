@@ -337,6 +337,11 @@ DEEP = {
     # cycles to L2, a flush to start the drain), past the free-input BMC's depth; under the
     # stimulus the one write goes out twice.
     "r_ptr_not_advanced": ("write_then_flush", 56),
+    # Within the free-input BMC's depth (40), but found there only in the last steps, after
+    # 1-6 minutes each; under a stimulus in seconds (failing in step 39, 39 and 37).
+    "push_only_into_empty_l2": ("l2_full", 44),
+    "value_truncated_to_l2": ("write_then_flush", 44),
+    "forward_ignores_address": ("fill_then_flush", 42),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.
@@ -344,11 +349,19 @@ DEEP_LIVENESS = {
     "done_never_resumes": ("write_then_flush", 112),
     "no_drain_on_flush": ("write_then_flush", 112),
 }
-#: Likewise on small: the queue overrun of ``ready_ignores_l2_full`` (L2's 4 places and the 8
-#: reserved ones exceeded, DRAM stalled) is first seen in step 16; a free-input BMC that deep
-#: took over 5 minutes to reach step 13 on the shared machine.
+#: Likewise on small: the mutants a free-input BMC finds only in its last steps, after 30 s to
+#: over 5 minutes each on the shared machine (the queue overrun of ``ready_ignores_l2_full``,
+#: L2's 4 places and the 8 reserved ones exceeded, first in step 16); under a stimulus each
+#: takes seconds. Depth: the failing step + 4.
 DEEP_SMALL = {
     "ready_ignores_l2_full": ("l2_full", 20),
+    "l2_push_ready_when_full": ("l2_full", 16),
+    "burst_ends_below_burst_size": ("burst_then_drain", 16),
+    "evict_strobe_on_flush_writes": ("flush_dropped_in_scan", 18),
+    "aborted_scan_runs_to_the_end": ("flush_dropped_in_scan", 18),
+    "discard_count_not_cleared": ("discard_then_flush", 22),
+    "r_ptr_not_advanced": ("write_then_flush", 14),
+    "idle_ignores_l2": ("write_then_flush", 14),
 }
 #: Bugs that only delay (no safety property can see them): the liveness check runs first, so
 #: that the safety BMC, which passes, costs no time when the liveness check catches them.

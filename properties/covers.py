@@ -90,9 +90,15 @@ def add(h, m, P, only=None):
 #: * ``burst_then_drain``: ``burst_size`` direct writes (address 0, gradient +1, threshold 0)
 #:   with DRAM stalled, which starts a burst; then no input and DRAM always ready, so the
 #:   burst must empty L2.
-#: * ``write_then_flush``: one direct write (address 0, gradient +1, threshold 0), then
-#:   ``flush`` held until the cycle after ``idle`` answers it, then dropped, with a gradient
-#:   offered all along (the same, after the flush); DRAM always ready.
+#: * ``write_then_flush``: one direct write (address 0, gradient -1: negative, so that a
+#:   sign lost on the way shows; threshold 0), then ``flush`` held until the cycle after
+#:   ``idle`` answers it, then dropped, with a gradient offered all along (the same, after the
+#:   flush); DRAM always ready.
+#: * ``flush_dropped_in_scan``: two gradients (+1, the largest threshold: misses that
+#:   allocate) to address 0 and address 1 (sets 0 and 1), then ``flush`` raised and dropped in
+#:   the first cycle of the flush scan, with gradients to address 1 offered all along; DRAM
+#:   always ready. L1 must finish the set it scans (set 0, whose entry it writes out) and go
+#:   back to work, although set 1 holds an entry.
 #: * ``evict_in_one_set``: gradient ``n`` goes to address ``n * sets`` (set 0, tag ``n``) with
 #:   the largest threshold: ``ways`` misses fill set 0, and every later one evicts its victim;
 #:   DRAM always ready.
@@ -115,6 +121,7 @@ STIMULI = {
     "hit_while_l2_full": ["cause_accum_write", "l2_full_with_dram_stalled"],
     "burst_then_drain": ["cause_direct_write"],
     "write_then_flush": ["cause_direct_write"],
+    "flush_dropped_in_scan": ["cause_flush_write"],
     "evict_in_one_set": ["cause_evict_write"],
     "discard_then_flush": ["tiny_miss_dropped"],
 }
@@ -160,7 +167,12 @@ def constrain(h, m, P, name):
         first, filling = n == 0, (n >= 1) & (n <= d.fifo_depth)
         addr, thresh, ready = Mux(filling, 1, 0), Mux(first, top, Mux(filling, 0, 2)), 0
     elif name == "write_then_flush":
-        thresh, flush = 0, (n >= 1) & ~flushed()
+        grad, thresh, flush = -1, 0, (n >= 1) & ~flushed()
+    elif name == "flush_dropped_in_scan":
+        scanned = Signal(name="stimulus_scanned")
+        with m.If(h.scan):
+            m.d.sync += scanned.eq(1)
+        addr, flush = Mux(n == 0, 0, 1), (n >= 2) & ~scanned
     elif name == "evict_in_one_set":
         addr = n * d.sets
     elif name == "discard_then_flush":
