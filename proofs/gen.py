@@ -64,7 +64,8 @@ def generate(job, outdir):
                             fairness=job["fairness"], whole_storage=job["whole_storage"],
                             reset=job["reset"], covers=job["covers"],
                             assume_others=job.get("assume_others", True),
-                            stimulus=job.get("stimulus"))
+                            stimulus=job.get("stimulus"),
+                            shared_read=job.get("shared_read", False))
     text = rtlil.convert(harness, ports=[])
     with open(os.path.join(outdir, "design.il"), "w") as f:
         f.write(text)

@@ -110,12 +110,16 @@ class FormalHarness(Elaboratable):
     stimulus : str or None
         Deep covers only: assume the directed input sequence of that name
         (:data:`.covers.STIMULI`, reset in the first cycle only) instead of free inputs.
+    shared_read : bool
+        Read the set ``s3`` decides on through the tracked set's port when the two are equal
+        (the same memory word; a solver aid for some jobs, ``proofs/jobs.py`` ``TUNING``).
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
-                 stimulus=None):
+                 stimulus=None, shared_read=False):
         self.stimulus = check_stimulus(stimulus)
+        self.shared_read = shared_read
         self.config = dict(config)
         cls = GradientCompressor if design is None else design.GradientCompressor
         self.dut = cls(**self.config)
@@ -277,12 +281,14 @@ class FormalHarness(Elaboratable):
         for i, port in enumerate(self.queue_ports):
             m.d.comb += port.addr.eq(i)
 
-        def current(port, set_, name):
-            # The tracked set is read through its own port whichever port asks: the same
-            # memory word, but one SMT array read, so the solver need not carry the equality
-            # of two read addresses into the equality of their data (with two reads yices took
-            # over 10 minutes on default for what it does in seconds on small).
-            stored = Mux(set_ == self.track_set, self.l1_track_port.data, port.data)
+        def current(port, set_, name, shared=False):
+            # shared: the tracked set is read through its own port whichever port asks (the
+            # same memory word, one SMT array read), so that the solver need not carry the
+            # equality of two read addresses into the equality of their data. Used for s3's
+            # set in the jobs that ask for it (``shared_read``, proofs/jobs.py TUNING).
+            stored = port.data
+            if shared:
+                stored = Mux(set_ == self.track_set, self.l1_track_port.data, port.data)
             row = Signal(l1.row_layout, name=name)
             m.d.comb += row.eq(Mux(self.s4_writes & (l1.s4_set == set_), l1.s4_row, stored))
             return row

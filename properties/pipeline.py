@@ -79,7 +79,7 @@ def add(h, m, P):
     set2, set3 = h.set_of(s2.addr), h.set_of(s3.addr)
     tag3 = s3.addr[h.set_bits:]
     now2 = h.current(h.l1_s2_port, set2, "s2_set_now")
-    now3 = h.current(h.l1_s3_port, set3, "s3_set_now")
+    now3 = h.current(h.l1_s3_port, set3, "s3_set_now", shared=h.shared_read)
     P.check("pipeline", "s2_row_is_its_set_now",
             ~l1.s2_valid | (l1.row.as_value() == now2.as_value()))
     # The RAM's read data is used only when no write collided with its read: L1's storage is
