@@ -81,6 +81,10 @@ def add(h, m, P):
     writes = g4.stochastic & rule4
     P.check("dual_threshold", "discard_iff_a_tiny_miss_decided_the_cycle_before",
             ~tracked4 | (d.discard == tiny4))
+    # (The tracked set is arbitrary, so the above speaks of every gradient in s4; this of the
+    # cycles with none.)
+    P.check("dual_threshold", "no_discard_without_a_decision",
+            h.stage_valid[4] | ~d.discard)
     P.check("dual_threshold", "tiny_miss_writes_sign_times_small_threshold_or_nothing",
             ~tiny4 | ((l1.s4_push == writes) &
                       (~writes | ((w4.cause == Cause.STOCHASTIC) & (w4.addr == g4.addr) &
