@@ -13,7 +13,7 @@ GROUPS = [["stream", "l2", "fifo", "queue"], ["conservation"], ["idle", "valid_c
 #: others assumed for the past cycles, as in every focused job; properties/base.py). Each alone
 #: takes seconds there, where the group as one job did not finish: dual_threshold in 5
 #: minutes on default; conservation's balance in 10 (it is composed of per-cycle steps through
-#: same-cycle lemmas, docs/proofs.md); policy in 16 on large (3.5 on default).
+#: same-cycle lemmas, docs/proofs.md); policy's induction in 16 on large.
 ONE_JOB_EACH = {
     "dual_threshold": ["discard_iff_a_tiny_miss_decided_the_cycle_before",
                        "tiny_miss_writes_sign_times_small_threshold_or_nothing",
@@ -113,8 +113,8 @@ def _prove_jobs():
                     jobs.append(Job(f"{config}-{group}-{i}", config, "prove", 3, focus=[prop],
                                     whole_storage=whole, timeout=900,
                                     **TUNING.get((config, prop), {})))
-        # (default-termination-K2 took 681 s in one run of make prove and over 15 minutes
-        # in another, with the other core busy: yices' time on it varies widely.)
+        # (default-termination-K2 took 323 s in one run of make prove and 681 s in another:
+        # yices' time on it varies widely.)
         for g in LIVENESS:
             jobs.append(Job(f"{config}-{g[0]}-K{K}", config, "prove",
                             liveness_depth(CONFIGS[config], K), focus=g,
