@@ -220,6 +220,11 @@ MUTANTS = {
         "compressor.py",
         "self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),",
         "self.discard_count.eq(self.discard_count + self.discard),"),
+    "discard_on_a_bubble": (
+        "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
+        "l1.py",
+        "self.discard.eq(self.small_miss),",
+        "self.discard.eq(self.small_miss | (~self.s3_valid & self.s3_tiny)),"),
     # dual threshold, mode stochastic
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
@@ -342,6 +347,10 @@ DEEP = {
     "push_only_into_empty_l2": ("l2_full", 44),
     "value_truncated_to_l2": ("write_then_flush", 44),
     "forward_ignores_address": ("fill_then_flush", 42),
+    # Free-input BMCs still running after 10 minutes each (`--config all`); under a stimulus
+    # caught in seconds (failing in step 41 and 44).
+    "victim_not_replaced": ("evict_in_one_set", 45),
+    "aborted_scan_runs_to_the_end": ("flush_dropped_in_scan", 48),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.
