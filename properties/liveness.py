@@ -56,20 +56,36 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size):
     ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
     cycle of being offered::
 
-        N = max(sets + 1, ways * (K + 2) + 5, K + 5)
+        N = max(sets + 1, ways + 3, (ways + 1) * K - (1 if sets > 1 else 4))
 
-    ``sets + 1``: L1's INIT after a reset (one cycle per set; ``grad_in.ready``, a register,
-    rises in the cycle after the last); ``ways * (K + 2) + 5``: after ``flush`` drops during a scan, L1 first finishes
-    the set it is scanning, each of its ways waiting for a place in the queue, which waits for
-    L2; ``K + 5``: a place in the queue, when every place is reserved. (``fifo_depth`` and
-    ``burst_size`` do not enter it.)
+    Each term is a worst case (the wait counts the cycles with ``flush`` low; ``c`` is the
+    first of them):
 
-    Proven (``progress`` group) on every configuration; met with equality (cover
-    ``progress_bound_met_with_equality``) where INIT dominates (default). On the small
-    configurations it is an upper bound: the pipelined L1's exact bound there is not derived
-    yet.
+    * ``sets + 1``: L1's INIT after a reset (one cycle per set; ``grad_in.ready``, a register,
+      rises in the cycle after the last).
+    * ``ways + 3``: ``flush`` drops in the first cycle of a set's scan (``scan_wait``, its row
+      being read) and every way of that set is valid: L1 finishes the set (one cycle per way,
+      then the write back) before it goes back to RUN; accepted in cycle ``c + ways + 2``.
+    * ``(ways + 1) * K - 1`` (``sets > 1``): as above, but the scan of the set before, under
+      ``flush``, took the queue's last place, and L2 is full: each way of the set, and then the
+      gradient, waits for a place that only a DRAM pop frees (L2 takes a queue write in the
+      cycle after a pop, the place is free a cycle later), and DRAM is ready only every ``K``
+      cycles; the ``ways + 1`` places come ``K`` apart, the first in ``c + K - 2``.
+    * ``(ways + 1) * K - 4`` (one set): there is no set before; the scan starts from RUN, and
+      draining the pipeline (at least five cycles without an acceptance) frees places unless
+      DRAM's ready falls in a cycle in which L2's output register is empty (wasted): the
+      ``ways + 1`` places come ``K`` apart from ``c + K - 5``.
+
+    Exact (proven, and met with equality by the cover ``progress_bound_met_with_equality``
+    from reset) on small (5: ``ways + 3``), dm and mid (5: INIT), assoc (11: the one-set
+    scan term) and default (33: INIT); large (1025, INIT) is proven, its cover out of BMC's
+    reach. The scan terms assume entries are held (``max_updates > 1``); with
+    ``max_updates == 1`` (dm) there is no scan and they are only an upper bound.
+    (``fifo_depth`` and ``burst_size`` do not enter it.) The terms were read off the worst
+    traces the covers found; for parameters outside the proven configurations the formula is
+    not proven (a new configuration's progress job checks it).
     """
-    return max(sets + 1, ways * (K + 2) + 5, K + 5)
+    return max(sets + 1, ways + 3, (ways + 1) * K - (1 if sets > 1 else 4))
 
 
 def add(h, m, P):
