@@ -351,6 +351,9 @@ DEEP = {
     # caught in seconds (failing in step 41 and 44).
     "victim_not_replaced": ("evict_in_one_set", 45),
     "aborted_scan_runs_to_the_end": ("flush_dropped_in_scan", 48),
+    # Free-input BMCs timed out (30 minutes); under a stimulus caught in step 43 and 40.
+    "evict_strobe_on_flush_writes": ("flush_dropped_in_scan", 48),
+    "idle_ignores_l2": ("write_then_flush", 48),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.
