@@ -42,19 +42,21 @@ class L1Accumulator(wiring.Component):
       (``read_row``), with nothing in front of the register, so that the block RAM's slow
       clock-to-output has a cycle to itself. The set is compared with the sets of the rows the
       later stages will be writing (registered as ``s2_fwd``). In the EMA mode the EMA
-      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it and judges the
-      gradient (``direct``) against it.
+      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it.
     * ``s2`` (*t+2*), compare: the row is the newest of ``s4_row``, ``h1_row``, ``h2_row``
       (rows written in this cycle and in the two before, which the read could not see) and
-      ``read_row``; the tags are compared, and the hit way, its entry, the threshold bounds
-      ``t - g`` and ``-t - g``, and an address compare with the gradient in ``s3`` are
+      ``read_row``; the tags are compared, and the row, the hit way, the verdict
+      (``direct``: ``|g| >= t``) and the threshold bounds ``t - g`` and ``-t - g`` are
       registered.
     * ``s3`` (*t+3*), decide: the one gradient whose effect ``s2`` could not see is the one
       deciding in ``s3`` at the same time, one cycle ahead; its outcome is in ``s4``'s
       registers (which way it touched, whether that way still holds its address, the new sum
-      and count), so ``s3`` corrects its hit by a few gates instead of comparing tags again, and
+      and count; and, registered with them, whether it rewrote ``s3``'s set, address or hit
+      way), so ``s3`` corrects its hit by a few gates instead of comparing tags again, and
       the accumulate loop (sum, threshold test on the precomputed bounds, free-or-keep) closes
-      in one cycle through ``s4_sum``. The new row and at most one write are registered.
+      in one cycle through ``s4_sum``. The threshold and count tests are made on every way's
+      entry at once and the hit way picks their outcome, so no select stands in front of
+      them. The new row, at most one write and the change to ``valid_count`` are registered.
     * ``s4`` (*t+4*), write: the new row is written to the RAM, the write goes into the output
       queue.
 
@@ -87,9 +89,11 @@ class L1Accumulator(wiring.Component):
 
     Flush: ``flush`` is sampled into ``grad_in.ready`` a cycle late (the port is a register),
     so a gradient offered in the very cycle ``flush`` rises may still be accepted; it comes
-    before the barrier. Once the pipeline is empty, the scan reads set 0, 1, ... and pushes
-    each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room, then writes the
-    set back empty (keeping its victim pointer). A set costs two cycles plus one per valid way.
+    before the barrier. Once the pipeline is empty and ``grad_in.ready`` has fallen (so
+    that the read of set 0 does not wait for ``grad_in.valid``), the scan reads set 0, 1,
+    ... and pushes each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room,
+    then writes the set back empty (keeping its victim pointer). A set costs two cycles plus
+    one per valid way.
     The scan ends after the last set or after the set whose writes empty L1 (``DONE``), or at
     once if ``valid_count`` is 0. If ``flush`` drops during the scan, the current set is
     finished and normal work resumes.
@@ -125,7 +129,8 @@ class L1Accumulator(wiring.Component):
         Nothing is held: the pipeline and the queue empty, no valid entry, not initialising or
         scanning.
     valid_count : ``Out(range(sets * ways + 1))``
-        Number of valid entries (a register).
+        Number of valid entries (``valid_base``, the count as of the rows written, plus the
+        change the decision in ``s4`` makes: registers and an adder).
     hit, miss : ``Out(1)``
         Strobes: a small gradient decided (in ``s3``) on an L1 hit or miss.
     small_miss : ``Out(1)``
@@ -205,6 +210,7 @@ class L1Accumulator(wiring.Component):
         # State, named here so that properties and traces can refer to it.
         self.state     = Signal(L1State, init=L1State.INIT)
         self.reserved  = Signal(range(self.QUEUE_DEPTH + 1))
+        self.valid_base = Signal(range(sets * ways + 1))
         # s1: read
         self.s1_valid  = Signal()
         self.s1        = Signal(layout)
@@ -233,10 +239,14 @@ class L1Accumulator(wiring.Component):
         self.s3_hit_way = Signal(range(ways))
         self.s3_hit_sum = Signal(signed(vw))
         self.s3_hit_count = Signal(range(max_updates + 1))
-        self.s3_same_addr = Signal()               # same address as the gradient in s4
-        self.s3_same_set  = Signal()               # same set as the gradient in s4
+        # The gradient now in s4 rewrote s3's set (its address): registered with s4, so that
+        # the wide selects of s3's row and entry start from a register.
+        self.s3_same_addr = Signal()
+        self.s3_same_set  = Signal()
+        self.s3_hit_taken = Signal()               # ... allocated its hit way to another tag
         self.s3_high   = Signal(signed(vw + 1))    # t - g: |s + g| >= t iff s >= t - g ...
         self.s3_low    = Signal(signed(vw + 1))    # ... or s <= -t - g
+        self.s3_direct = Signal()                  # |g| >= threshold: written as it is
         self.s3_tiny   = Signal()                  # |g| < small_threshold
         self.s3_chance = Signal(2)                 # the stochastic write, on random, random_next
         # What s3 decides on, after its correction for the gradient in s4.
@@ -256,6 +266,8 @@ class L1Accumulator(wiring.Component):
         self.s4_sum    = Signal(signed(vw))        # ... with this sum
         self.s4_count  = Signal(range(max_updates + 1))   # ... and count
         self.s4_stepped = Signal()                 # took a stochastic decision
+        self.s4_inc    = Signal()                  # allocated a free way
+        self.s4_dec    = Signal()                  # freed its way (wrote it out)
         self.s4_push   = Signal()
         self.s4_push_p = Signal(write_layout(addr_width, grad_width))
         # Rows written one and two cycles ago (a read issued then did not see them).
@@ -300,9 +312,12 @@ class L1Accumulator(wiring.Component):
         accept = Signal()
         m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
-        count_inc = Signal()
-        count_dec = Signal()
-        m.d.sync += self.valid_count.eq(self.valid_count + count_inc - count_dec)
+        # valid_count is the count as of the rows written (valid_base) plus the change made by
+        # the decision now in s4, so that a decision reaches only s4's registers, not an adder.
+        count_inc = Signal()   # the decision in s3 allocates a free way ...
+        count_dec = Signal()   # ... or frees its hit way
+        m.d.comb += self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)
+        # (scan_push, below: the scan writes an entry out.)
 
         # -- the output queue ------------------------------------------------------------------
         scan_push   = Signal()
@@ -321,7 +336,10 @@ class L1Accumulator(wiring.Component):
         reserved_next = Signal(range(Q + 2))
         m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
                                      (self.s4_valid & ~self.s4_push) - queue_read)
-        m.d.sync += self.reserved.eq(reserved_next)
+        m.d.sync += [
+            self.reserved.eq(reserved_next),
+            self.valid_base.eq(self.valid_count - scan_push),
+        ]
 
         # -- stage s1: read ---------------------------------------------------------------------
         s1, s2, s3 = self.s1, self.s2, self.s3
@@ -368,7 +386,7 @@ class L1Accumulator(wiring.Component):
                                   "s2_ema_threshold")
         m.d.comb += [
             s2_threshold.eq(Mux(s2.ema, ema_threshold, s2.threshold)),
-            s2_direct.eq(Mux(s2.ema, abs(s2.grad) >= ema_threshold, s2.direct)),
+            s2_direct.eq(abs(s2.grad) >= s2_threshold),
         ]
 
         s2_tag  = self._tag(s2.addr)
@@ -386,22 +404,17 @@ class L1Accumulator(wiring.Component):
             m.d.comb += match.eq(self.s2_match_h2)
         with m.Else():
             m.d.comb += match.eq(self._match(s2_tag, self.read_row))
-        hit_way = self._lowest(m, match, "s2_hit_way")
-        entry   = row.ways[hit_way]
+        s2_hit_way = self._lowest(m, match, "s2_hit_way")
         grad_wide = Signal(signed(vw + 1))
         m.d.comb += grad_wide.eq(s2.grad)
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
             s3.threshold.eq(s2_threshold),
-            s3.direct.eq(s2_direct),
+            self.s3_direct.eq(s2_direct),
             self.s3_row.eq(row),
             self.s3_hit.eq(match.any()),
-            self.s3_hit_way.eq(hit_way),
-            self.s3_hit_sum.eq(entry.sum),
-            self.s3_hit_count.eq(entry.count),
-            self.s3_same_addr.eq(s2.addr == s3.addr),
-            self.s3_same_set.eq(self._set(s2.addr) == self._set(s3.addr)),
+            self.s3_hit_way.eq(s2_hit_way),
             self.s3_high.eq(s2_threshold - grad_wide),
             self.s3_low.eq(-s2_threshold - grad_wide),
             self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),
@@ -411,18 +424,19 @@ class L1Accumulator(wiring.Component):
         ]
 
         # -- stage s3: decide -----------------------------------------------------------------
-        # The gradient in s4 decided a cycle ago, after s2 had read this gradient's row: its
-        # effect on the set is in s4's registers.
-        prev      = Signal()
-        same_addr = Signal()
-        same_set  = Signal()
-        m.d.comb += [
-            prev.eq(self.s4_valid & self.s4_write),
-            same_addr.eq(self.s3_same_addr & prev),
-            same_set.eq(self.s3_same_set & prev),
-        ]
+        # The gradient in s4 decided a cycle ago, after s2 had read this gradient's row: if it
+        # rewrote this gradient's set (address), its effect is in s4's registers.
+        same_addr, same_set = self.s3_same_addr, self.s3_same_set
         row_now = self.s3_row_now
         m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
+        # The hit way's entry is selected here, not in s2 (whose row select is long enough):
+        # the threshold and count tests are made on every way's entry at once, straight from
+        # the registers, and the hit way selects their outcomes.
+        hit_entry = self.s3_row.ways[self.s3_hit_way]
+        m.d.comb += [
+            self.s3_hit_sum.eq(hit_entry.sum),
+            self.s3_hit_count.eq(hit_entry.count),
+        ]
         # s1's tag compares for s2 (see there): with the row s3 decides on, s4's and h1's.
         s1_tag = self._tag(s1.addr)
         m.d.sync += [
@@ -445,18 +459,29 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             # Another address of the same set can only have taken the hit way (eviction).
             m.d.comb += [
-                hit.eq(self.s3_hit & ~(same_set & self.s4_alloc &
-                                       (self.s4_way == self.s3_hit_way))),
+                hit.eq(self.s3_hit & ~self.s3_hit_taken),
                 hit_way.eq(self.s3_hit_way),
                 sum_now.eq(self.s3_hit_sum),
                 count_now.eq(self.s3_hit_count),
             ]
-        # count_now + 1 >= max_updates: a short compare beside the sum's.
-        m.d.comb += full_now.eq(count_now >= self.max_updates - 1)
-        crossed = Signal()   # |sum_now + g| >= t, on the bounds computed in s2
+        # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
+        # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
+        # is (same_addr, the hit way), so that no mux stands in front of the compares.
+        def crosses(total):
+            return (total >= self.s3_high) | (total <= self.s3_low)
+
+        def fills(count):
+            return count >= self.max_updates - 1
+
+        crossed = Signal()
         new_sum = Signal(signed(vw + 1))
+        crossed_way = Cat(crosses(way.sum) for way in self.s3_row.ways)
+        full_way    = Cat(fills(way.count) for way in self.s3_row.ways)
         m.d.comb += [
-            crossed.eq((sum_now >= self.s3_high) | (sum_now <= self.s3_low)),
+            crossed.eq(Mux(same_addr, crosses(self.s4_sum),
+                           crossed_way.bit_select(self.s3_hit_way, 1))),
+            full_now.eq(Mux(same_addr, fills(self.s4_count),
+                            full_way.bit_select(self.s3_hit_way, 1))),
             new_sum.eq(sum_now + s3.grad),
         ]
         free     = Cat(~way.valid for way in row_now.ways)
@@ -494,10 +519,16 @@ class L1Accumulator(wiring.Component):
             ]
 
         with m.If(self.s3_valid):
-            with m.If(s3.direct):
+            with m.If(self.s3_direct):
                 push(s3.addr, s3.grad, Cause.DIRECT)
             with m.Elif(hit):
-                m.d.comb += [self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way)]
+                # The sum and count are written whether the entry stays or leaves (a freed
+                # way's are never read), so that only its valid bit waits for the tests.
+                m.d.comb += [
+                    self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way),
+                    new_row.ways[hit_way].sum.eq(new_sum),
+                    new_row.ways[hit_way].count.eq(count_now + 1),
+                ]
                 with m.If(crossed):
                     push(s3.addr, new_sum, Cause.ACCUM_THRESHOLD)
                     m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
@@ -505,11 +536,7 @@ class L1Accumulator(wiring.Component):
                     push(s3.addr, new_sum, Cause.MAX_UPDATES)
                     m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
                 with m.Else():
-                    m.d.comb += [
-                        d_holds.eq(1),
-                        new_row.ways[hit_way].sum.eq(new_sum),
-                        new_row.ways[hit_way].count.eq(count_now + 1),
-                    ]
+                    m.d.comb += d_holds.eq(1)
             with m.Elif(self.s3_tiny):
                 # Dual threshold: a tiny miss never allocates, so it cannot evict.
                 m.d.comb += self.small_miss.eq(1)
@@ -547,8 +574,15 @@ class L1Accumulator(wiring.Component):
             self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
             self.s4_count.eq(kept_count),
             self.s4_stepped.eq(self.random_step),
+            self.s4_inc.eq(count_inc),
+            self.s4_dec.eq(count_dec),
             self.s4_push.eq(d_push),
             self.s4_push_p.eq(d_push_p),
+            # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
+            self.s3_same_set.eq(d_write & (self._set(s2.addr) == s3_set)),
+            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
+            self.s3_hit_taken.eq(d_alloc & (self._set(s2.addr) == s3_set) &
+                                 (d_way == s2_hit_way)),
             # The dual threshold's accounting, registered.
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),
@@ -598,12 +632,16 @@ class L1Accumulator(wiring.Component):
                     write.addr.eq(self.s4_set),
                     write.data.eq(self.s4_row),
                 ]
-                with m.If(self.flush & pipe_empty & ~accept):
+                # A gradient is accepted under flush only in flush's first cycle (ready is a
+                # register); the barrier waits for ready to fall, so that whether the RAM reads
+                # set 0 does not hang on grad_in.valid, nor on the decision below.
+                start = self.flush & pipe_empty & ~self.grad_in.ready
+                with m.If(start):
+                    m.d.comb += read.addr.eq(0)
                     with m.If(self.valid_count == 0):
                         m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
-                        # Start the scan: read set 0 now; its row is in read_row in two cycles.
-                        m.d.comb += read.addr.eq(0)
+                        # Start the scan: set 0 is read now; its row is in read_row in two cycles.
                         m.d.comb += state_next.eq(L1State.SCAN)
                         m.d.sync += [
                             self.scan_set.eq(0),
@@ -612,18 +650,24 @@ class L1Accumulator(wiring.Component):
                         ]
 
             with m.Case(L1State.SCAN):
+                # The next set's address is on the read port throughout: the scan's decision
+                # (below) reaches only its enable, not the RAM's address.
+                m.d.comb += read.addr.eq(self.scan_set + 1)
                 with m.If(self.scan_wait):
                     m.d.sync += self.scan_wait.eq(0)
                 with m.Elif(pending.any()):
                     with m.If(room):
-                        m.d.comb += [scan_push.eq(1), count_dec.eq(1)]
+                        m.d.comb += scan_push.eq(1)
                         m.d.sync += self.scan_done.eq(self.scan_done | (1 << scan_way))
                 with m.Else():
-                    # Every valid way of the set is out: write it back empty.
+                    # Every valid way of the set is out: write it back empty. The next set is
+                    # read whether or not the scan goes on (its row is unused if not), so that
+                    # the read's enable does not wait for the tests below.
                     m.d.comb += [
                         write.en.eq(1),
                         write.addr.eq(self.scan_set),
                         write.data.eq(cleared_row),
+                        read.en.eq(1),
                     ]
                     m.d.sync += self.scan_done.eq(0)
                     with m.If(~self.flush):
@@ -631,7 +675,6 @@ class L1Accumulator(wiring.Component):
                     with m.Elif((self.scan_set == self.sets - 1) | (self.valid_count == 0)):
                         m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
-                        m.d.comb += [read.en.eq(1), read.addr.eq(self.scan_set + 1)]
                         m.d.sync += [self.scan_set.eq(self.scan_set + 1),
                                      self.scan_wait.eq(1)]
 

@@ -61,18 +61,18 @@ def gradient_layout(addr_width, grad_width):
 
 
 def classified_layout(addr_width, grad_width):
-    """A gradient with the threshold it is judged against and the streamer's verdict, and the
-    dual-threshold and EMA settings in force when it was accepted.
+    """A gradient with the threshold it is judged against, and the dual-threshold and EMA
+    settings in force when it was accepted. L1 makes the verdict (``|grad| >= threshold``) in
+    its pipeline.
 
     With ``ema`` set, the gradient is judged against the EMA threshold of ``ema_source``,
     ``ema_scale``, ``ema_min`` and ``ema_max`` (:func:`design.modes.ema_candidate`,
-    :func:`design.modes.ema_clamp`) instead of ``threshold``, and ``direct`` is not yet the
-    verdict: L1 computes both in its pipeline (a multiply and a clamp take two stages)."""
+    :func:`design.modes.ema_clamp`) instead of ``threshold``: L1 computes it in its pipeline
+    too (a multiply and a clamp take two stages)."""
     return data.StructLayout({
         "addr":            unsigned(addr_width),
         "grad":            signed(grad_width),
         "threshold":       unsigned(grad_width),
-        "direct":          unsigned(1),
         "small_threshold": unsigned(grad_width),
         "stochastic":      unsigned(1),
         "ema":             unsigned(1),

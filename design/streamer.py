@@ -9,20 +9,22 @@ __all__ = ["Streamer"]
 
 
 class Streamer(wiring.Component):
-    """Classifies each gradient as *direct* (``|grad| >= threshold``) or *small*.
+    """Gives each gradient the threshold it is judged against: a gradient is *direct* if
+    ``|grad| >= threshold``, else *small*.
 
-    Purely combinational: a gradient passes through with the threshold it is judged against, so
-    that everything downstream uses the threshold in force when the gradient was accepted, even
-    if ``threshold`` changes while the gradient waits in the pipeline. ``|grad|`` is computed
-    unsigned, so ``|-2**(grad_width-1)|`` does not overflow. A threshold of 0 sends every
-    gradient straight on, and so does ``bypass`` (the gradient lies in an enabled bypass
-    window: it is judged against threshold 0). The dual-threshold settings travel with the
-    gradient too (see :mod:`design.modes`).
+    Purely combinational: a gradient passes through with its threshold, so that everything
+    downstream uses the threshold in force when the gradient was accepted, even if
+    ``threshold`` changes while the gradient waits in the pipeline. The verdict itself is made
+    by L1 in its pipeline (``s2``, :class:`~design.l1.L1Accumulator`): a compare at acceptance,
+    behind the bypass windows' address compares, was one of the design's longest paths. A
+    threshold of 0 sends every gradient straight on, and so does ``bypass`` (the gradient lies
+    in an enabled bypass window: it is judged against threshold 0). The dual-threshold settings
+    travel with the gradient too (see :mod:`design.modes`).
 
     In the EMA mode (``ema``, outside a bypass window) the EMA's value and settings travel
-    with the gradient instead of a verdict: the EMA threshold takes a multiply and a clamp,
-    too long for the cycle of acceptance, so L1 computes it, and the verdict, in its pipeline
-    (``ema`` set in the payload; its ``direct`` and ``threshold`` are then not yet the ones).
+    with the gradient instead: the EMA threshold takes a multiply and a clamp, so L1 computes
+    it in its pipeline as well (``ema`` set in the payload; its ``threshold`` is then not yet
+    the one).
 
     Parameters
     ----------
@@ -49,8 +51,8 @@ class Streamer(wiring.Component):
     ema_min, ema_max : ``In(grad_width)``
         The EMA's value that the threshold follows, and the threshold's scale and clamp bounds.
     grad_out : ``Out(stream.Signature(classified_layout))``
-        The same gradients with the threshold they are judged against, the verdict ``direct``
-        and the dual-threshold settings.
+        The same gradients with the threshold they are judged against and the dual-threshold
+        and EMA settings.
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
@@ -73,17 +75,12 @@ class Streamer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # A signal of its own, not the payload's field: the verdict reads it, and a field of
-        # the payload read back into the payload is a (word-level) loop for Verilator.
-        judged_by = Signal(self.grad_width)
-        m.d.comb += judged_by.eq(Mux(self.bypass, 0, self.threshold))
         m.d.comb += [
             self.grad_out.valid.eq(self.grad_in.valid),
             self.grad_in.ready.eq(self.grad_out.ready),
             self.grad_out.p.addr.eq(self.grad_in.p.addr),
             self.grad_out.p.grad.eq(self.grad_in.p.grad),
-            self.grad_out.p.threshold.eq(judged_by),
-            self.grad_out.p.direct.eq(abs(self.grad_in.p.grad) >= judged_by),
+            self.grad_out.p.threshold.eq(Mux(self.bypass, 0, self.threshold)),
             self.grad_out.p.small_threshold.eq(self.small_threshold),
             self.grad_out.p.stochastic.eq(self.stochastic),
             self.grad_out.p.ema.eq(self.ema & ~self.bypass),

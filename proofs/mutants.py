@@ -54,19 +54,19 @@ MUTANTS = {
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
         "l1.py",
-        "m.d.comb += full_now.eq(count_now >= self.max_updates - 1)",
-        "m.d.comb += full_now.eq(count_now >= self.max_updates - 2)"),
+        "return count >= self.max_updates - 1",
+        "return count >= self.max_updates - 2"),
     "direct_zero_skipped": (
         "policy", "a direct write of value 0 is skipped",
         "l1.py",
-        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)",
-        "            with m.If(s3.direct):\n                with m.If(s3.grad != 0):\n"
+        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)",
+        "            with m.If(self.s3_direct):\n                with m.If(s3.grad != 0):\n"
         "                    push(s3.addr, s3.grad, Cause.DIRECT)"),
     "threshold_strict": (
         "policy", "an accumulated sum is written out only when |sum| > threshold",
         "l1.py",
-        "crossed.eq((sum_now >= self.s3_high) | (sum_now <= self.s3_low)),",
-        "crossed.eq((sum_now > self.s3_high) | (sum_now < self.s3_low)),"),
+        "return (total >= self.s3_high) | (total <= self.s3_low)",
+        "return (total > self.s3_high) | (total < self.s3_low)"),
     "victim_not_replaced": (
         "policy", "evicted victim written out but its way neither freed nor replaced",
         "l1.py",
@@ -112,14 +112,14 @@ MUTANTS = {
     "hit_strobe_on_direct": (
         "counters", "l1_hit also strobes for a direct gradient whose address is held",
         "l1.py",
-        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n",
-        "            with m.If(s3.direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n"
+        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n",
+        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n"
         "                m.d.comb += self.hit.eq(hit)\n"),
     "valid_count_not_decremented": (
-        "counters", "valid_count never decremented",
+        "counters", "valid_count not decremented when a decision writes an entry out",
         "l1.py",
-        "self.valid_count.eq(self.valid_count + count_inc - count_dec)",
-        "self.valid_count.eq(self.valid_count + count_inc)"),
+        "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
+        "self.valid_count.eq(self.valid_base + self.s4_inc)"),
     # -- power-up and reset ---------------------------------------------------------------
     "init_does_not_clear": (
         "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
@@ -189,8 +189,8 @@ MUTANTS = {
     "no_forwarding": (
         "forwarding", "s3 ignores the decision of the gradient one stage ahead",
         "l1.py",
-        "prev.eq(self.s4_valid & self.s4_write),",
-        "prev.eq(0),"),
+        "same_addr, same_set = self.s3_same_addr, self.s3_same_set",
+        "same_addr, same_set = Const(0), Const(0)"),
     "forward_ignores_address": (
         "forwarding", "s4's row is forwarded to s2 whatever its set",
         "l1.py",

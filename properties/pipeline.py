@@ -67,7 +67,7 @@ def add(h, m, P):
             ~l1.s3_valid |
             ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
              (s3.small_threshold == g3.small_threshold) & (s3.stochastic == g3.stochastic) &
-             (s3.threshold == h.judged[3]) & (s3.direct == (abs(g3.grad) >= h.judged[3]))))
+             (s3.threshold == h.judged[3]) & (l1.s3_direct == (abs(g3.grad) >= h.judged[3]))))
     P.check("pipeline", "s3_tiny_is_its_gradients",
             ~l1.s3_valid | (l1.s3_tiny == (abs(g3.grad) < g3.small_threshold)))
     P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
@@ -95,8 +95,13 @@ def add(h, m, P):
     P.check("pipeline", "s2_never_uses_a_read_that_collided_with_a_write",
             ~(l1.s2_valid & collided[1]) | forwarded)
     s4_on_set3 = h.s4_writes & (l1.s4_set == set3)
-    P.check("pipeline", "s3_same_set_iff_s4s_set",
-            ~(l1.s3_valid & l1.s4_valid) | (l1.s3_same_set == (l1.s4_set == set3)))
+    P.check("pipeline", "s3_same_set_iff_s4_writes_its_set",
+            ~l1.s3_valid | (l1.s3_same_set == (h.s4_writes & (l1.s4_set == set3))))
+    P.check("pipeline", "s3_same_addr_iff_s4_writes_its_address",
+            ~l1.s3_valid | (l1.s3_same_addr == (h.s4_writes & (h.stage[4].addr == s3.addr))))
+    P.check("pipeline", "s3_hit_taken_iff_s4_allocated_its_hit_way",
+            ~l1.s3_valid | (l1.s3_hit_taken == (s4_on_set3 & l1.s4_alloc &
+                                                (l1.s4_way == l1.s3_hit_way))))
     P.check("pipeline", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
     match3 = _match(tag3, l1.s3_row)

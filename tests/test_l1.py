@@ -43,7 +43,6 @@ def test_valid_count_and_pushes_follow_the_model():
             ctx.set(dut.grad_in.p.addr, op[0])
             ctx.set(dut.grad_in.p.grad, op[1])
             ctx.set(dut.grad_in.p.threshold, op[2])
-            ctx.set(dut.grad_in.p.direct, abs(op[1]) >= op[2])
             ctx.set(dut.grad_in.valid, 1)
             for _ in range(1000):
                 ctx.set(dut.push.ready, rng.random() < 0.7)
