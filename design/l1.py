@@ -662,12 +662,13 @@ class L1Accumulator(wiring.Component):
                 with m.Else():
                     # Every valid way of the set is out: write it back empty. The next set is
                     # read whether or not the scan goes on (its row is unused if not), so that
-                    # the read's enable does not wait for the tests below.
+                    # the read's enable does not wait for the tests below; after the last set
+                    # there is none (and with one set it would be the set being written).
                     m.d.comb += [
                         write.en.eq(1),
                         write.addr.eq(self.scan_set),
                         write.data.eq(cleared_row),
-                        read.en.eq(1),
+                        read.en.eq(self.scan_set != self.sets - 1),
                     ]
                     m.d.sync += self.scan_done.eq(0)
                     with m.If(~self.flush):
