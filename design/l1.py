@@ -87,9 +87,9 @@ class L1Accumulator(wiring.Component):
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the
       set's victim pointer moves on (round robin).
 
-    Flush: ``flush`` is sampled into ``grad_in.ready`` a cycle late (the port is a register),
-    so a gradient offered in the very cycle ``flush`` rises may still be accepted; it comes
-    before the barrier. Once the pipeline is empty and ``grad_in.ready`` has fallen (so
+    Flush: ``flush`` is a level, held until ``idle``. It is sampled into ``grad_in.ready`` a
+    cycle late (the port is a register), so a gradient offered in the very cycle ``flush``
+    rises may still be accepted; it comes before the barrier. Once the pipeline is empty and ``grad_in.ready`` has fallen (so
     that the read of set 0 does not wait for ``grad_in.valid``), the scan reads set 0, 1,
     ... and pushes each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room,
     then writes the set back empty (keeping its victim pointer). A set costs two cycles plus
@@ -120,7 +120,7 @@ class L1Accumulator(wiring.Component):
     Members
     -------
     grad_in : ``In(stream.Signature(classified_layout))``
-        Classified gradients from the streamer. ``ready`` is a register.
+        Gradients from the streamer, with their threshold. ``ready`` is a register.
     push : ``Out(stream.Signature(write_layout))``
         Writes toward L2, with their cause. Valid and payload hold until taken.
     flush : ``In(1)``
@@ -237,8 +237,8 @@ class L1Accumulator(wiring.Component):
         self.s3_row    = Signal(self.row_layout)
         self.s3_hit    = Signal()
         self.s3_hit_way = Signal(range(ways))
-        self.s3_hit_sum = Signal(signed(vw))
-        self.s3_hit_count = Signal(range(max_updates + 1))
+        self.s3_hit_sum = Signal(signed(vw))               # the hit way's entry, selected
+        self.s3_hit_count = Signal(range(max_updates + 1))  # from s3_row (not registered)
         # The gradient now in s4 rewrote s3's set (its address): registered with s4, so that
         # the wide selects of s3's row and entry start from a register.
         self.s3_same_addr = Signal()

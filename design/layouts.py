@@ -13,7 +13,7 @@ __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dra
 
 class Cause(enum.Enum, shape=3):
     """Why a value is written toward DRAM."""
-    #: ``|grad| >= threshold``: sent straight on by the streamer.
+    #: ``|grad| >= threshold``: sent straight on (L1 does not touch it).
     DIRECT          = 0
     #: An L1 hit made ``|sum| >= threshold``.
     ACCUM_THRESHOLD = 1

@@ -41,7 +41,7 @@ class WritebackBuffer(wiring.Component):
     Members
     -------
     push : ``In(stream.Signature(dram_layout))``
-        Writes from L1 (and direct writes from the streamer, through L1's pipeline).
+        Writes from L1 (direct writes included).
     dram_out : ``Out(stream.Signature(dram_layout))``
         Writes toward DRAM.
     flush : ``In(1)``

@@ -120,6 +120,11 @@ MUTANTS = {
         "l1.py",
         "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
         "self.valid_count.eq(self.valid_base + self.s4_inc)"),
+    "scan_does_not_decrement_valid_count": (
+        "counters", "valid_count not decremented when the flush scan writes an entry out",
+        "l1.py",
+        "self.valid_base.eq(self.valid_count - scan_push),",
+        "self.valid_base.eq(self.valid_count),"),
     # -- power-up and reset ---------------------------------------------------------------
     "init_does_not_clear": (
         "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
@@ -189,8 +194,13 @@ MUTANTS = {
     "no_forwarding": (
         "forwarding", "s3 ignores the decision of the gradient one stage ahead",
         "l1.py",
-        "same_addr, same_set = self.s3_same_addr, self.s3_same_set",
-        "same_addr, same_set = Const(0), Const(0)"),
+        "self.s3_same_set.eq(d_write & (self._set(s2.addr) == s3_set)),\n"
+        "            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),\n"
+        "            self.s3_hit_taken.eq(d_alloc & (self._set(s2.addr) == s3_set) &\n"
+        "                                 (d_way == s2_hit_way)),",
+        "self.s3_same_set.eq(0),\n"
+        "            self.s3_same_addr.eq(0),\n"
+        "            self.s3_hit_taken.eq(0),"),
     "forward_ignores_address": (
         "forwarding", "s4's row is forwarded to s2 whatever its set",
         "l1.py",

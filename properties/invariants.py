@@ -13,7 +13,7 @@ inductive: each one, holding for k cycles, implies itself in the next).
 * ``l2``: ``level == count + out_valid <= depth``, ``w_ptr == (r_ptr + count) % depth``,
   full / empty right, burst rule (starts at ``burst_size`` or on flush, lasts until empty,
   data is only loaded during a burst).
-* ``pipeline``: s1 only in RUN and classified right; the row L1 works on (``l1.row``) is the
+* ``pipeline``: s1 only in RUN and judged right; the row L1 works on (``l1.row``) is the
   one in storage (forwarding right), or during a scan the one in storage minus the ways
   already written out; sets already initialised / scanned hold no valid entry (the tracked set;
   every set with ``whole_storage``); DONE and INIT hold nothing.

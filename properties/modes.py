@@ -154,7 +154,7 @@ def add(h, m, P):
     P.check("bypass", "accepted_in_a_window_judged_against_zero",
             ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema))
     P.check("bypass", "s3_from_a_window_judged_against_zero",
-            ~h.stage_window[3] | (l1.s3_valid & (s3.threshold == 0) & l1.s3_direct))
+            ~h.stage_window[3] | (l1.s3_valid & (s3.threshold == 0)))
     P.check("bypass", "window_gradient_offered_once_unchanged_as_direct_l1_untouched",
             ~h.stage_window[4] |
             (l1.s4_push & (w4.addr == g4.addr) & (w4.value == g4.grad) &

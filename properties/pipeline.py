@@ -11,8 +11,8 @@ is the row ``s4`` writes in *t* if it writes that set, else the row in storage
   stochastic rule on the random bits in force when it decides (``h.s3_rule``, both choices);
   ``s4_stepped`` says whether the random bits stepped;
 * ``s2``'s row (``l1.row``) is its set as it is now; ``s3``'s row is its set as it is now,
-  unless ``s4`` writes that set (whose row ``s3`` then takes); ``s3``'s registered hit, hit
-  way, sum and count are its row's; ``s4``'s kept entry (``s4_holds``, ``s4_way``, ``s4_sum``,
+  unless ``s4`` writes that set (whose row ``s3`` then takes); ``s3``'s registered hit and
+  hit way are its row's; its correction flags say what ``s4`` did to its set; ``s4``'s kept entry (``s4_holds``, ``s4_way``, ``s4_sum``,
   ``s4_count``) is the one its row holds for its address;
 * ``reserved`` counts the gradients in ``s1`` ... ``s4`` and the writes in the queue, and is
   at most its depth, so no write finds the queue full;
@@ -108,9 +108,7 @@ def add(h, m, P):
     way3 = _lowest(m, match3, W, "s3_row_hit_way")
     P.check("pipeline", "s3_hit_is_its_rows",
             ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
-                            (~l1.s3_hit | ((l1.s3_hit_way == way3) &
-                                           (l1.s3_hit_sum == l1.s3_row.ways[way3].sum) &
-                                           (l1.s3_hit_count == l1.s3_row.ways[way3].count)))))
+                            (~l1.s3_hit | (l1.s3_hit_way == way3))))
     # What s3 decides on, after its correction for s4: its set as it is now, and, for the
     # tracked set (whose rows the policy group keeps well formed, one way per tag), the
     # way holding its address, with that entry's sum and count.

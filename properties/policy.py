@@ -3,7 +3,7 @@ abstract model of that set, kept by the harness with the rules of ``model/refere
 
 The model holds the set's ways (valid, tag, sum, count) and its round-robin victim pointer. It
 takes the set's gradients in the order they are accepted (the harness records each one as it
-is accepted on ``grad_in``, with the threshold the streamer judged it by (``threshold``, the
+is accepted on ``grad_in``, with the threshold the streamer gave it (``threshold``, the
 EMA's, or 0 in a bypass window: :mod:`.modes` proves which) and the dual-threshold settings in
 force then, and applies it when the design commits it: a tiny miss allocates nothing and is
 dropped, or written stochastically by the rule of :func:`.modes.stochastic_writes`), and it writes the set out, lowest way first, when the flush scan passes over the
@@ -12,8 +12,8 @@ set. Asserted (``policy``):
 * every write the design pushes for the tracked set (direct, threshold, max-updates, eviction,
   stochastic or flush) is the model's next write: address, value and cause; a gradient the
   model writes nothing for is pushed nowhere; no other write names the set;
-* the gradient in ``s1`` is the one accepted (address, value, the threshold the streamer judged
-  it by, the dual-threshold settings);
+* the gradient in ``s1`` is the one accepted (address, value, the threshold the streamer gave
+  it, the dual-threshold settings);
 * outside INIT, the set's row in storage equals the model (valid ways with tag, sum, count;
   the victim pointer), so after INIT the set holds nothing;
 * at the commit of a gradient of the set, ``l1_hit`` / ``l1_miss`` / ``discard`` say what the

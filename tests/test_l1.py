@@ -72,7 +72,7 @@ def test_valid_count_and_pushes_follow_the_model():
             assert ctx.get(dut.valid_count) == model.valid_count
         ctx.set(dut.flush, 1)
         ctx.set(dut.push.ready, 1)
-        for cycle in range(sets * (ways + 2) + 2):
+        for cycle in range(sets * (ways + 2) + 3):
             if ctx.get(dut.push.valid):
                 pushes.append((ctx.get(dut.push.p.addr), ctx.get(dut.push.p.value),
                                CAUSES[ctx.get(dut.push.p.cause).value]))

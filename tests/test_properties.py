@@ -239,8 +239,9 @@ def test_directed_cover_jobs_check_only_their_last_step():
 
 
 def test_witness_threshold_under_the_streamers_name(tmp_path):
-    # With the bypass windows off, yosys may keep the threshold input as the streamer's
-    # judged_by (as in the directed covers' witnesses): replay must read it as the threshold.
+    # With the bypass windows off, yosys may keep the threshold input under the streamer's
+    # name (judged_by in the directed covers' witnesses until 27 Nov 2026, threshold since):
+    # replay must read it as the threshold.
     import json
     from proofs.replay import read_witness
     yw = tmp_path / "trace.yw"
