@@ -244,8 +244,10 @@ class L1Accumulator(wiring.Component):
         self.s3_same_addr = Signal()
         self.s3_same_set  = Signal()
         self.s3_hit_taken = Signal()               # ... allocated its hit way to another tag
-        self.s3_high   = Signal(signed(vw + 1))    # t - g: |s + g| >= t iff s >= t - g ...
-        self.s3_low    = Signal(signed(vw + 1))    # ... or s <= -t - g
+        # The bounds lie within +-1.5 * 2**grad_width, so they fit a held sum's width (and the
+        # compares with the sums are of equal widths).
+        self.s3_high   = Signal(signed(vw))        # t - g: |s + g| >= t iff s >= t - g ...
+        self.s3_low    = Signal(signed(vw))        # ... or s <= -t - g
         self.s3_direct = Signal()                  # |g| >= threshold: written as it is
         self.s3_tiny   = Signal()                  # |g| < small_threshold
         self.s3_chance = Signal(2)                 # the stochastic write, on random, random_next
@@ -253,8 +255,8 @@ class L1Accumulator(wiring.Component):
         self.s3_row_now   = Signal(self.row_layout)         # its set as it is now
         self.s3_now_hit   = Signal()                        # its address is held ...
         self.s3_now_way   = Signal(range(ways))             # ... in this way
-        self.s3_now_sum   = Signal(signed(vw + 1))          # ... with this sum (as wide as
-        self.s3_now_count = Signal(range(max_updates + 1))  # the bounds) and count
+        self.s3_now_sum   = Signal(signed(vw + 1))          # ... with this sum
+        self.s3_now_count = Signal(range(max_updates + 1))  # ... and count
         # s4: write
         self.s4_valid  = Signal()
         self.s4_write  = Signal()                  # s4_row goes to the RAM

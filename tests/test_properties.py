@@ -149,7 +149,9 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                          "victim_never_moves",
                          "discard_count_not_cleared", "r_ptr_not_advanced",
                          "push_only_into_empty_l2", "value_truncated_to_l2",
-                         "forward_ignores_address"}
+                         "forward_ignores_address", "victim_not_replaced",
+                         "aborted_scan_runs_to_the_end", "evict_strobe_on_flush_writes",
+                         "idle_ignores_l2"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -184,7 +186,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         text = sby_text(job.to_dict())
         assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
     # the others keep the free-input checks on default
-    assert all(j.stimulus is None for j in jobs_for("victim_not_replaced", str(tmp_path),
+    assert all(j.stimulus is None for j in jobs_for("highest_free_way", str(tmp_path),
                                                     "default"))
 
 
@@ -234,8 +236,11 @@ def test_directed_cover_jobs_check_only_their_last_step():
         assert job in PROVE_JOBS and job.mode == "cover" and job.reset == "initial"
         text = sby_text(job.to_dict())
         assert f"skip {job.depth - 1}\n" in text and "smtbmc --nounroll " in text
+    # Free-input covers check every step, but where a progress cover skips the steps in which
+    # the queue and L2 are still filling (PROGRESS_COVERS).
     free = [j for j in COVER_JOBS if not j.stimulus]
-    assert all("skip" not in sby_text(j.to_dict()) for j in free)
+    assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
+    assert [j.name for j in free if j.skip] == ["assoc-progress-cover-K3"]
 
 
 def test_witness_threshold_under_the_streamers_name(tmp_path):
