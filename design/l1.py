@@ -89,9 +89,9 @@ class L1Accumulator(wiring.Component):
 
     Flush: ``flush`` is a level, held until ``idle``. It is sampled into ``grad_in.ready`` a
     cycle late (the port is a register), so a gradient offered in the very cycle ``flush``
-    rises may still be accepted; it comes before the barrier. Once the pipeline is empty and ``grad_in.ready`` has fallen (so
-    that the read of set 0 does not wait for ``grad_in.valid``), the scan reads set 0, 1,
-    ... and pushes each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room,
+    rises may still be accepted; it comes before the barrier. Once the pipeline is empty and
+    ``grad_in.ready`` has fallen (so that the read of set 0 does not wait for
+    ``grad_in.valid``), the scan reads set 0, 1, ... and pushes each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room,
     then writes the set back empty (keeping its victim pointer). A set costs two cycles plus
     one per valid way.
     The scan ends after the last set or after the set whose writes empty L1 (``DONE``), or at
@@ -563,6 +563,7 @@ class L1Accumulator(wiring.Component):
 
         # The entry the gradient leaves in d_way (if d_holds): kept apart from the row so that
         # the next gradient to the same address reads it from a register of its own.
+        next_same_set = self._set(s2.addr) == s3_set   # the gradient in s2, deciding next
         kept_count = Signal(range(self.max_updates + 2))
         m.d.comb += kept_count.eq(Mux(hit, count_now + 1, 1))
         m.d.sync += [
@@ -581,10 +582,9 @@ class L1Accumulator(wiring.Component):
             self.s4_push.eq(d_push),
             self.s4_push_p.eq(d_push_p),
             # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
-            self.s3_same_set.eq(d_write & (self._set(s2.addr) == s3_set)),
+            self.s3_same_set.eq(d_write & next_same_set),
             self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
-            self.s3_hit_taken.eq(d_alloc & (self._set(s2.addr) == s3_set) &
-                                 (d_way == s2_hit_way)),
+            self.s3_hit_taken.eq(d_alloc & next_same_set & (d_way == s2_hit_way)),
             # The dual threshold's accounting, registered.
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),

@@ -194,10 +194,9 @@ MUTANTS = {
     "no_forwarding": (
         "forwarding", "s3 ignores the decision of the gradient one stage ahead",
         "l1.py",
-        "self.s3_same_set.eq(d_write & (self._set(s2.addr) == s3_set)),\n"
+        "self.s3_same_set.eq(d_write & next_same_set),\n"
         "            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),\n"
-        "            self.s3_hit_taken.eq(d_alloc & (self._set(s2.addr) == s3_set) &\n"
-        "                                 (d_way == s2_hit_way)),",
+        "            self.s3_hit_taken.eq(d_alloc & next_same_set & (d_way == s2_hit_way)),",
         "self.s3_same_set.eq(0),\n"
         "            self.s3_same_addr.eq(0),\n"
         "            self.s3_hit_taken.eq(0),"),
