@@ -80,9 +80,9 @@ def _command(args):
     if args.cmd in ("prove", "bmc"):
         jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
         if args.cmd == "prove":   # the slowest first, so that two cores stay busy
-            slow = ("default-termination-K2", "default-cover", "large-termination-K2",
-                    "assoc-progress-cover-K3", "default-cover-fill-then-flush",
-                    "default-cover-one-address", "small-conservation")
+            slow = ("default-cover", "default-policy-4", "default-cover-fill-then-flush",
+                    "assoc-progress-cover-K3", "default-cover-one-address",
+                    "small-conservation")
             jobs = sorted(jobs, key=lambda j: j.name not in slow)
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]

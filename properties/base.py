@@ -19,6 +19,7 @@ would have failed (docs/proofs.md, "Same-cycle lemmas").
 
 import sys
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 
 from amaranth import Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
@@ -132,17 +133,26 @@ class PropertySet:
         """Add the statements to module ``m``.
 
         ``focus``: set of groups (``"conservation"``) or single properties
-        (``"conservation/l2_shadow_sum_matches_storage"``) asserted (``None``: all); an entry
-        ``"-group/name"`` takes that property out of the focus again (it is then assumed for
-        the past cycles, like every property outside the focus). ``guard``: a signal that,
-        when high, disables every assertion (e.g. the reset cycle).
+        (``"conservation/l2_shadow_sum_matches_storage"``, or a pattern such as
+        ``"termination/flush_idle_within_B_*"`` for a name that holds a parameter) asserted
+        (``None``: all); an entry ``"-group/name"`` takes that property out of the focus again
+        (it is then assumed for the past cycles, like every property outside the focus).
+        ``guard``: a signal that, when high, disables every assertion (e.g. the reset cycle).
         """
-        excluded = set()
+        excluded, named = [], []
         if focus is not None:
-            known = set(GROUPS) | {f"{p.group}/{p.name}" for p in self.props}
-            excluded = {f[1:] for f in focus if f.startswith("-")}
-            unknown = [f for f in focus if f.lstrip("-") not in known]
+            excluded = [f[1:] for f in focus if f.startswith("-")]
+            named = [f for f in focus if not f.startswith("-")]
+            names = [f"{p.group}/{p.name}" for p in self.props]
+            unknown = [f for f in focus if f.lstrip("-") not in GROUPS and
+                       not any(fnmatchcase(n, f.lstrip("-")) for n in names)]
             assert not unknown, f"focus names no property: {unknown}"
+
+        def in_focus(prop):
+            full = f"{prop.group}/{prop.name}"
+            return (focus is None or ((prop.group in focus or
+                                       any(fnmatchcase(full, f) for f in named)) and
+                                      not any(fnmatchcase(full, f) for f in excluded)))
         by_name = self._check_now()
         past = []
         for prop in self.props:
@@ -152,8 +162,7 @@ class PropertySet:
                 if not covers:
                     continue
                 stmt = Cover(prop.test)
-            elif focus is None or ((prop.group in focus or f"{prop.group}/{prop.name}" in focus)
-                                   and f"{prop.group}/{prop.name}" not in excluded):
+            elif in_focus(prop):
                 test = prop.test
                 if prop.now:
                     # Same-cycle lemmas: proven here under the lemmas of this cycle.
