@@ -211,6 +211,11 @@ class L1Accumulator(wiring.Component):
         self.state     = Signal(L1State, init=L1State.INIT)
         self.reserved  = Signal(range(self.QUEUE_DEPTH + 1))
         self.valid_base = Signal(range(sets * ways + 1))
+        # valid_base == 0 and valid_base == 1, registered with it, so that "L1 holds nothing"
+        # (``empty``) is a few gates from registers rather than an adder and a test for zero.
+        self.valid_base_zero = Signal(init=1)
+        self.valid_base_one  = Signal()
+        self.empty     = Signal()                 # valid_count == 0
         # s1: read
         self.s1_valid  = Signal()
         self.s1        = Signal(layout)
@@ -318,7 +323,11 @@ class L1Accumulator(wiring.Component):
         # the decision now in s4, so that a decision reaches only s4's registers, not an adder.
         count_inc = Signal()   # the decision in s3 allocates a free way ...
         count_dec = Signal()   # ... or frees its hit way
-        m.d.comb += self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)
+        m.d.comb += [
+            self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec),
+            self.empty.eq(Mux(self.s4_inc == self.s4_dec, self.valid_base_zero,
+                              self.valid_base_one & self.s4_dec)),
+        ]
         # (scan_push, below: the scan writes an entry out.)
 
         # -- the output queue ------------------------------------------------------------------
@@ -338,9 +347,13 @@ class L1Accumulator(wiring.Component):
         reserved_next = Signal(range(Q + 2))
         m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
                                      (self.s4_valid & ~self.s4_push) - queue_read)
+        valid_base_next = Signal.like(self.valid_base)
+        m.d.comb += valid_base_next.eq(self.valid_count - scan_push)
         m.d.sync += [
             self.reserved.eq(reserved_next),
-            self.valid_base.eq(self.valid_count - scan_push),
+            self.valid_base.eq(valid_base_next),
+            self.valid_base_zero.eq(valid_base_next == 0),
+            self.valid_base_one.eq(valid_base_next == 1),
         ]
 
         # -- stage s1: read ---------------------------------------------------------------------
@@ -381,15 +394,32 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             m.d.comb += row.eq(self.read_row)
 
-        # The threshold the gradient is judged against, and the verdict.
-        s2_threshold = Signal(self.grad_width)
-        s2_direct    = Signal()
-        ema_threshold = ema_clamp(m, self.s2_candidate, s2.ema_min, s2.ema_max,
-                                  "s2_ema_threshold")
-        m.d.comb += [
-            s2_threshold.eq(Mux(s2.ema, ema_threshold, s2.threshold)),
-            s2_direct.eq(abs(s2.grad) >= s2_threshold),
-        ]
+        # The threshold the gradient is judged against, the bounds and the verdict. They are
+        # made for each threshold it may be (the fixed one, or the EMA's candidate, ema_min or
+        # ema_max, as the clamp picks) side by side, so that the clamp's compares only pick.
+        grad_wide = Signal(signed(vw + 1))
+        m.d.comb += grad_wide.eq(s2.grad)
+        judgement = data.StructLayout({"threshold": self.grad_width, "high": signed(vw + 1),
+                                       "low": signed(vw + 1), "direct": 1})
+
+        def judge(threshold, name):
+            judged = Signal(judgement, name=name)
+            m.d.comb += [
+                judged.threshold.eq(threshold),
+                judged.high.eq(threshold - grad_wide),
+                judged.low.eq(-threshold - grad_wide),
+                judged.direct.eq(abs(s2.grad) >= threshold),
+            ]
+            return judged
+
+        # (The candidate fits grad_width bits when it is picked: it is at most ema_max then.)
+        ema_judged = ema_clamp(m, self.s2_candidate, s2.ema_min, s2.ema_max, "s2_ema_judged",
+                               values=(judge(s2.ema_max, "s2_judged_max"),
+                                       judge(s2.ema_min, "s2_judged_min"),
+                                       judge(self.s2_candidate[:self.grad_width],
+                                             "s2_judged_candidate")))
+        judged = Signal(judgement)
+        m.d.comb += judged.eq(Mux(s2.ema, ema_judged, judge(s2.threshold, "s2_judged_fixed")))
 
         s2_tag  = self._tag(s2.addr)
         # The match vector, chosen as the row is: s4's from s1's compare with the row s3
@@ -407,18 +437,16 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             m.d.comb += match.eq(self._match(s2_tag, self.read_row))
         s2_hit_way = self._lowest(m, match, "s2_hit_way")
-        grad_wide = Signal(signed(vw + 1))
-        m.d.comb += grad_wide.eq(s2.grad)
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
-            s3.threshold.eq(s2_threshold),
-            self.s3_direct.eq(s2_direct),
+            s3.threshold.eq(judged.threshold),
+            self.s3_direct.eq(judged.direct),
             self.s3_row.eq(row),
             self.s3_hit.eq(match.any()),
             self.s3_hit_way.eq(s2_hit_way),
-            self.s3_high.eq(s2_threshold - grad_wide),
-            self.s3_low.eq(-s2_threshold - grad_wide),
+            self.s3_high.eq(judged.high),
+            self.s3_low.eq(judged.low),
             self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),
             self.s3_chance.eq(Cat(
                 self.random * s2.small_threshold < (abs(s2.grad) << self.grad_width),
@@ -531,14 +559,15 @@ class L1Accumulator(wiring.Component):
                     new_row.ways[hit_way].sum.eq(new_sum),
                     new_row.ways[hit_way].count.eq(count_now + 1),
                 ]
-                with m.If(crossed):
-                    push(s3.addr, new_sum, Cause.ACCUM_THRESHOLD)
-                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
-                with m.Elif(full_now):
-                    push(s3.addr, new_sum, Cause.MAX_UPDATES)
-                    m.d.comb += [new_row.ways[hit_way].valid.eq(0), count_dec.eq(1)]
-                with m.Else():
-                    m.d.comb += d_holds.eq(1)
+                # Likewise the write's address and value: the tests decide only whether it is
+                # pushed, its cause and the valid bit, so that they reach few bits.
+                push(s3.addr, new_sum, Mux(crossed, Cause.ACCUM_THRESHOLD, Cause.MAX_UPDATES))
+                m.d.comb += [
+                    d_push.eq(crossed | full_now),
+                    new_row.ways[hit_way].valid.eq(~(crossed | full_now)),
+                    count_dec.eq(crossed | full_now),
+                    d_holds.eq(~(crossed | full_now)),
+                ]
             with m.Elif(self.s3_tiny):
                 # Dual threshold: a tiny miss never allocates, so it cannot evict.
                 m.d.comb += self.small_miss.eq(1)
@@ -627,9 +656,11 @@ class L1Accumulator(wiring.Component):
                     m.d.sync += self.scan_set.eq(self.scan_set + 1)
 
             with m.Case(L1State.RUN):
+                # While grad_in.ready is low (no gradient can be accepted) the RAM reads set 0,
+                # which a flush scan starts with: so its address hangs on no decision.
                 m.d.comb += [
                     read.en.eq(1),
-                    read.addr.eq(self._set(self.grad_in.p.addr)),
+                    read.addr.eq(Mux(self.grad_in.ready, self._set(self.grad_in.p.addr), 0)),
                     write.en.eq(self.s4_valid & self.s4_write),
                     write.addr.eq(self.s4_set),
                     write.data.eq(self.s4_row),
@@ -639,8 +670,7 @@ class L1Accumulator(wiring.Component):
                 # set 0 does not hang on grad_in.valid, nor on the decision below.
                 start = self.flush & pipe_empty & ~self.grad_in.ready
                 with m.If(start):
-                    m.d.comb += read.addr.eq(0)
-                    with m.If(self.valid_count == 0):
+                    with m.If(self.empty):
                         m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
                         # Start the scan: set 0 is read now; its row is in read_row in two cycles.
@@ -675,7 +705,7 @@ class L1Accumulator(wiring.Component):
                     m.d.sync += self.scan_done.eq(0)
                     with m.If(~self.flush):
                         m.d.comb += state_next.eq(L1State.RUN)
-                    with m.Elif((self.scan_set == self.sets - 1) | (self.valid_count == 0)):
+                    with m.Elif((self.scan_set == self.sets - 1) | self.empty):
                         m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
                         m.d.sync += [self.scan_set.eq(self.scan_set + 1),
@@ -692,5 +722,5 @@ class L1Accumulator(wiring.Component):
 
         m.d.comb += self.idle.eq(
             ((self.state == L1State.RUN) | (self.state == L1State.DONE)) &
-            (self.reserved == 0) & (self.valid_count == 0))
+            (self.reserved == 0) & self.empty)
         return m

@@ -60,19 +60,32 @@ def ema_candidate(source, scale):
     return (source * scale) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
 
 
-def ema_clamp(m, candidate, minimum, maximum, name):
+def ema_clamp(m, candidate, minimum, maximum, name, values=None):
     """The EMA threshold: ``candidate`` clamped to ``[minimum, maximum]``: ``maximum`` if the
     candidate is above it, else ``minimum`` if below (with crossed bounds, ``maximum`` only for
-    a candidate above it, else ``minimum``), as a signal of ``len(minimum)`` bits named
-    ``name``."""
-    threshold = Signal(len(minimum), name=name)
+    a candidate above it, else ``minimum``), as a signal named ``name`` (of ``len(minimum)``
+    bits).
+
+    ``values``, if given, is what to pick in each case instead, ``(above, below, within)``,
+    three signals of one shape: quantities computed from each possible threshold side by side,
+    so that the clamp's compares only pick one (the signal has their shape).
+    """
+    above, below, within = values or (maximum, minimum, candidate)
+    threshold = Signal(values[0].shape() if values else len(minimum), name=name)
     with m.If(candidate > maximum):
-        m.d.comb += threshold.eq(maximum)
+        m.d.comb += threshold.eq(above)
     with m.Elif(candidate < minimum):
-        m.d.comb += threshold.eq(minimum)
+        m.d.comb += threshold.eq(below)
     with m.Else():
-        m.d.comb += threshold.eq(candidate)
+        m.d.comb += threshold.eq(within)
     return threshold
+
+
+def _lfsr_step(state):
+    """The LFSR's next state (of an int, or of a value)."""
+    if isinstance(state, int):
+        return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
+    return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
 
 
 class Lfsr(wiring.Component):
@@ -91,7 +104,9 @@ class Lfsr(wiring.Component):
     state : ``Out(LFSR_WIDTH)``
         The current state (a register).
     next_state : ``Out(LFSR_WIDTH)``
-        The state after one step (for a decision made a stage ahead of its step).
+        The state after one step (for a decision made a stage ahead of its step): a register
+        too, kept a step ahead of ``state``, so that the multiply it feeds starts from a
+        flip-flop.
     """
 
     def __init__(self):
@@ -100,16 +115,17 @@ class Lfsr(wiring.Component):
             "load":  In(1),
             "step":  In(1),
             "state": Out(LFSR_WIDTH, init=LFSR_RESET),
-            "next_state": Out(LFSR_WIDTH),
+            "next_state": Out(LFSR_WIDTH, init=_lfsr_step(LFSR_RESET)),
         })
 
     def elaborate(self, platform):
         m = Module()
-        m.d.comb += self.next_state.eq((self.state >> 1) ^ Mux(self.state[0], LFSR_TAPS, 0))
+        seeded = Mux(self.seed == 0, LFSR_RESET, self.seed)
         with m.If(self.load):
-            m.d.sync += self.state.eq(Mux(self.seed == 0, LFSR_RESET, self.seed))
+            m.d.sync += [self.state.eq(seeded), self.next_state.eq(_lfsr_step(seeded))]
         with m.Elif(self.step):
-            m.d.sync += self.state.eq(self.next_state)
+            m.d.sync += [self.state.eq(self.next_state),
+                         self.next_state.eq(_lfsr_step(self.next_state))]
         return m
 
 

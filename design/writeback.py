@@ -47,7 +47,7 @@ class WritebackBuffer(wiring.Component):
     flush : ``In(1)``
         Drain request: while high, a burst starts whenever the buffer is not empty.
     level : ``Out(range(depth + 1))``
-        Number of writes held, the output register included.
+        Number of writes held, the output register included (a register).
     burst_active : ``Out(1)``
         High during a burst.
     """
@@ -90,7 +90,6 @@ class WritebackBuffer(wiring.Component):
         level_next = Signal(range(self.depth + 1))
 
         m.d.comb += [
-            self.level.eq(self.count + self.out_valid),
             self.push.ready.eq(self.level < self.depth),
             push_fire.eq(self.push.valid & self.push.ready),
             self.dram_out.valid.eq(self.out_valid),
@@ -110,11 +109,23 @@ class WritebackBuffer(wiring.Component):
             m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))
         with m.If(load):
             m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))
+        # The tests on the next level are made on level (a register) for each way it can move,
+        # and push_fire only picks one, so that it does not reach them through an adder.
+        grows   = push_fire & ~pop
+        shrinks = pop & ~push_fire
+
+        def next_level_is(test):
+            return Mux(grows, test(self.level + 1),
+                       Mux(shrinks, test(self.level - 1), test(self.level)))
+
+        nonzero_next = next_level_is(lambda level: level != 0)
+        burst_next   = next_level_is(lambda level: level >= self.burst_size)
         m.d.sync += [
+            self.level.eq(level_next),   # count + out_valid, kept as a register of its own
             self.count.eq(self.count + push_fire - load),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
-            self.bursting.eq((level_next != 0) &
-                             (self.bursting | (level_next >= self.burst_size) | self.flush)),
+            self.bursting.eq(nonzero_next &
+                             (self.bursting | burst_next | self.flush)),
         ]
         return m

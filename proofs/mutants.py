@@ -120,11 +120,16 @@ MUTANTS = {
         "l1.py",
         "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
         "self.valid_count.eq(self.valid_base + self.s4_inc)"),
+    "empty_flag_a_cycle_late": (
+        "counters", "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
+        "l1.py",
+        "self.valid_base_zero.eq(valid_base_next == 0),",
+        "self.valid_base_zero.eq(self.valid_base == 0),"),
     "scan_does_not_decrement_valid_count": (
         "counters", "valid_count not decremented when the flush scan writes an entry out",
         "l1.py",
-        "self.valid_base.eq(self.valid_count - scan_push),",
-        "self.valid_base.eq(self.valid_count),"),
+        "valid_base_next.eq(self.valid_count - scan_push)",
+        "valid_base_next.eq(self.valid_count)"),
     # -- power-up and reset ---------------------------------------------------------------
     "init_does_not_clear": (
         "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
@@ -157,8 +162,8 @@ MUTANTS = {
     "threshold_compared_narrow": (
         "widths", "the bound t - g is kept on grad_width bits (wraps)",
         "l1.py",
-        "self.s3_high.eq(s2_threshold - grad_wide),",
-        "self.s3_high.eq((s2_threshold - grad_wide)[:self.grad_width]),"),
+        "judged.high.eq(threshold - grad_wide),",
+        "judged.high.eq((threshold - grad_wide)[:self.grad_width]),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -173,13 +178,13 @@ MUTANTS = {
     "burst_ends_below_burst_size": (
         "l2", "a burst ends when fewer than burst_size writes are left, not when empty",
         "writeback.py",
-        "self.bursting.eq((level_next != 0) &",
-        "self.bursting.eq((level_next >= self.burst_size) &"),
+        "self.bursting.eq(nonzero_next &",
+        "self.bursting.eq(burst_next &"),
     "no_drain_on_flush": (
         "l2", "flush does not start an L2 burst (writes below burst_size stay forever)",
         "writeback.py",
-        "(self.bursting | (level_next >= self.burst_size) | self.flush)",
-        "(self.bursting | (level_next >= self.burst_size))"),
+        "(self.bursting | burst_next | self.flush)",
+        "(self.bursting | burst_next)"),
     "l2_push_ready_when_full": (
         "l2", "L2 takes a push even when full",
         "writeback.py",
@@ -271,13 +276,13 @@ MUTANTS = {
         "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
         "modes.py",
         "    with m.If(candidate > maximum):\n"
-        "        m.d.comb += threshold.eq(maximum)\n"
+        "        m.d.comb += threshold.eq(above)\n"
         "    with m.Elif(candidate < minimum):\n"
-        "        m.d.comb += threshold.eq(minimum)",
+        "        m.d.comb += threshold.eq(below)",
         "    with m.If(candidate < minimum):\n"
-        "        m.d.comb += threshold.eq(minimum)\n"
+        "        m.d.comb += threshold.eq(below)\n"
         "    with m.Elif(candidate > maximum):\n"
-        "        m.d.comb += threshold.eq(maximum)"),
+        "        m.d.comb += threshold.eq(above)"),
     # bypass windows
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",

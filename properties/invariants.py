@@ -2,7 +2,7 @@
 k-induction needs (a proof by induction only goes through if the asserted facts are
 inductive: each one, holding for k cycles, implies itself in the next).
 
-* ``valid_count``: ``<= sets * ways``; 0 while INIT; each cycle it moves by what the row
+* ``valid_count``: ``<= sets * ways``; 0 while INIT; ``empty`` iff 0; each cycle it moves by what the row
   written gains or loses; with ``whole_storage`` it equals the number of valid entries in
   L1's storage (every set read by comb ports). Without it, two consequences of that equality
   are *assumed* (group ``lemma``), proven on paper from the per-cycle property.
@@ -49,6 +49,8 @@ def add(h, m, P):
     # -- valid_count ------------------------------------------------------------------------
     P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
     P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
+    # L1's "holds nothing" comes from flags registered beside valid_base, not from the count.
+    P.check("valid_count", "empty_iff_valid_count_zero", l1.empty == (l1.valid_count == 0))
     # Per cycle: valid_count moves by what the decision in s3 gains or loses in its set (its
     # new row is s4's in the next cycle, the set as it is then), and by one for each way the
     # flush scan writes out. With every row empty after INIT, it follows by induction over

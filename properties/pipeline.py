@@ -7,7 +7,8 @@ is the row ``s4`` writes in *t* if it writes that set, else the row in storage
 (``h.current``). Asserted (``pipeline``):
 
 * ``s1`` ... ``s4`` are valid exactly when the harness's copies are, only in RUN, and hold
-  the gradient as accepted; ``s3`` is judged by the harness's judged threshold and holds the
+  the gradient as accepted; ``s3`` is judged by the harness's judged threshold (its bounds
+  ``t - g``, ``-t - g`` are that threshold's) and holds the
   stochastic rule on the random bits in force when it decides (``h.s3_rule``, both choices);
   ``s4_stepped`` says whether the random bits stepped;
 * ``s2``'s row (``l1.row``) is its set as it is now; ``s3``'s row is its set as it is now,
@@ -68,6 +69,12 @@ def add(h, m, P):
             ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
              (s3.small_threshold == g3.small_threshold) & (s3.stochastic == g3.stochastic) &
              (s3.threshold == h.judged[3]) & (l1.s3_direct == (abs(g3.grad) >= h.judged[3]))))
+    # The bounds are computed for each possible threshold in s2 and one is picked: that they
+    # are those of the threshold s3 holds is stated here (else each job using them would have
+    # to find it again through the pick).
+    P.check("pipeline", "s3_bounds_are_its_threshold_less_its_gradient",
+            ~l1.s3_valid | ((l1.s3_high == s3.threshold - s3.grad) &
+                            (l1.s3_low == -s3.threshold - s3.grad)))
     P.check("pipeline", "s3_tiny_is_its_gradients",
             ~l1.s3_valid | (l1.s3_tiny == (abs(g3.grad) < g3.small_threshold)))
     P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
