@@ -109,17 +109,18 @@ class WritebackBuffer(wiring.Component):
             m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))
         with m.If(load):
             m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))
-        # The tests on the next level are made on level (a register) for each way it can move,
-        # and push_fire only picks one, so that it does not reach them through an adder.
+        # The tests on the next level (!= 0, >= burst_size) are made on level (a register) for
+        # each way it can move, and push_fire only picks one, so that it does not reach them
+        # through an adder.
         grows   = push_fire & ~pop
         shrinks = pop & ~push_fire
 
-        def next_level_is(test):
-            return Mux(grows, test(self.level + 1),
-                       Mux(shrinks, test(self.level - 1), test(self.level)))
+        def at_least(n):   # level >= n, for a constant n
+            return Const(1) if n <= 0 else Const(0) if n > self.depth else self.level >= n
 
-        nonzero_next = next_level_is(lambda level: level != 0)
-        burst_next   = next_level_is(lambda level: level >= self.burst_size)
+        nonzero_next = Mux(grows, 1, Mux(shrinks, at_least(2), at_least(1)))
+        burst_next   = Mux(grows, at_least(self.burst_size - 1),
+                           Mux(shrinks, at_least(self.burst_size + 1), at_least(self.burst_size)))
         m.d.sync += [
             self.level.eq(level_next),   # count + out_valid, kept as a register of its own
             self.count.eq(self.count + push_fire - load),
