@@ -91,9 +91,9 @@ class L1Accumulator(wiring.Component):
     cycle late (the port is a register), so a gradient offered in the very cycle ``flush``
     rises may still be accepted; it comes before the barrier. Once the pipeline is empty and
     ``grad_in.ready`` has fallen (so that the read of set 0 does not wait for
-    ``grad_in.valid``), the scan reads set 0, 1, ... and pushes each valid way (lowest way first, ``Cause.FLUSH``) as the queue has room,
-    then writes the set back empty (keeping its victim pointer). A set costs two cycles plus
-    one per valid way.
+    ``grad_in.valid``), the scan reads set 0, 1, ... and pushes each valid way (lowest way
+    first, ``Cause.FLUSH``) as the queue has room, then writes the set back empty (keeping its
+    victim pointer). A set costs two cycles plus one per valid way.
     The scan ends after the last set or after the set whose writes empty L1 (``DONE``), or at
     once if ``valid_count`` is 0. If ``flush`` drops during the scan, the current set is
     finished and normal work resumes.

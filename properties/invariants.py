@@ -2,10 +2,11 @@
 k-induction needs (a proof by induction only goes through if the asserted facts are
 inductive: each one, holding for k cycles, implies itself in the next).
 
-* ``valid_count``: ``<= sets * ways``; 0 while INIT; ``empty`` iff 0; each cycle it moves by what the row
-  written gains or loses; with ``whole_storage`` it equals the number of valid entries in
-  L1's storage (every set read by comb ports). Without it, two consequences of that equality
-  are *assumed* (group ``lemma``), proven on paper from the per-cycle property.
+* ``valid_count``: ``<= sets * ways``; 0 while INIT; ``empty`` iff 0; each cycle it moves
+  by what the row written gains or loses; with ``whole_storage`` it equals the number of
+  valid entries in L1's storage (every set read by comb ports). Without it, two consequences
+  of that equality are *assumed* (group ``lemma``), proven on paper from the per-cycle
+  property.
 * ``overflow``: a valid entry has ``|sum| < 2**grad_width - 1`` and ``1 <= count <=
   max_updates - 1`` (so ``sum + grad`` and ``count + 1`` never wrap); L2 pointers below
   ``depth``, counts bounded.
