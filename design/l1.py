@@ -349,11 +349,21 @@ class L1Accumulator(wiring.Component):
                                      (self.s4_valid & ~self.s4_push) - queue_read)
         valid_base_next = Signal.like(self.valid_base)
         m.d.comb += valid_base_next.eq(self.valid_count - scan_push)
+        # Whether the next valid_base is 0 or 1 is a test of valid_base against a constant,
+        # picked by how far it falls (-1 ... 2: s4's +1 / -1 and the scan's -1), so that no
+        # subtraction stands in front of the flags (as for L2's level).
+        fall_plus_one = Signal(range(4))
+        m.d.comb += fall_plus_one.eq(self.s4_dec + scan_push + ~self.s4_inc)
+
+        def becomes(n):   # valid_base_next == n, for a constant n
+            return Cat(self.valid_base == n + f if n + f >= 0 else Const(0)
+                       for f in range(-1, 3)).bit_select(fall_plus_one, 1)
+
         m.d.sync += [
             self.reserved.eq(reserved_next),
             self.valid_base.eq(valid_base_next),
-            self.valid_base_zero.eq(valid_base_next == 0),
-            self.valid_base_one.eq(valid_base_next == 1),
+            self.valid_base_zero.eq(becomes(0)),
+            self.valid_base_one.eq(becomes(1)),
         ]
 
         # -- stage s1: read ---------------------------------------------------------------------
@@ -496,7 +506,9 @@ class L1Accumulator(wiring.Component):
             ]
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
         # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
-        # is (same_addr, the hit way), so that no mux stands in front of the compares.
+        # is (same_addr, the hit way), so that no mux stands in front of the compares. Whether
+        # the entry leaves is also kept per way (leaves_way: if that way is the hit way), for
+        # the row's valid bits: each takes its own way's outcome, not the hit way's pick.
         def crosses(total):
             return (total >= self.s3_high) | (total <= self.s3_low)
 
@@ -504,14 +516,20 @@ class L1Accumulator(wiring.Component):
             return count >= self.max_updates - 1
 
         crossed = Signal()
+        leaves  = Signal()
         new_sum = Signal(signed(vw + 1))
         crossed_way = Cat(crosses(way.sum) for way in self.s3_row.ways)
         full_way    = Cat(fills(way.count) for way in self.s3_row.ways)
+        leaves_way  = Signal(self.ways)
         m.d.comb += [
             crossed.eq(Mux(same_addr, crosses(self.s4_sum),
                            crossed_way.bit_select(self.s3_hit_way, 1))),
             full_now.eq(Mux(same_addr, fills(self.s4_count),
                             full_way.bit_select(self.s3_hit_way, 1))),
+            leaves.eq(crossed | full_now),
+            leaves_way.eq(Mux(same_addr,
+                              (crosses(self.s4_sum) | fills(self.s4_count)).replicate(self.ways),
+                              crossed_way | full_way)),
             new_sum.eq(sum_now + s3.grad),
         ]
         free     = Cat(~way.valid for way in row_now.ways)
@@ -563,11 +581,13 @@ class L1Accumulator(wiring.Component):
                 # pushed, its cause and the valid bit, so that they reach few bits.
                 push(s3.addr, new_sum, Mux(crossed, Cause.ACCUM_THRESHOLD, Cause.MAX_UPDATES))
                 m.d.comb += [
-                    d_push.eq(crossed | full_now),
-                    new_row.ways[hit_way].valid.eq(~(crossed | full_now)),
-                    count_dec.eq(crossed | full_now),
-                    d_holds.eq(~(crossed | full_now)),
+                    d_push.eq(leaves),
+                    count_dec.eq(leaves),
+                    d_holds.eq(~leaves),
                 ]
+                for i, way in enumerate(new_row.ways):
+                    with m.If(hit_way == i):
+                        m.d.comb += way.valid.eq(~leaves_way[i])
             with m.Elif(self.s3_tiny):
                 # Dual threshold: a tiny miss never allocates, so it cannot evict.
                 m.d.comb += self.small_miss.eq(1)
