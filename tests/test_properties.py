@@ -151,7 +151,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                          "push_only_into_empty_l2", "value_truncated_to_l2",
                          "forward_ignores_address", "victim_not_replaced",
                          "aborted_scan_runs_to_the_end", "evict_strobe_on_flush_writes",
-                         "idle_ignores_l2"}
+                         "idle_ignores_l2", "scan_does_not_decrement_valid_count"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
