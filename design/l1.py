@@ -487,7 +487,6 @@ class L1Accumulator(wiring.Component):
         ]
         hit, hit_way = self.s3_now_hit, self.s3_now_way
         sum_now, count_now = self.s3_now_sum, self.s3_now_count
-        full_now  = Signal()
         with m.If(same_addr):
             # The entry is exactly what the gradient before left: held in s4_way, or freed.
             m.d.comb += [
@@ -507,8 +506,8 @@ class L1Accumulator(wiring.Component):
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
         # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
         # is (same_addr, the hit way), so that no mux stands in front of the compares. Whether
-        # the entry leaves is also kept per way (leaves_way: if that way is the hit way), for
-        # the row's valid bits: each takes its own way's outcome, not the hit way's pick.
+        # the entry leaves is kept per way (leaves_way: if that way is the hit way), for the
+        # row's valid bits: each takes its own way's outcome, not the hit way's pick.
         def crosses(total):
             return (total >= self.s3_high) | (total <= self.s3_low)
 
@@ -524,12 +523,10 @@ class L1Accumulator(wiring.Component):
         m.d.comb += [
             crossed.eq(Mux(same_addr, crosses(self.s4_sum),
                            crossed_way.bit_select(self.s3_hit_way, 1))),
-            full_now.eq(Mux(same_addr, fills(self.s4_count),
-                            full_way.bit_select(self.s3_hit_way, 1))),
-            leaves.eq(crossed | full_now),
             leaves_way.eq(Mux(same_addr,
                               (crosses(self.s4_sum) | fills(self.s4_count)).replicate(self.ways),
                               crossed_way | full_way)),
+            leaves.eq(leaves_way.bit_select(hit_way, 1)),
             new_sum.eq(sum_now + s3.grad),
         ]
         free     = Cat(~way.valid for way in row_now.ways)
