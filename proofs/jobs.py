@@ -62,7 +62,8 @@ SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_t
 class Job:
     name: str
     config: str
-    mode: str                 # "prove" (k-induction), "bmc" or "cover"
+    mode: str                 # "prove" (k-induction), "bmc", "cover", or "sim" (covers
+                              # reached by simulating the harness, proofs/simulate.py)
     depth: int
     focus: list = None        # groups / "group/name" asserted, "-group/name" not (None: all)
     fairness: int = None      # K (liveness jobs)
@@ -81,7 +82,7 @@ class Job:
 
     @property
     def properties(self):
-        if self.mode == "cover":
+        if self.mode in ("cover", "sim"):
             return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
@@ -181,13 +182,42 @@ def _directed_jobs():
             for config, stimulus, depth, memories in DIRECTED]
 
 
+#: Covers reached by simulation (proofs/simulate.py): the harness run from power-up under a
+#: directed stimulus, every assertion and assumption checked in every cycle. On large, where
+#: INIT alone (1024 cycles) is beyond the solver here, every cover; on default, the run-time
+#: modes' four, which its free-input cover job does not run. Configuration, stimulus, DRAM
+#: fairness K (the progress cover) or None, and a cycle limit: the cycle the last cover is
+#: reached in (with L1 as it is now) and some margin; the run stops when every cover is in.
+SIMULATED = [("large", "one_address", None, 1300), ("large", "l2_full", None, 1110),
+             ("large", "cross_threshold", None, 1050), ("large", "evict_in_one_set", None, 1050),
+             ("large", "fill_then_flush", None, 11300),
+             ("large", "discard_then_flush", None, 1050),
+             ("large", "stochastic_rounding", None, 1050),
+             ("large", "bypass_window", None, 1050), ("large", "ema_threshold", None, 1050),
+             ("large", "one_address", 2, 1050),
+             ("default", "discard_then_flush", None, 60),
+             ("default", "stochastic_rounding", None, 60),
+             ("default", "bypass_window", None, 60), ("default", "ema_threshold", None, 60)]
+
+
+def _simulated_jobs():
+    from properties.covers import STIMULI
+    jobs = []
+    for config, stimulus, K, depth in SIMULATED:
+        name = f"{config}-sim-{stimulus.replace('_', '-')}" + (f"-K{K}" if K else "")
+        covers = ["progress_bound_met_with_equality"] if K else STIMULI[stimulus]
+        jobs.append(Job(name, config, "sim", depth, fairness=K, covers=covers,
+                        stimulus=stimulus, timeout=600))
+    return jobs
+
+
 def _cover_jobs():
     jobs = [Job(f"{config}-cover", config, "cover", depth, covers=only or True, timeout=1200)
             for config, depth, only in COVERS]
     jobs += [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
                  fairness=PROVEN[config], covers=True, skip=skip, timeout=1200)
              for config, depth, skip in PROGRESS_COVERS]
-    return jobs + _directed_jobs()
+    return jobs + _directed_jobs() + _simulated_jobs()
 
 
 PROVE_JOBS = _prove_jobs() + _cover_jobs()

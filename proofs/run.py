@@ -61,6 +61,8 @@ def run_job(job, work=None, quiet=False):
     result = {"job": job.name, "config": job.config, "mode": job.mode, "depth": job.depth,
               "properties": job.properties, "dir": jobdir, "failed": [], "vcd": None,
               "covers": [], "log": os.path.join(jobdir, "sby.log")}
+    if job.mode == "sim":
+        return _run_simulation(job, jobdir, result, start)
     gen = subprocess.run([sys.executable, "-m", "proofs.gen", "job.json", "."], cwd=jobdir,
                          env=_env(job.design_path), capture_output=True, text=True)
     if gen.returncode != 0:
@@ -103,6 +105,41 @@ def run_job(job, work=None, quiet=False):
         result["vcd"] = os.path.join(sby_dir, outcome["trace"])
     result["bound"] = meta.get("bound")
     result["solver"] = meta.get("solver")
+    return result
+
+
+def _run_simulation(job, jobdir, result, start):
+    """A job of mode ``sim``: covers reached by simulating the harness (proofs/simulate.py),
+    in a subprocess, like the generator, so that a mutant copy of ``design/`` can shadow the
+    real one."""
+    try:
+        sim = subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."],
+                             cwd=jobdir, env=_env(job.design_path), capture_output=True,
+                             text=True, timeout=job.timeout)
+        output = sim.stdout + sim.stderr
+    except subprocess.TimeoutExpired as error:
+        output = (error.stdout or b"").decode() + (error.stderr or b"").decode()
+        result["status"] = "TIMEOUT"
+    with open(result["log"], "w") as f:
+        f.write(output)
+    result["seconds"] = time.time() - start
+    try:
+        with open(os.path.join(jobdir, "result.json")) as f:
+            outcome = json.load(f)
+    except OSError:
+        result.setdefault("status", "ERROR")
+        result["detail"] = output[-2000:]
+        return result
+    result.setdefault("status", outcome["status"])
+    result["failed"] = outcome["failed"]
+    result["covers"] = [tuple(c) for c in outcome["covers"]]
+    if outcome.get("detail"):
+        result["detail"] = outcome["detail"]
+    if outcome["trace"]:
+        # The simulator's own waveform (every signal of the harness, one cycle per clock
+        # period), for GTKWave; not an smtbmc trace, so no trace table is printed for it.
+        result["detail"] += (f"\n    waveform: "
+                             f"{os.path.relpath(os.path.join(jobdir, outcome['trace']))}")
     return result
 
 
@@ -183,7 +220,7 @@ def print_summary(results, file=None):
     rows = []
     for r in results:
         status = r["status"]
-        if r["mode"] == "cover" and status == "PASS":
+        if r["mode"] in ("cover", "sim") and status == "PASS":
             status = f"PASS ({sum(c[0] == 'reached' for c in r['covers'])} reached)"
         rows.append([r["job"], r["properties"], r["config"], r["mode"], str(r["depth"]),
                      status, f"{r['seconds']:.0f}"])

@@ -3,6 +3,8 @@
 from amaranth import *
 from amaranth.asserts import Initial
 
+from . import modes
+
 __all__ = ["add", "constrain", "check_stimulus", "STIMULI", "MODES"]
 
 
@@ -43,10 +45,14 @@ def add(h, m, P, only=None):
     P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
     P.cover("bypassed_gradient_written_direct",
             h.stage_window[4] & l1.s4_push)
-    P.cover("ema_threshold_judged_between_its_bounds",
-            h.accept & h.in_modes["ema_enable"] & ~h.in_window &
-            (d.l1.grad_in.p.threshold > h.in_modes["ema_min"]) &
-            (d.l1.grad_in.p.threshold < h.in_modes["ema_max"]))
+    # The EMA's threshold is computed in s1, from the EMA value and settings the gradient
+    # took along (the payload's ``threshold`` is not the one it is judged by then).
+    s1 = l1.s1
+    ema_inside = Signal(name="ema_threshold_inside_its_bounds_s2")
+    ema_t = modes.ema_threshold(h, s1.ema_source, s1.ema_scale, s1.ema_min, s1.ema_max)
+    m.d.sync += ema_inside.eq(h.stage_valid[1] & h.stage[1].ema &
+                              (ema_t > s1.ema_min) & (ema_t < s1.ema_max))
+    P.cover("ema_threshold_judged_between_its_bounds", ema_inside)
     P.cover("l2_full_with_dram_stalled",
             (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
     if d.max_updates > 1:
@@ -109,6 +115,21 @@ def add(h, m, P, only=None):
 #:   along (not tiny: after the barrier it is accepted, a miss that allocates, and its
 #:   acceptance clears the step's totals); DRAM always ready.
 #:
+#: * ``cross_threshold``: address 0, gradient +1, threshold 2: a miss that allocates, then a hit
+#:   whose sum 2 reaches the threshold (an accumulated write), again and again, each gradient
+#:   on the row its predecessors wrote in the cycles before (forwarded to ``s2`` from ``s4``,
+#:   ``h1``, ``h2``); DRAM always ready.
+#: * ``stochastic_rounding``: the dual threshold on, mode stochastic (``small_threshold`` 2,
+#:   ``stochastic`` 1), address 0, gradient +1, the largest threshold: every gradient is a
+#:   tiny miss; with the random bits 0 (the simulation's; the solver may pick any) each is
+#:   written as ``+small_threshold`` (cause ``STOCHASTIC``); DRAM always ready.
+#: * ``bypass_window``: window 0 on and holding address 0 only, address 0, gradient +1, the
+#:   largest threshold: each gradient is judged against 0 and written directly; DRAM always
+#:   ready.
+#: * ``ema_threshold``: the EMA threshold on (``ema_shift`` 0, so the EMA is the last accepted
+#:   ``|g|``; scale 1.0; bounds 0 and 3), address 0, gradient +1: from the second gradient on,
+#:   each is judged against 1, strictly between the bounds; DRAM always ready.
+#:
 #: Every run-time mode is off under a stimulus, but those :data:`MODES` sets for it.
 #:
 #: Besides the deep covers, the mutation check (``proofs.mutants``) uses them for bounded
@@ -124,12 +145,21 @@ STIMULI = {
     "flush_dropped_in_scan": ["cause_flush_write"],
     "evict_in_one_set": ["cause_evict_write"],
     "discard_then_flush": ["tiny_miss_dropped"],
+    "cross_threshold": ["cause_accum_write", "s2_row_forwarded_from_s4",
+                        "s2_row_forwarded_from_h1", "s2_row_forwarded_from_h2"],
+    "stochastic_rounding": ["cause_stochastic_write"],
+    "bypass_window": ["bypassed_gradient_written_direct"],
+    "ema_threshold": ["ema_threshold_judged_between_its_bounds"],
 }
 
 #: The run-time mode inputs a stimulus sets (``{stimulus: {input: value}}``, the inputs of
 #: :data:`design.params.MODES_OFF`); every other mode input is 0 (off) under every stimulus.
 MODES = {
     "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
+    "stochastic_rounding": {"small_threshold": 2, "stochastic": 1},
+    "bypass_window": {"bypass0_enable": 1, "bypass0_base": 0, "bypass0_limit": 0},
+    "ema_threshold": {"ema_enable": 1, "ema_shift": 0, "ema_scale": 16, "ema_min": 0,
+                      "ema_max": 3},
 }
 
 
@@ -177,6 +207,8 @@ def constrain(h, m, P, name):
         addr = n * d.sets
     elif name == "discard_then_flush":
         grad, flush = Mux(n == 0, 1, 2), (n >= 1) & ~flushed()
+    elif name == "cross_threshold":
+        thresh = 2
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled
@@ -188,9 +220,13 @@ def constrain(h, m, P, name):
     if unknown:
         raise ValueError(f"stimulus {name!r} sets {', '.join(sorted(unknown))}: not a "
                          f"mode input ({', '.join(h.in_modes)})")
-    modes_set = Cat(sig == modes.get(mode, 0) for mode, sig in h.in_modes.items()).all()
+    inputs = [(h.track, 0), (h.fifo_pick, 1), (h.in_valid, valid), (h.in_addr, addr),
+              (h.in_grad, grad), (h.in_thresh, thresh), (h.in_flush, flush),
+              (h.in_ready, ready)]
+    inputs += [(sig, modes.get(mode, 0)) for mode, sig in h.in_modes.items()]
+    if h.simulate:
+        # The simulation starts from power-up, as the solver's run does from its reset cycle.
+        m.d.comb += [sig.eq(value) for sig, value in inputs]
+        return
     P.assume("input", f"stimulus_{name}",
-             (h.rst == Initial()) & (h.track == 0) & (h.fifo_pick == 1) &
-             (h.in_valid == valid) & (h.in_addr == addr) & (h.in_grad == grad) &
-             (h.in_thresh == thresh) & (h.in_flush == flush) & (h.in_ready == ready) &
-             modes_set)
+             (h.rst == Initial()) & Cat(sig == value for sig, value in inputs).all())

@@ -113,12 +113,20 @@ class FormalHarness(Elaboratable):
     shared_read : bool
         Read the set ``s3`` decides on through the tracked set's port when the two are equal
         (the same memory word; a solver aid for some jobs, ``proofs/jobs.py`` ``TUNING``).
+    simulate : bool
+        Build the harness for the Amaranth simulator (``proofs/simulate.py``) instead of a
+        solver: the free inputs (``AnySeq``, ``AnyConst``) are left undriven (the stimulus
+        drives them, or they stay 0), there is no ``Initial`` (the simulation starts from
+        power-up), and each property is a signal (``sim_props``) that the simulation reads
+        in every cycle.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
-                 stimulus=None, shared_read=False):
+                 stimulus=None, shared_read=False, simulate=False):
         self.stimulus = check_stimulus(stimulus)
+        self.simulate = simulate
+        self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read
         self.config = dict(config)
         cls = GradientCompressor if design is None else design.GradientCompressor
@@ -170,7 +178,7 @@ class FormalHarness(Elaboratable):
 
         # -- free inputs -------------------------------------------------------------------
         self.rst = ResetSignal()
-        if self.reset == "initial":
+        if self.reset == "initial" and not self.simulate:
             m.d.comb += Assume(self.rst == Initial())
         self.in_valid   = Signal()
         self.in_addr    = Signal(self.aw)
@@ -180,15 +188,11 @@ class FormalHarness(Elaboratable):
         self.in_ready   = Signal()
         self.track      = Signal(self.aw)   # the tracked address
         self.fifo_pick  = Signal()          # which write into L2 the FIFO contract follows
+        for sig in (self.in_valid, self.in_addr, self.in_grad, self.in_thresh, self.in_flush,
+                    self.in_ready, self.fifo_pick):
+            self.free(m, sig)
+        self.free(m, self.track, AnyConst)
         m.d.comb += [
-            self.in_valid.eq(AnySeq(1)),
-            self.in_addr.eq(AnySeq(self.aw)),
-            self.in_grad.eq(AnySeq(signed(self.gw))),
-            self.in_thresh.eq(AnySeq(self.gw)),
-            self.in_flush.eq(AnySeq(1)),
-            self.in_ready.eq(AnySeq(1)),
-            self.track.eq(AnyConst(self.aw)),
-            self.fifo_pick.eq(AnySeq(1)),
             d.grad_in.valid.eq(self.in_valid),
             d.grad_in.p.addr.eq(self.in_addr),
             d.grad_in.p.grad.eq(self.in_grad),
@@ -206,12 +210,14 @@ class FormalHarness(Elaboratable):
         for name, width in mode_inputs(d).items():
             sig = Signal(width, name=f"in_{name}")
             self.in_modes[name] = sig
-            m.d.comb += [sig.eq(AnySeq(width)), getattr(d, name).eq(sig)]
+            self.free(m, sig)
+            m.d.comb += getattr(d, name).eq(sig)
         # The stochastic mode's random bits: a free input in place of the LFSR's next state,
         # which __init__ swapped for FreeRandom. What is proven for any bits holds for the
         # LFSR's; the LFSR itself is checked against the reference model in tests.
         self.in_random = Signal(LFSR_WIDTH)
-        m.d.comb += [self.in_random.eq(AnySeq(LFSR_WIDTH)), d.lfsr.source.eq(self.in_random)]
+        self.free(m, self.in_random)
+        m.d.comb += d.lfsr.source.eq(self.in_random)
 
         # -- handy views -------------------------------------------------------------------
         self.accept = Signal()
@@ -455,10 +461,24 @@ class FormalHarness(Elaboratable):
             covers.constrain(self, m, P, self.stimulus)
         if self.covers:
             covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
+        if self.simulate:
+            # Each property a signal, read by the simulation once the cycle has settled (the
+            # simulator would check an Assert on every evaluation, glitches included).
+            for prop in P.props:
+                sig = Signal(name=f"{prop.kind}_{prop.full_name}")
+                m.d.comb += sig.eq(prop.test)
+                self.sim_props.append((prop, sig))
+            return m
         # No assertion is checked in a reset cycle.
         P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
                assume_others=self.assume_others)
         return m
+
+    def free(self, m, signal, kind=AnySeq):
+        """Drive ``signal`` from a free value (``kind``: ``AnySeq``, or ``AnyConst``), except
+        in simulation, where the stimulus drives it (or it stays 0)."""
+        if not self.simulate:
+            m.d.comb += signal.eq(kind(signal.shape()))
 
     def set_of(self, addr):
         """The L1 set index of an address."""

@@ -27,7 +27,6 @@ proven with one tracked write (``queue_pick``), as L2 is (:mod:`.writeback`).
 """
 
 from amaranth import *
-from amaranth.asserts import AnySeq
 
 from design import L1State
 
@@ -162,7 +161,7 @@ def add(h, m, P):
 
     # The queue's contract, on one tracked write (the first taken with queue_pick high).
     pick = Signal(name="queue_pick")
-    m.d.comb += pick.eq(AnySeq(1))
+    h.free(m, pick)
     state = Signal(Tracked, name="queue_tracked_state")
     slot = Signal(range(Q), name="queue_tracked_slot")
     entry = Signal.like(queue.w.payload, name="queue_tracked_write")

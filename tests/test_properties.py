@@ -49,13 +49,96 @@ def test_bounds():
 
 def test_progress_cover_where_the_bound_is_exact():
     # The progress bound met with equality (a cover from reset, free inputs) on every proven
-    # configuration whose INIT is within BMC's reach (all but large).
+    # configuration whose INIT is within BMC's reach (all but large); on large, by simulation.
     from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN
     covers = {j.config: j for j in COVER_JOBS if "progress-cover" in j.name}
     assert set(covers) == set(PROVEN) - {"large"}
     for config, job in covers.items():
         assert job in PROVE_JOBS and job.fairness == PROVEN[config] and job.covers is True
         assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
+    simulated = [j for j in COVER_JOBS if j.mode == "sim" and j.fairness]
+    assert [(j.config, j.fairness, j.covers) for j in simulated] == \
+        [("large", PROVEN["large"], ["progress_bound_met_with_equality"])]
+    assert all(j in PROVE_JOBS for j in simulated)
+
+
+def _cover_names(config, **kwargs):
+    from amaranth.hdl import Fragment
+    harness = FormalHarness(CONFIGS[config], covers=True, **kwargs)
+    Fragment.get(harness, None)
+    return {p.name for p in harness.props.props if p.kind == "cover"}
+
+
+def test_every_cover_is_reached_by_simulation_on_large():
+    # Large's INIT (1024 cycles) is beyond the solver's covers here: every cover of the
+    # harness is named by a simulated job of large (reached there, or the job fails), and so
+    # are the run-time modes' four on default, which its free-input cover job leaves out.
+    from proofs.jobs import COVER_JOBS, PROVE_JOBS
+    simulated = {}
+    for job in COVER_JOBS:
+        if job.mode == "sim":
+            assert job in PROVE_JOBS and job.stimulus
+            simulated.setdefault(job.config, set()).update(job.covers)
+    assert simulated["large"] == _cover_names("large") | {"progress_bound_met_with_equality"}
+    assert simulated["default"] == {"cause_stochastic_write", "tiny_miss_dropped",
+                                    "bypassed_gradient_written_direct",
+                                    "ema_threshold_judged_between_its_bounds"}
+
+
+def _simulated_job(config, stimulus, depth, **kwargs):
+    from properties.covers import STIMULI
+    from proofs.jobs import Job
+    return Job(f"{config}-sim-test", config, "sim", depth, covers=STIMULI[stimulus],
+               stimulus=stimulus, **kwargs).to_dict()
+
+
+def test_covers_reached_by_simulation(tmp_path):
+    # small, cross_threshold: INIT takes 4 cycles (0-3), the first gradient is accepted in
+    # cycle 4 (a miss), the second in 5 (a hit on the row s4 writes in 6); the third makes
+    # the sum 2 >= threshold, and its write is s4's in cycle 8.
+    from proofs.simulate import simulate_job
+    result = simulate_job(_simulated_job("small", "cross_threshold", 20), str(tmp_path))
+    assert result["status"] == "PASS" and result["failed"] == []
+    reached = {name: cycle for kind, name, cycle in result["covers"] if kind == "reached"}
+    assert reached["cause_accum_write"] == 8 and result["steps"] == 9
+    assert reached["s2_row_forwarded_from_s4"] == 6
+    # Too few cycles: the job fails, naming the cover it did not reach.
+    result = simulate_job(_simulated_job("small", "cross_threshold", 8), str(tmp_path))
+    assert result["status"] == "FAIL" and ["unreached", "cause_accum_write", None] in \
+        result["covers"]
+
+
+def test_simulation_checks_every_assertion(tmp_path):
+    # A planted bug (an accumulated sum written only when |sum| > threshold) is caught on the
+    # simulated run by the policy's assertion, in the cycle the real design would write, and
+    # the run is written out as a waveform.
+    import json
+    import subprocess
+    import sys
+    from proofs.simulate import simulate_job
+    apply_mutant("threshold_strict", str(tmp_path / "mutant"))
+    job = _simulated_job("small", "cross_threshold", 20)
+    (tmp_path / "job.json").write_text(json.dumps(job))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "mutant"), root]))
+    subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."], cwd=tmp_path,
+                   env=env, check=True, capture_output=True)
+    result = json.loads((tmp_path / "result.json").read_text())
+    assert result["status"] == "FAIL"
+    assert result["failed"] == ["policy/decision_writes_what_the_model_writes"]
+    assert "failed in cycle 7" in result["detail"]
+    assert (tmp_path / result["trace"]).stat().st_size > 0
+
+
+def test_simulated_harness_has_no_free_values():
+    # The simulator cannot run AnySeq/AnyConst/Initial: built with simulate=True, the harness
+    # leaves its free inputs to the stimulus, which drives them instead of assuming them.
+    harness = FormalHarness(CONFIGS["small"], covers=True, stimulus="one_address",
+                            simulate=True, fairness=2)
+    text = rtlil.convert(harness, ports=[])
+    assert "$anyseq" not in text and "$anyconst" not in text and "$check" not in text
+    assert not any(p.name.startswith("stimulus_") for p in harness.props.props)
+    assert {p.kind for p, _ in harness.sim_props} == {"assert", "assume", "cover"}
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
@@ -205,7 +288,12 @@ def test_stimulus_modes():
     # of discard_then_flush, in mode drop. A mode input it names must exist.
     from design.params import MODES_OFF
     from properties import covers
-    assert covers.MODES == {"discard_then_flush": {"small_threshold": 2, "stochastic": 0}}
+    assert covers.MODES == {
+        "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
+        "stochastic_rounding": {"small_threshold": 2, "stochastic": 1},
+        "bypass_window": {"bypass0_enable": 1, "bypass0_base": 0, "bypass0_limit": 0},
+        "ema_threshold": {"ema_enable": 1, "ema_shift": 0, "ema_scale": 16, "ema_min": 0,
+                          "ema_max": 3}}
     assert all(set(modes) <= set(MODES_OFF) and name in covers.STIMULI
                for name, modes in covers.MODES.items())
     harness = FormalHarness(CONFIGS["small"], stimulus="one_address")
@@ -230,7 +318,7 @@ def test_directed_stimulus_is_assumed_and_checked():
 def test_directed_cover_jobs_check_only_their_last_step():
     from proofs.gen import sby_text
     from proofs.jobs import COVER_JOBS, PROVE_JOBS
-    directed = [j for j in COVER_JOBS if j.stimulus]
+    directed = [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
     assert {j.config for j in directed} >= {"default"}
     for job in directed:
         assert job in PROVE_JOBS and job.mode == "cover" and job.reset == "initial"
