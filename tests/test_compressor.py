@@ -228,3 +228,18 @@ def test_deadlock_fails_instead_of_hanging():
     with pytest.raises(AssertionError, match="gradient #10 waited more than 20 cycles for "
                                              "grad_in.ready"):
         simulate(dut, [("grad", 1, 1, 0)] * 11, dram_ready=lambda cycle: 0, ready_timeout=20)
+
+
+@pytest.mark.parametrize("addrs, cycles", [([0], 10), ([31], 72), (list(range(128)), 199)])
+def test_flush_latency_formula(addrs, cycles):
+    # docs/synth.md: flush raised in cycle f, last gradient accepted in a, idle rises after
+    # max(f + 1, a + 5) - f + 1 + sum(2 + v_s for s in 0 .. s_last) + 2 cycles; the driver
+    # raises flush in a + 1 (so the first term is 4). Default configuration, entries held
+    # (threshold the largest): one in set 0, one in set 31, one in every way of every set.
+    dut = GradientCompressor()
+    top = (1 << (dut.grad_width - 1)) - 1
+    result = simulate(dut, [("grad", a, 1, top) for a in addrs] + [("flush",)])
+    valid = Counter(a % dut.sets for a in addrs)
+    s_last = max(valid)
+    assert cycles == 4 + 1 + sum(2 + valid[s] for s in range(s_last + 1)) + 2
+    assert result.flush_cycles == [cycles]
