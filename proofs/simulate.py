@@ -92,14 +92,35 @@ def simulate_job(job, outdir):
     return result
 
 
-if __name__ == "__main__":
-    with open(sys.argv[1]) as f:
-        job = json.load(f)
+def main(argv=None):
+    from reports.console import ArgumentParser, usage_error
+    p = ArgumentParser(prog="python -m proofs.simulate",
+                       description="Run a proof job of mode sim (proofs/jobs.py) and write "
+                                   "OUTDIR/result.json. `python -m proofs run JOB` runs it "
+                                   "for you.",
+                       epilog="Exit status: 0 the job passed, 1 it failed, 2 bad argument.")
+    p.add_argument("job", help="the job as JSON (proofs/work/JOB/job.json)")
+    p.add_argument("outdir", help="where result.json (and trace.vcd) go")
+    args = p.parse_args(argv)
+    if not os.path.isdir(args.outdir):
+        return usage_error(p.prog, f"{args.outdir}: no such folder")
+    try:
+        with open(args.job) as f:
+            job = json.load(f)
+        if job.get("mode") != "sim":
+            raise ValueError("not a job of mode sim")
+    except (OSError, ValueError, AttributeError) as error:
+        return usage_error(p.prog, f"{args.job}: {getattr(error, 'strerror', None) or error}")
     start = time.time()
-    result = simulate_job(job, sys.argv[2])
+    result = simulate_job(job, args.outdir)
     print(f"{job['name']}: {result['status']} after {result['steps']} cycles "
           f"({time.time() - start:.1f} s)")
     for kind, name, cycle in result["covers"]:
         print(f"  {kind:9s} {name}" + ("" if cycle is None else f" (cycle {cycle})"))
     for name in result["failed"]:
         print(f"  failed   {name}")
+    return 0 if result["status"] == "PASS" else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -110,6 +110,22 @@ def test_mutants_bad_input():
         _one_line_error(done, "python -m proofs.mutants")
 
 
+def test_simulate_bad_input(tmp_path):
+    import json
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"mode": "cover"}))
+    cases = [
+        ([job, tmp_path / "nodir"], f"{tmp_path / 'nodir'}: no such folder"),
+        ([tmp_path / "missing.json", tmp_path], f"{tmp_path / 'missing.json'}: No such file"),
+        ([job, tmp_path], f"{job}: not a job of mode sim"),
+        ([job], "the following arguments are required: outdir"),
+    ]
+    for args, message in cases:
+        line = _one_line_error(run_module("proofs.simulate", *args), "python -m proofs.simulate")
+        assert message in line, (args, line)
+    assert not (tmp_path / "result.json").exists()
+
+
 def test_verilog_export_bad_input(tmp_path):
     done = run_module("design.verilog", "--burst-size", "64", "-o", tmp_path / "gc.v")
     assert "burst_size must be at most fifo_depth (32), not 64" in \
