@@ -201,11 +201,11 @@ SIMULATED = [("large", "one_address", None, 1300), ("large", "l2_full", None, 11
 
 
 def _simulated_jobs():
-    from properties.covers import STIMULI
+    from properties.covers import PROGRESS_COVER, STIMULI
     jobs = []
     for config, stimulus, K, depth in SIMULATED:
         name = f"{config}-sim-{stimulus.replace('_', '-')}" + (f"-K{K}" if K else "")
-        covers = ["progress_bound_met_with_equality"] if K else STIMULI[stimulus]
+        covers = [PROGRESS_COVER] if K else STIMULI[stimulus]
         jobs.append(Job(name, config, "sim", depth, fairness=K, covers=covers,
                         stimulus=stimulus, timeout=600))
     return jobs

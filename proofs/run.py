@@ -62,6 +62,7 @@ def run_job(job, work=None, quiet=False):
               "properties": job.properties, "dir": jobdir, "failed": [], "vcd": None,
               "covers": [], "log": os.path.join(jobdir, "sby.log")}
     if job.mode == "sim":
+        result["log"] = os.path.join(jobdir, "sim.log")
         return _run_simulation(job, jobdir, result, start)
     gen = subprocess.run([sys.executable, "-m", "proofs.gen", "job.json", "."], cwd=jobdir,
                          env=_env(job.design_path), capture_output=True, text=True)

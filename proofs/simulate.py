@@ -80,15 +80,20 @@ def simulate_job(job, outdir):
     result["covers"] += [["unreached", name, None] for name in missing]
     if failure or missing:
         result["status"] = "FAIL"
+    path = os.path.join(outdir, "result.json")
+
+    def write():
+        with open(path, "w") as f:
+            json.dump(result, f, indent=1)
     if failure:
         kind, name, cycle = failure
         result["failed"] = [name if kind == "assert" else f"{name} (assumption)"]
         result["detail"] = f"    {kind} {name} failed in cycle {cycle}"
+        write()    # first: the waveform's run below may take long, or time out
         # The same run again, as a waveform, up to the failing cycle.
-        result["trace"] = "trace.vcd"
         _run(job, vcd=os.path.join(outdir, "trace.vcd"), stop=cycle)
-    with open(os.path.join(outdir, "result.json"), "w") as f:
-        json.dump(result, f, indent=1)
+        result["trace"] = "trace.vcd"
+    write()
     return result
 
 

@@ -3,9 +3,11 @@
 from amaranth import *
 from amaranth.asserts import Initial
 
-from . import modes
+__all__ = ["add", "constrain", "check_stimulus", "STIMULI", "MODES", "PROGRESS_COVER"]
 
-__all__ = ["add", "constrain", "check_stimulus", "STIMULI", "MODES"]
+#: The liveness cover (DRAM fair): some gradient accepted in exactly the N-th cycle of being
+#: offered, N the progress bound.
+PROGRESS_COVER = "progress_bound_met_with_equality"
 
 
 def add(h, m, P, only=None):
@@ -30,7 +32,7 @@ def add(h, m, P, only=None):
     if h.fairness is not None:
         # Liveness covers (DRAM fair): the progress bound N is met with equality, i.e. some
         # gradient is accepted in exactly its N-th cycle of being offered.
-        P.cover("progress_bound_met_with_equality",
+        P.cover(PROGRESS_COVER,
                 h.accept & ~d.flush & (h.progress_wait == h.progress - 1))
         return
     for strobe in ("direct_write", "accum_write", "max_updates_write", "evict_write",
@@ -45,14 +47,12 @@ def add(h, m, P, only=None):
     P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
     P.cover("bypassed_gradient_written_direct",
             h.stage_window[4] & l1.s4_push)
-    # The EMA's threshold is computed in s1, from the EMA value and settings the gradient
-    # took along (the payload's ``threshold`` is not the one it is judged by then).
-    s1 = l1.s1
-    ema_inside = Signal(name="ema_threshold_inside_its_bounds_s2")
-    ema_t = modes.ema_threshold(h, s1.ema_source, s1.ema_scale, s1.ema_min, s1.ema_max)
-    m.d.sync += ema_inside.eq(h.stage_valid[1] & h.stage[1].ema &
-                              (ema_t > s1.ema_min) & (ema_t < s1.ema_max))
-    P.cover("ema_threshold_judged_between_its_bounds", ema_inside)
+    # The threshold an EMA-judged gradient is judged by is the harness's ``judged`` (L1
+    # computes it in s1 from the EMA value and settings the gradient took along; the
+    # payload's ``threshold`` is not it).
+    g2 = h.stage[2]
+    P.cover("ema_threshold_judged_between_its_bounds",
+            h.stage_valid[2] & g2.ema & (h.judged[2] > g2.ema_min) & (h.judged[2] < g2.ema_max))
     P.cover("l2_full_with_dram_stalled",
             (wb.level == d.fifo_depth) & d.dram_out.valid & ~d.dram_out.ready)
     if d.max_updates > 1:
@@ -226,7 +226,8 @@ def constrain(h, m, P, name):
     inputs += [(sig, modes.get(mode, 0)) for mode, sig in h.in_modes.items()]
     if h.simulate:
         # The simulation starts from power-up, as the solver's run does from its reset cycle.
-        m.d.comb += [sig.eq(value) for sig, value in inputs]
+        # The queue's contract follows its first write too (the solver may pick any).
+        m.d.comb += [sig.eq(value) for sig, value in inputs + [(h.queue_pick, 1)]]
         return
     P.assume("input", f"stimulus_{name}",
              (h.rst == Initial()) & Cat(sig == value for sig, value in inputs).all())

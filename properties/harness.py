@@ -125,6 +125,9 @@ class FormalHarness(Elaboratable):
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False):
         self.stimulus = check_stimulus(stimulus)
+        if simulate and stimulus is None:
+            raise ValueError("simulate: needs a stimulus to drive the inputs (else every input "
+                             "stays 0)")
         self.simulate = simulate
         self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read
@@ -464,6 +467,7 @@ class FormalHarness(Elaboratable):
         if self.simulate:
             # Each property a signal, read by the simulation once the cycle has settled (the
             # simulator would check an Assert on every evaluation, glitches included).
+            self.sim_props = []
             for prop in P.props:
                 sig = Signal(name=f"{prop.kind}_{prop.full_name}")
                 m.d.comb += sig.eq(prop.test)

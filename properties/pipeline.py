@@ -160,7 +160,7 @@ def add(h, m, P):
             queue.w_ptr == Mux(ptr_sum >= Q, ptr_sum - Q, ptr_sum))
 
     # The queue's contract, on one tracked write (the first taken with queue_pick high).
-    pick = Signal(name="queue_pick")
+    pick = h.queue_pick = Signal(name="queue_pick")
     h.free(m, pick)
     state = Signal(Tracked, name="queue_tracked_state")
     slot = Signal(range(Q), name="queue_tracked_slot")

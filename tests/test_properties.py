@@ -11,6 +11,7 @@ from amaranth.back import rtlil
 
 from properties import CONFIGS, FormalHarness, flush_bound
 from properties.harness import progress_bound
+from properties.covers import PROGRESS_COVER
 from proofs.mutants import MUTANTS, apply_mutant, jobs_for
 
 
@@ -58,7 +59,7 @@ def test_progress_cover_where_the_bound_is_exact():
         assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
     simulated = [j for j in COVER_JOBS if j.mode == "sim" and j.fairness]
     assert [(j.config, j.fairness, j.covers) for j in simulated] == \
-        [("large", PROVEN["large"], ["progress_bound_met_with_equality"])]
+        [("large", PROVEN["large"], [PROGRESS_COVER])]
     assert all(j in PROVE_JOBS for j in simulated)
 
 
@@ -79,7 +80,7 @@ def test_every_cover_is_reached_by_simulation_on_large():
         if job.mode == "sim":
             assert job in PROVE_JOBS and job.stimulus
             simulated.setdefault(job.config, set()).update(job.covers)
-    assert simulated["large"] == _cover_names("large") | {"progress_bound_met_with_equality"}
+    assert simulated["large"] == _cover_names("large") | {PROGRESS_COVER}
     assert simulated["default"] == {"cause_stochastic_write", "tiny_miss_dropped",
                                     "bypassed_gradient_written_direct",
                                     "ema_threshold_judged_between_its_bounds"}
@@ -93,9 +94,9 @@ def _simulated_job(config, stimulus, depth, **kwargs):
 
 
 def test_covers_reached_by_simulation(tmp_path):
-    # small, cross_threshold: INIT takes 4 cycles (0-3), the first gradient is accepted in
-    # cycle 4 (a miss), the second in 5 (a hit on the row s4 writes in 6); the third makes
-    # the sum 2 >= threshold, and its write is s4's in cycle 8.
+    # small, cross_threshold: INIT takes cycles 0-1 (2 sets), gradients are accepted from
+    # cycle 2, one a cycle: a miss, then a hit whose sum 2 reaches the threshold (accepted in
+    # 3; s4 pushes its write in 7, and the cause strobe, a register, shows it in 8).
     from proofs.simulate import simulate_job
     result = simulate_job(_simulated_job("small", "cross_threshold", 20), str(tmp_path))
     assert result["status"] == "PASS" and result["failed"] == []
@@ -121,13 +122,19 @@ def test_simulation_checks_every_assertion(tmp_path):
     (tmp_path / "job.json").write_text(json.dumps(job))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "mutant"), root]))
-    subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."], cwd=tmp_path,
-                   env=env, check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."],
+                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 1, done.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "FAIL"
     assert result["failed"] == ["policy/decision_writes_what_the_model_writes"]
     assert "failed in cycle 7" in result["detail"]
     assert (tmp_path / result["trace"]).stat().st_size > 0
+
+
+def test_simulated_harness_needs_a_stimulus():
+    with pytest.raises(ValueError, match="simulate: needs a stimulus to drive the inputs"):
+        FormalHarness(CONFIGS["small"], simulate=True)
 
 
 def test_simulated_harness_has_no_free_values():
