@@ -116,7 +116,6 @@ def test_simulation_checks_every_assertion(tmp_path):
     import json
     import subprocess
     import sys
-    from proofs.simulate import simulate_job
     apply_mutant("threshold_strict", str(tmp_path / "mutant"))
     job = _simulated_job("small", "cross_threshold", 20)
     (tmp_path / "job.json").write_text(json.dumps(job))
