@@ -12,8 +12,10 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m pip install --quiet --constraint constraints.txt -e '.[test]'
 	touch $(STAMP)
 
+# The tests on every core (pytest-xdist), each test file on one worker, so that a file's
+# fixtures (a wheel, a compiled simulator) are made once.
 test: $(STAMP)
-	$(PYTHON) -m pytest -q tests
+	$(PYTHON) -m pytest -q -n auto --dist loadfile tests
 	$(PYTHON) -m proofs bmc
 	$(PYTHON) -m proofs.mutants
 

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name
+from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace import COLUMNS, TraceError, read_vcd, print_table
@@ -79,11 +79,7 @@ def _check_design(path):
 def _command(args):
     if args.cmd in ("prove", "bmc"):
         jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
-        if args.cmd == "prove":   # the slowest first, so that two cores stay busy
-            slow = ("default-cover", "default-policy-4", "default-cover-fill-then-flush",
-                    "assoc-progress-cover-K3", "default-cover-one-address",
-                    "small-conservation")
-            jobs = sorted(jobs, key=lambda j: j.name not in slow)
+        jobs = slowest_first(jobs)   # so that both cores stay busy to the end
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]
             if not jobs:

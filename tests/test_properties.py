@@ -257,7 +257,8 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     assert set(DEEP_SMALL) == {"ready_ignores_l2_full", "l2_push_ready_when_full",
                                "burst_ends_below_burst_size", "evict_strobe_on_flush_writes",
                                "aborted_scan_runs_to_the_end", "discard_count_not_cleared",
-                               "r_ptr_not_advanced", "idle_ignores_l2"}
+                               "r_ptr_not_advanced", "idle_ignores_l2",
+                               "scan_does_not_decrement_valid_count"}
     for name, (stimulus, depth) in DEEP_SMALL.items():
         [job] = jobs_for(name, str(tmp_path), "small")
         assert (job.mode, job.stimulus, job.depth, job.focus) == ("bmc", stimulus, depth, None)
@@ -321,6 +322,22 @@ def test_directed_stimulus_is_assumed_and_checked():
         check_stimulus("nope")       # FormalHarness(..., stimulus="nope") raises it first
 
 
+def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
+    # make bmc may split a configuration's safety properties over jobs (BMC_SAFETY): between
+    # them the jobs must still assert every safety group. The slowest jobs, which make prove
+    # and make bmc start first, must name real jobs (a renamed job would silently run last).
+    from proofs.jobs import BMC_JOBS, SAFETY, SLOWEST, all_jobs, slowest_first
+    for config in ("small", "dm", "assoc"):
+        safety = [j for j in BMC_JOBS if j.config == config and not j.fairness
+                  and j.mode == "bmc"]
+        asserted = [g for j in safety for g in (j.focus or SAFETY)]
+        assert sorted(asserted) == sorted(SAFETY), config
+        assert all(j.whole_storage and j.reset == "any" for j in safety)
+    assert set(SLOWEST) <= {j.name for j in all_jobs()}
+    assert [j.name for j in slowest_first(BMC_JOBS)][:2] == ["assoc-safety-bmc",
+                                                              "small-conservation-bmc"]
+
+
 def test_directed_cover_jobs_check_only_their_last_step():
     from proofs.gen import sby_text
     from proofs.jobs import COVER_JOBS, PROVE_JOBS
@@ -330,11 +347,14 @@ def test_directed_cover_jobs_check_only_their_last_step():
         assert job in PROVE_JOBS and job.mode == "cover" and job.reset == "initial"
         text = sby_text(job.to_dict())
         assert f"skip {job.depth - 1}\n" in text and "smtbmc --nounroll " in text
-    # Free-input covers check every step, but where a progress cover skips the steps in which
-    # the queue and L2 are still filling (PROGRESS_COVERS).
-    free = [j for j in COVER_JOBS if not j.stimulus]
+    # Free-input covers check every step, but default's skips its INIT (and the reset cycle)
+    # and a progress cover the steps in which the queue and L2 are still filling
+    # (PROGRESS_COVERS); every one is reset in its first cycle only.
+    free = [j for j in COVER_JOBS if not j.stimulus and j.mode == "cover"]
     assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
-    assert [j.name for j in free if j.skip] == ["assoc-progress-cover-K3"]
+    assert {j.name: j.skip for j in free if j.skip} == {"default-cover": 33,
+                                                        "assoc-progress-cover-K3": 32}
+    assert all(j.reset == "initial" for j in free)
 
 
 def test_witness_threshold_under_the_streamers_name(tmp_path):
