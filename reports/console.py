@@ -67,6 +67,8 @@ def table(rows, headers, *, fmt="pipe", align=None):
     the first column is left-aligned and the others right-aligned (a name, then figures)."""
     headers = list(headers)
     rows = [list(map(str, row)) for row in rows]
+    if fmt == "pipe":   # a | in a cell (|g|) would end the cell in Markdown
+        rows = [[cell.replace("|", "\\|") for cell in row] for row in rows]
     if align is None:
         align = ["left"] + ["right"] * (len(headers) - 1)
     if fmt == "compact":    # the headers as a row: tabulate pads a header line by 2 spaces

@@ -265,3 +265,14 @@ def test_report_with_modes(tmp_path):
     assert rows["exact"]["dram_writes"] == data["workloads"][0]["dram_writes"]
     assert rows["drop"]["discards"] > 0
     assert "## Run-time modes" in (tmp_path / "report.md").read_text()
+
+
+def test_markdown_table_escapes_a_bar_in_a_cell():
+    # A planted bug's text such as "|g| == small_threshold" must stay one cell of the
+    # Markdown table (make mutants prints one), not end it.
+    from reports.console import table
+    text = table([["tiny_bound_inclusive", "a miss with |g| == t"]], ["mutant", "bug"])
+    row = text.splitlines()[2]
+    assert row.count("|") - row.count("\\|") == 3
+    assert "\\|g\\|" in row
+    assert "|g|" in table([["x", "|g|"]], ["a", "b"], fmt="plain")
