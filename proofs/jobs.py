@@ -163,10 +163,9 @@ def _bmc_jobs():
 #: 1-32, skipped: no cover can be reached there), and the deeper covers (a max-updates write
 #: after 255 updates, L2 full, a flush of 128 valid entries) lie beyond what BMC reaches here
 #: (every other cover is reached on default: 86 s); large's INIT alone takes 1024. The depths
-#: follow the pipeline (a gradient accepted in cycle t
-#: writes in t + 4): mid's flush with every way valid completes in step 32, default's first
-#: eviction is in step 42 (the fifth miss to one set, accepted in step 38), its first flush
-#: write in step 41.
+#: follow the pipeline (a gradient accepted in cycle t writes in t + 4): mid's flush with
+#: every way valid completes in step 32, default's first eviction is in step 42 (the fifth
+#: miss to one set, accepted in step 38), its first flush write in step 41.
 COVERS = [("small", 24, None, 0), ("dm", 24, None, 0), ("assoc", 24, None, 0),
           ("mid", 33, None, 0),
           ("default", 43, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
