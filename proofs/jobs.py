@@ -7,30 +7,45 @@ from properties.harness import CONFIGS
 __all__ = ["Job", "ONE_JOB_EACH", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name",
            "slowest_first"]
 
-#: Property groups proven together (one k-induction job each, per configuration).
-GROUPS = [["stream", "l2", "fifo", "queue"], ["conservation"], ["idle", "valid_count", "counters"],
-          ["overflow", "unique_tag", "pipeline"], ["policy"], ["dual_threshold", "ema", "bypass"]]
-#: On the scaled configurations (``SPLIT``) these groups are proven one property a job (the
-#: others assumed for the past cycles, as in every focused job; properties/base.py). Each alone
-#: takes seconds there, where the group as one job did not finish: dual_threshold in 5
-#: minutes on default; conservation's balance in 10 (it is composed of per-cycle steps through
-#: same-cycle lemmas, docs/proofs.md); policy's induction in 16 on large; termination took
-#: 323-766 s on default as one job, 94 s as five. A name that holds a parameter is a pattern.
+#: The safety property groups (properties/base.py GROUPS).
+SAFETY = ["stream", "conservation", "storage", "idle", "valid_count", "overflow", "unique_tag",
+          "l2", "pipeline", "forwarding", "fifo", "queue", "policy", "counters",
+          "dual_threshold", "ema", "bypass"]
+#: Property groups proven together, one k-induction job each (job name: groups), on the
+#: scaled configurations (``SPLIT``) ...
+SCALED_GROUPS = {"-".join(g): g for g in [
+    ["stream", "l2", "fifo", "queue"], ["conservation"], ["idle", "valid_count", "counters"],
+    ["overflow", "unique_tag", "pipeline"], ["forwarding"], ["policy"],
+    ["dual_threshold", "ema", "bypass"]]}
+#: ... and on the others, where one job proves every safety group but conservation (small:
+#: 19 s, where the six jobs above took 35 s), and conservation and the whole-storage facts
+#: are a job each (on small 62 s as one job, 13 + 23 s as two; 27 Nov 2026). ``storage``
+#: exists only where the whole storage is read (``WHOLE_STORAGE``).
+SMALL_GROUPS = {"safety": [g for g in SAFETY if g not in ("conservation", "storage")],
+                "conservation": ["conservation"], "storage": ["storage"]}
+#: On the scaled configurations (``SPLIT``) these groups are proven in several jobs, each
+#: entry one job: a property, or a tuple of properties that are quick together (the others
+#: assumed for the past cycles, as in every focused job; properties/base.py). Apart they take
+#: seconds there, where the group as one job did not finish: conservation's balance in 10
+#: minutes (it is composed of per-cycle steps through same-cycle lemmas, docs/proofs.md);
+#: policy's induction in 16 on large; termination took 323-766 s on default as one job, 94 s
+#: as five. Four of conservation's properties took 29 s on default as four jobs, 12 s as
+#: one; seven of policy's 46 s and 10 s (27 Nov 2026). A name that holds a parameter is a
+#: pattern.
 ONE_JOB_EACH = {
-    "dual_threshold": ["discard_iff_a_tiny_miss_decided_the_cycle_before",
-                       "tiny_miss_writes_sign_times_small_threshold_or_nothing",
-                       "stochastic_write_only_for_a_tiny_miss", "tiny_miss_allocates_nothing",
-                       "discard_reports_address_and_grad_minus_written",
-                       "no_discard_without_a_decision"],
     "conservation": ["model_decision_conserves_the_tracked_address",
-                     "model_step_conserves_the_tracked_address", "stages_step", "queue_step",
-                     "held_step", "accepted_eq_l1_plus_pipeline_plus_queued",
-                     "idle_implies_accepted_eq_queued"],
-    "policy": ["model_holds_each_tag_at_most_once", "decision_writes_what_the_model_writes",
-               "flush_writes_what_the_model_writes", "no_other_write_names_the_tracked_set",
-               "tracked_set_now_is_the_model_after_init", "model_empty_while_init",
-               "scan_stops_after_its_set_when_flush_drops", "hit_miss_strobes_are_the_models",
-               "discard_strobe_is_the_models"],
+                     "model_step_conserves_the_tracked_address", "held_step",
+                     ("stages_step", "queue_step", "accepted_eq_l1_plus_pipeline_plus_queued",
+                      "idle_implies_accepted_eq_queued")],
+    "policy": ["decision_writes_what_the_model_writes",
+               "tracked_set_way0_is_the_models_after_init",
+               "tracked_set_way1_is_the_models_after_init",
+               "tracked_set_way2_is_the_models_after_init",
+               "tracked_set_way3_is_the_models_after_init", "hit_miss_strobes_are_the_models",
+               ("model_holds_each_tag_at_most_once", "flush_writes_what_the_model_writes",
+                "no_other_write_names_the_tracked_set",
+                "tracked_set_victim_is_the_models_after_init", "model_empty_while_init",
+                "scan_stops_after_its_set_when_flush_drops", "discard_strobe_is_the_models")],
     "termination": ["measure_never_grows_under_flush", "measure_falls_once_in_every_K+1_cycles",
                     "measure_at_most_its_maximum", "flush_time_bounded_by_measure_fallen",
                     "flush_idle_within_B_*"],
@@ -54,9 +69,6 @@ PROVEN = {"small": 2, "dm": 2, "assoc": 3, "mid": 2, "default": 2, "large": 2}
 WHOLE_STORAGE = ("small", "dm", "assoc")
 #: Bounded checks from reset (make bmc): depth, per configuration.
 BMC_DEPTH = 10
-
-SAFETY = ["stream", "conservation", "idle", "valid_count", "overflow", "unique_tag", "l2",
-          "pipeline", "fifo", "queue", "policy", "counters", "dual_threshold", "ema", "bypass"]
 
 
 @dataclass
@@ -89,8 +101,21 @@ class Job:
         if self.fairness and not self.focus:
             groups += ["progress", "termination"]
         but = [g[1:].partition("/")[2] for g in groups if g.startswith("-")]
-        text = "+".join(g for g in groups if not g.startswith("-"))
-        return text + (f" except {','.join(but)}" if but else "")
+        named = [g for g in groups if not g.startswith("-")]
+        safety = [g for g in named if g in SAFETY]
+        if len(safety) > len(SAFETY) // 2:     # most of them: say which are not
+            left = [g for g in SAFETY if g not in safety]
+            named = (["safety" + (f" but {', '.join(left)}" if left else "")] +
+                     [g for g in named if g not in SAFETY])
+        # Properties of one group: the group named once ("policy/a, b").
+        text = []
+        for name in named:
+            group, _, prop = name.partition("/")
+            if text and prop and text[-1].startswith(group + "/"):
+                text[-1] += f", {prop}"
+            else:
+                text.append(name)
+        return "+".join(text) + (f" except {','.join(but)}" if but else "")
 
     def to_dict(self):
         return asdict(self)
@@ -103,29 +128,37 @@ def liveness_depth(config, K):
     return config["ways"] * (K + 1) + 4
 
 
+def _names(entry):
+    """The property names of a :data:`ONE_JOB_EACH` entry."""
+    return list(entry) if isinstance(entry, tuple) else [entry]
+
+
 def _prove_jobs():
     jobs = []
     for config, K in PROVEN.items():
         whole = config in WHOLE_STORAGE
-        for g in GROUPS:
+        for job_name, g in (SCALED_GROUPS if config in SPLIT else SMALL_GROUPS).items():
+            if g == ["storage"] and not whole:
+                continue
             split = [x for x in g if config in SPLIT and x in ONE_JOB_EACH]
             rest = [x for x in g if x not in split]
             if rest:
-                jobs.append(Job(f"{config}-{'-'.join(rest)}", config, "prove", 3, focus=rest,
+                jobs.append(Job(f"{config}-{job_name}", config, "prove", 3, focus=rest,
                                 whole_storage=whole, timeout=900))
             for group in split:
-                for i, name in enumerate(ONE_JOB_EACH[group]):
-                    prop = f"{group}/{name}"
-                    jobs.append(Job(f"{config}-{group}-{i}", config, "prove", 3, focus=[prop],
+                for i, entry in enumerate(ONE_JOB_EACH[group]):
+                    focus = [f"{group}/{name}" for name in _names(entry)]
+                    jobs.append(Job(f"{config}-{group}-{i}", config, "prove", 3, focus=focus,
                                     whole_storage=whole, timeout=900,
-                                    **TUNING.get((config, prop), {})))
+                                    **TUNING.get((config, focus[0]), {}) if len(focus) == 1
+                                    else {}))
         for g in LIVENESS:
             depth = liveness_depth(CONFIGS[config], K)
             if config in SPLIT and g[0] in ONE_JOB_EACH:
                 jobs += [Job(f"{config}-{g[0]}-K{K}-{i}", config, "prove", depth,
-                             focus=[f"{g[0]}/{name}"], fairness=K, whole_storage=whole,
-                             timeout=1800)
-                         for i, name in enumerate(ONE_JOB_EACH[g[0]])]
+                             focus=[f"{g[0]}/{name}" for name in _names(entry)], fairness=K,
+                             whole_storage=whole, timeout=1800)
+                         for i, entry in enumerate(ONE_JOB_EACH[g[0]])]
             else:
                 jobs.append(Job(f"{config}-{g[0]}-K{K}", config, "prove", depth, focus=g,
                                 fairness=K, whole_storage=whole, timeout=1800))
@@ -245,14 +278,14 @@ BMC_JOBS = _bmc_jobs() + _cover_jobs()[:1]
 COVER_JOBS = _cover_jobs()
 
 
-#: The longest jobs (measured on 27 Nov 2026: 60-270 s each, most jobs take seconds), longest
+#: The longest jobs (measured on 27 Nov 2026: 35-100 s each, most jobs take seconds), longest
 #: first. ``make prove`` and ``make bmc`` start them first, so that no core runs one alone at
 #: the end.
-SLOWEST = ["large-termination-K2-3", "assoc-safety-bmc", "default-policy-4", "large-policy-4",
-           "default-overflow-unique_tag-pipeline", "large-overflow-unique_tag-pipeline",
-           "default-cover-fill-then-flush", "assoc-progress-cover-K3",
-           "default-cover-one-address", "default-termination-K2-3", "default-progress-K2",
-           "small-conservation-bmc", "large-progress-K2", "default-cover", "small-safety-bmc"]
+SLOWEST = ["assoc-safety-bmc", "default-cover-fill-then-flush", "default-cover",
+           "default-cover-one-address", "default-progress-K2", "assoc-progress-cover-K3",
+           "large-progress-K2", "small-conservation-bmc", "default-forwarding",
+           "small-safety-bmc", "assoc-progress-K3", "default-policy-0", "mid-cover",
+           "large-sim-fill-then-flush"]
 
 
 def slowest_first(jobs):

@@ -39,6 +39,9 @@ GROUPS = {
     "progress":     "flush low, DRAM fair: an offered gradient is accepted within N cycles",
     "counters":     "event strobes and running counters count the right events",
     "policy":       "the tracked set's writes and row follow the reference model",
+    "storage":      "with the whole storage read: the queue's and L2's shadows for the "
+                    "tracked address match their storage; neither writes it out unless it "
+                    "holds a write for it",
     "fifo":         "L2 is an order-preserving FIFO (one tracked write)",
     "queue":        "L1's output queue is an order-preserving FIFO (one tracked write)",
     "dual_threshold": "a tiny miss (and only it) is discarded: dropped or written as "
@@ -53,7 +56,9 @@ GROUPS = {
     "overflow":     "no sum/count/pointer overflow, count < max_updates",
     "unique_tag":   "at most one way of a set holds a given tag",
     "l2":           "L2 level/pointer/full/empty/burst invariants",
-    "pipeline":     "L1 pipeline, forwarding and scan invariants (strengthening)",
+    "pipeline":     "L1 pipeline and scan invariants (strengthening)",
+    "forwarding":   "each L1 stage works on its set as it is now: rows read, forwarded or "
+                    "corrected for s4",
     "cover":        "reachability of interesting situations",
 }
 
@@ -129,6 +134,25 @@ class PropertySet:
     def cover(self, name, test):
         return self._add("cover", "cover", name, test)
 
+    def focused(self, focus):
+        """The test "is this property asserted under ``focus``?" (see :meth:`emit`), a
+        function of a :class:`Prop`. A focus entry that names no property is refused."""
+        excluded, named = [], []
+        if focus is not None:
+            excluded = [f[1:] for f in focus if f.startswith("-")]
+            named = [f for f in focus if not f.startswith("-")]
+            names = [p.full_name for p in self.props]
+            unknown = [f for f in focus if f.lstrip("-") not in GROUPS and
+                       not any(fnmatchcase(n, f.lstrip("-")) for n in names)]
+            assert not unknown, f"focus names no property: {unknown}"
+
+        def in_focus(prop):
+            full = prop.full_name
+            return (focus is None or ((prop.group in focus or
+                                       any(fnmatchcase(full, f) for f in named)) and
+                                      not any(fnmatchcase(full, f) for f in excluded)))
+        return in_focus
+
     def emit(self, m, *, focus=None, covers=True, guard=None, assume_others=True):
         """Add the statements to module ``m``.
 
@@ -139,20 +163,7 @@ class PropertySet:
         (it is then assumed for the past cycles, like every property outside the focus).
         ``guard``: a signal that, when high, disables every assertion (e.g. the reset cycle).
         """
-        excluded, named = [], []
-        if focus is not None:
-            excluded = [f[1:] for f in focus if f.startswith("-")]
-            named = [f for f in focus if not f.startswith("-")]
-            names = [f"{p.group}/{p.name}" for p in self.props]
-            unknown = [f for f in focus if f.lstrip("-") not in GROUPS and
-                       not any(fnmatchcase(n, f.lstrip("-")) for n in names)]
-            assert not unknown, f"focus names no property: {unknown}"
-
-        def in_focus(prop):
-            full = f"{prop.group}/{prop.name}"
-            return (focus is None or ((prop.group in focus or
-                                       any(fnmatchcase(full, f) for f in named)) and
-                                      not any(fnmatchcase(full, f) for f in excluded)))
+        in_focus = self.focused(focus)
         by_name = self._check_now()
         past = []
         for prop in self.props:

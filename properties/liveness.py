@@ -156,8 +156,13 @@ def add(h, m, P):
     M_max = measure_max(S, d.ways, d.fifo_depth, l1.queue.depth)
     P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
     # The ranking argument as an invariant: time spent under flush is paid for by the measure.
+    # Stated on the three facts above in the same cycle, its step is arithmetic: from the past
+    # cycles alone the induction took 268 s on large, with them 28 s (27 Nov 2026).
     P.check("termination", "flush_time_bounded_by_measure_fallen",
             ~(d.flush & ~d.idle) |
-            (flush_cycles + window * measure <= window * M_max + stuck))
+            (flush_cycles + window * measure <= window * M_max + stuck),
+            now=["termination/measure_never_grows_under_flush",
+                 "termination/measure_falls_once_in_every_K+1_cycles",
+                 "termination/measure_at_most_its_maximum"])
     P.check("termination", f"flush_idle_within_B_{B}",
             ~(d.flush & (flush_cycles >= B)) | d.idle)

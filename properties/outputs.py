@@ -4,11 +4,13 @@
   ``valid`` is high and not taken it stays high with the same payload; ``dram_out.valid`` is
   a register (it cannot wait for ``ready``), and ``push.ready`` depends on L2's level only.
 * ``conservation``: for the tracked address ``a`` (an ``AnyConst``), in every cycle
-  ``accepted(a) - written(a) - accounted(a) == held in L1 + held in s1 + held in L2``, where
-  ``accounted`` adds up the ``discard_error`` of each ``discard`` for ``a`` (dual threshold), L2's share as pushed
-  minus written matches L2's storage, nothing is written for ``a`` unless L2 holds a write
-  for ``a``, nothing is pushed for ``a`` unless s1 or L1 holds ``a``, and at ``idle``
-  everything accepted for ``a`` has been pushed to L2 (and, with ``whole_storage``, written).
+  ``accepted(a) - queued(a) - accounted(a)`` (written into L1's output queue; ``accounted``
+  adds up the ``discard_error`` of each ``discard`` for ``a``: dual threshold) equals what
+  L1 holds for ``a`` (as the policy model holds it), what ``s1`` ... ``s3`` hold and what
+  ``s4``'s decision passes on, composed of per-cycle steps (docs/proofs.md); at ``idle``
+  everything accepted for ``a`` has been queued or accounted.
+* ``storage`` (only with ``whole_storage``): the queue's and L2's shadows for ``a`` match
+  their storage, and neither writes ``a`` out unless it holds a write for ``a``.
 * ``idle``: ``idle`` only when no L1 entry is valid (counted in storage), ``valid_count == 0``,
   L2 empty, nothing in s1 or on either stream; under ``flush`` it stays high once high.
 * ``counters``: each cause strobe is high exactly when a write of that cause enters L2;
@@ -95,16 +97,17 @@ def add(h, m, P):
     # contents, as whole_storage checks L2's below, did not finish its induction on small in
     # 2 minutes; its count does, and it is asserted here.)
     if h.l2_ports:
-        # Only with the whole storage read: on default the queue's count against its contents
-        # did not finish its induction in 2.5 minutes (the FIFO contract covers it there).
-        P.check("conservation", "queue_shadow_count_matches_its_contents",
+        # Only with the whole storage read (group storage): on default the queue's count
+        # against its contents did not finish its induction in 2.5 minutes (the FIFO contract
+        # covers it there).
+        P.check("storage", "queue_shadow_count_matches_its_contents",
                 h.queue_n == h.queue_real_n)
-        P.check("conservation", "no_push_for_address_not_in_the_queue",
+        P.check("storage", "no_push_for_address_not_in_the_queue",
                 ~(l1.push.valid & (l1.push.p.addr == h.track)) | (h.queue_n != 0))
-        P.check("conservation", "no_dram_write_for_address_not_in_l2",
+        P.check("storage", "no_dram_write_for_address_not_in_l2",
                 ~(d.dram_out.valid & (d.dram_out.p.addr == h.track)) | (h.l2_n != 0))
-        P.check("conservation", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum)
-        P.check("conservation", "l2_shadow_count_matches_storage", h.l2_n == h.l2_real_n)
+        P.check("storage", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum)
+        P.check("storage", "l2_shadow_count_matches_storage", h.l2_n == h.l2_real_n)
 
     # -- idle -----------------------------------------------------------------------------
     P.check("idle", "idle_implies_everything_empty",

@@ -11,16 +11,22 @@ is the row ``s4`` writes in *t* if it writes that set, else the row in storage
   ``t - g``, ``-t - g`` are that threshold's) and holds the
   stochastic rule on the random bits in force when it decides (``h.s3_rule``, both choices);
   ``s4_stepped`` says whether the random bits stepped;
-* ``s2``'s row (``l1.row``) is its set as it is now; ``s3``'s row is its set as it is now,
-  unless ``s4`` writes that set (whose row ``s3`` then takes); ``s3``'s registered hit and
-  hit way are its row's; its correction flags say what ``s4`` did to its set; ``s4``'s kept entry (``s4_holds``, ``s4_way``, ``s4_sum``,
-  ``s4_count``) is the one its row holds for its address;
+* ``s3``'s correction flags say what ``s4`` did to its set, and ``s2`` never uses a read that
+  collided with a write;
 * ``reserved`` counts the gradients in ``s1`` ... ``s4`` and the writes in the queue, and is
   at most its depth, so no write finds the queue full;
 * the flush scan: ``read_row`` is the scanned set as stored, the ways in ``scan_done`` were
   valid there, and while the scan waits for the read, the read port is delivering it; sets
   already initialised or scanned are empty (the tracked set; every set with
   ``whole_storage``); INIT holds nothing.
+
+``forwarding`` (a group of its own: on the scaled configurations it is the costly part of
+the induction, proven in a job of its own): ``s2``'s row (``l1.row``) is its set as it is now;
+``s3``'s row is its set as it is now, unless ``s4`` writes that set (whose row ``s3`` then
+takes); ``s3``'s registered hit and hit way are its row's; what ``s3`` decides on, after its
+correction for ``s4``, is its set as it is now and, for the tracked set, the entry holding its
+address; ``s4``'s row is the decided row changed in ``s4``'s way, and its kept entry
+(``s4_holds``, ``s4_way``, ``s4_sum``, ``s4_count``) is the one its row holds for its address.
 
 ``queue``: the output queue's pointers and level agree, and it is an order-preserving FIFO,
 proven with one tracked write (``queue_pick``), as L2 is (:mod:`.writeback`).
@@ -86,7 +92,7 @@ def add(h, m, P):
     tag3 = s3.addr[h.set_bits:]
     now2 = h.current(h.l1_s2_port, set2, "s2_set_now")
     now3 = h.current(h.l1_s3_port, set3, "s3_set_now", shared=h.shared_read)
-    P.check("pipeline", "s2_row_is_its_set_now",
+    P.check("forwarding", "s2_row_is_its_set_now",
             ~l1.s2_valid | (l1.row.as_value() == now2.as_value()))
     # The RAM's read data is used only when no write collided with its read: L1's storage is
     # marked no_rw_check (design/l1.py), so on an FPGA a read of the set being written gives
@@ -108,38 +114,48 @@ def add(h, m, P):
     P.check("pipeline", "s3_hit_taken_iff_s4_allocated_its_hit_way",
             ~l1.s3_valid | (l1.s3_hit_taken == (s4_on_set3 & l1.s4_alloc &
                                                 (l1.s4_way == l1.s3_hit_way))))
-    P.check("pipeline", "s3_row_is_its_set_now_unless_s4_writes_it",
+    P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
     match3 = _match(tag3, l1.s3_row)
     way3 = _lowest(m, match3, W, "s3_row_hit_way")
-    P.check("pipeline", "s3_hit_is_its_rows",
+    P.check("forwarding", "s3_hit_is_its_rows",
             ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
                             (~l1.s3_hit | (l1.s3_hit_way == way3))))
     # What s3 decides on, after its correction for s4: its set as it is now, and, for the
     # tracked set (whose rows the policy group keeps well formed, one way per tag), the
-    # way holding its address, with that entry's sum and count.
-    P.check("pipeline", "s3_decides_on_its_set_now",
+    # way holding its address, with that entry's sum and count. The entry is stated on this
+    # cycle's facts about s3's row and flags and s4's row (same-cycle lemmas): from the past
+    # cycles alone its induction took 103 s on default, with them 9 s (27 Nov 2026).
+    P.check("forwarding", "s3_decides_on_its_set_now",
             ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
     match_now = _match(tag3, now3)
     way_now = _lowest(m, match_now, W, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]
-    P.check("pipeline", "s3_decides_on_the_entry_of_its_address_now",
+    P.check("forwarding", "s3_decides_on_the_entry_of_its_address_now",
             ~(l1.s3_valid & (set3 == h.track_set)) |
             ((l1.s3_now_hit == match_now.any()) &
              (~l1.s3_now_hit | ((l1.s3_now_way == way_now) &
                                 (l1.s3_now_sum == entry_now.sum) &
-                                (l1.s3_now_count == entry_now.count)))))
+                                (l1.s3_now_count == entry_now.count)))),
+            now=["forwarding/s3_hit_is_its_rows",
+                 "forwarding/s3_row_is_its_set_now_unless_s4_writes_it",
+                 "pipeline/s3_same_addr_iff_s4_writes_its_address",
+                 "pipeline/s3_same_set_iff_s4_writes_its_set",
+                 "pipeline/s3_hit_taken_iff_s4_allocated_its_hit_way",
+                 "forwarding/s4_kept_entry_is_its_rows",
+                 "forwarding/s4_row_is_the_decided_row_changed_in_s4s_way"] +
+            (["unique_tag/tracked_set_at_most_one_way_per_tag"] if W > 1 else []))
     # The row s4 writes is the row s3 decided on, changed in s4's way (and the victim).
     last_row = Signal(l1.row_layout, name="s3_row_now_last_cycle")
     m.d.sync += last_row.eq(l1.s3_row_now)
     same = [(l1.s4_row.ways[i].as_value() == last_row.ways[i].as_value()) |
             (l1.s4_way == i) for i in range(W)]
-    P.check("pipeline", "s4_row_is_the_decided_row_changed_in_s4s_way",
+    P.check("forwarding", "s4_row_is_the_decided_row_changed_in_s4s_way",
             ~l1.s4_valid | Cat(*same).all())
     addr4 = h.stage[4].addr
     match4 = _match(addr4[h.set_bits:], l1.s4_row)
     kept = l1.s4_row.ways[l1.s4_way]
-    P.check("pipeline", "s4_kept_entry_is_its_rows",
+    P.check("forwarding", "s4_kept_entry_is_its_rows",
             ~h.s4_writes |
             ((l1.s4_set == h.set_of(addr4)) &
              (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &

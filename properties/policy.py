@@ -202,12 +202,17 @@ def add(h, m, P):
              (queued.value == flushed.sum) & (queued.cause == Cause.FLUSH)))
     P.check("policy", "no_other_write_names_the_tracked_set",
             ~(h.queue_in & (h.set_of(queued.addr) == h.track_set)) | commit4 | scanning)
+    # The tracked set equals the model, stated a way at a time (and the victim pointer): the
+    # scaled configurations prove each in a job of its own (proofs/jobs.py ONE_JOB_EACH).
     row = h.track_held
-    same = [(r.valid == w.valid) & (~w.valid | ((r.tag == w.tag) & (r.sum == w.sum) &
-                                                (r.count == w.count)))
-            for r, w in zip(row.ways, model.ways)]
-    P.check("policy", "tracked_set_now_is_the_model_after_init",
-            h.init | (Cat(*same).all() & (row.victim == model.victim)))
+    same_row = []
+    for i, (r, w) in enumerate(zip(row.ways, model.ways)):
+        same_row.append(P.check(
+            "policy", f"tracked_set_way{i}_is_the_models_after_init",
+            h.init | ((r.valid == w.valid) &
+                      (~w.valid | ((r.tag == w.tag) & (r.sum == w.sum) & (r.count == w.count))))))
+    same_row.append(P.check("policy", "tracked_set_victim_is_the_models_after_init",
+                            h.init | (row.victim == model.victim)))
     P.check("policy", "model_empty_while_init",
             ~h.init | (~held.any() & (model.victim == 0)))
     # A flush scan moves on to the next set only under flush: when flush drops, L1 finishes
@@ -225,7 +230,7 @@ def add(h, m, P):
             ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
                        (l1.small_miss == exp_tiny)),
             now=["pipeline/s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
-                 "pipeline/s3_tiny_is_its_gradients", "pipeline/s3_decides_on_its_set_now",
-                 "pipeline/s3_decides_on_the_entry_of_its_address_now",
-                 "pipeline/s3_only_in_run", "policy/tracked_set_now_is_the_model_after_init"])
+                 "pipeline/s3_tiny_is_its_gradients", "forwarding/s3_decides_on_its_set_now",
+                 "forwarding/s3_decides_on_the_entry_of_its_address_now",
+                 "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
     P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == exp4_tiny))
