@@ -336,9 +336,11 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
         asserted = [g for j in safety for g in (j.focus or SAFETY)]
         assert sorted(asserted) == sorted(SAFETY), config
         assert all(j.whole_storage and j.reset == "any" for j in safety)
+        # Each asserts its part and assumes nothing of the rest (no induction hypothesis).
+        assert all(not j.assume_others for j in safety) or len(safety) == 1
     assert set(SLOWEST) <= {j.name for j in all_jobs()}
-    assert [j.name for j in slowest_first(BMC_JOBS)][:2] == ["assoc-safety-bmc",
-                                                              "small-conservation-bmc"]
+    assert [j.name for j in slowest_first(BMC_JOBS)][:2] == ["assoc-conservation-bmc",
+                                                              "small-safety-bmc"]
 
 
 def test_directed_cover_jobs_check_only_their_last_step():
