@@ -370,6 +370,10 @@ DEEP = {
     "evict_strobe_on_flush_writes": ("flush_dropped_in_scan", 48),
     "idle_ignores_l2": ("write_then_flush", 48),
     "scan_does_not_decrement_valid_count": ("flush_dropped_in_scan", 48),
+    # Free-input BMCs of 49-54 s (CI, 27 Nov 2026); the first misses of the stimulus take
+    # free ways.
+    "highest_free_way": ("evict_in_one_set", 44),
+    "victim_moves_on_free_way_miss": ("evict_in_one_set", 44),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.
