@@ -243,7 +243,8 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                          "push_only_into_empty_l2", "value_truncated_to_l2",
                          "forward_ignores_address", "victim_not_replaced",
                          "aborted_scan_runs_to_the_end", "evict_strobe_on_flush_writes",
-                         "idle_ignores_l2", "scan_does_not_decrement_valid_count"}
+                         "idle_ignores_l2", "scan_does_not_decrement_valid_count",
+                         "highest_free_way", "victim_moves_on_free_way_miss"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -279,7 +280,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         text = sby_text(job.to_dict())
         assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
     # the others keep the free-input checks on default
-    assert all(j.stimulus is None for j in jobs_for("highest_free_way", str(tmp_path),
+    assert all(j.stimulus is None for j in jobs_for("direct_zero_skipped", str(tmp_path),
                                                     "default"))
 
 
