@@ -440,12 +440,11 @@ def test_split_jobs_name_every_property(group):
     # default and large prove these groups in several jobs: the list must name every
     # property of the group, once (a property in two jobs is a job too many).
     from fnmatch import fnmatchcase
-    from proofs.jobs import ONE_JOB_EACH, PROVE_JOBS
+    from proofs.jobs import ONE_JOB_EACH, PROVE_JOBS, _names
     harness = FormalHarness(CONFIGS["default"], fairness=2)
     rtlil.convert(harness, ports=[])
     names = {p.name for p in harness.props.props if p.group == group}
-    listed = [n for entry in ONE_JOB_EACH[group]
-              for n in (entry if isinstance(entry, tuple) else [entry])]
+    listed = [n for entry in ONE_JOB_EACH[group] for n in _names(entry)]
     for name in names:
         assert sum(fnmatchcase(name, n) for n in listed) == 1, name
     assert len(names) == len(listed)
