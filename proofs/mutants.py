@@ -374,6 +374,9 @@ DEEP = {
     # free ways.
     "highest_free_way": ("evict_in_one_set", 44),
     "victim_moves_on_free_way_miss": ("evict_in_one_set", 44),
+    # A free-input BMC of 81-91 s (CI, 27 Nov 2026): no gradient of 0 judged direct is
+    # found quickly among the free inputs.
+    "direct_zero_skipped": ("direct_zeros", 44),
 }
 #: Deep mutants that a liveness property catches (progress, termination; DRAM fairness K as
 #: in CONFIGS_CHECKED): on default, a BMC of those under a directed stimulus.

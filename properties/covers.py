@@ -85,6 +85,8 @@ def add(h, m, P, only=None):
 #:   always ready, no flush.
 #: * ``l2_full``: address 0, gradient +1, threshold 0 (every gradient is written directly);
 #:   DRAM never ready, so L2 fills up.
+#: * ``direct_zeros``: address 0, gradient 0, threshold 0: ``|0| >= 0``, so every gradient is
+#:   written directly, with the value 0 (which no sum can show missing); DRAM always ready.
 #: * ``fill_then_flush``: gradient ``n`` goes to address ``n`` (set ``n % sets``, tag
 #:   ``n // sets``) with the largest threshold, for ``n < sets * ways``, which fills every way
 #:   of every set; then ``flush`` is raised and held; DRAM always ready.
@@ -138,6 +140,7 @@ def add(h, m, P, only=None):
 STIMULI = {
     "one_address": ["cause_max_updates_write", "hit_on_entry_written_the_cycle_before"],
     "l2_full": ["cause_direct_write", "l2_full_with_dram_stalled"],
+    "direct_zeros": ["cause_direct_write"],
     "fill_then_flush": ["cause_flush_write", "flush_completes_with_every_way_valid"],
     "hit_while_l2_full": ["cause_accum_write", "l2_full_with_dram_stalled"],
     "burst_then_drain": ["cause_direct_write"],
@@ -191,6 +194,8 @@ def constrain(h, m, P, name):
     valid, addr, grad, thresh, flush, ready = 1, 0, 1, top, 0, 1
     if name == "l2_full":
         thresh, ready = 0, 0
+    elif name == "direct_zeros":
+        grad, thresh = 0, 0
     elif name == "fill_then_flush":
         valid, addr, flush = n < entries, n, n >= entries
     elif name == "hit_while_l2_full":

@@ -244,7 +244,8 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                          "forward_ignores_address", "victim_not_replaced",
                          "aborted_scan_runs_to_the_end", "evict_strobe_on_flush_writes",
                          "idle_ignores_l2", "scan_does_not_decrement_valid_count",
-                         "highest_free_way", "victim_moves_on_free_way_miss"}
+                         "highest_free_way", "victim_moves_on_free_way_miss",
+                         "direct_zero_skipped"}
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
         [job] = jobs_for(name, str(tmp_path), "default")
@@ -280,13 +281,14 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         text = sby_text(job.to_dict())
         assert "skip" not in text and "smtbmc --nounroll " in text and "memory_map" in text
     # the others keep the free-input checks on default
-    assert all(j.stimulus is None for j in jobs_for("direct_zero_skipped", str(tmp_path),
+    assert all(j.stimulus is None for j in jobs_for("tiny_bound_inclusive", str(tmp_path),
                                                     "default"))
 
 
 @pytest.mark.parametrize("stimulus", ["hit_while_l2_full", "burst_then_drain",
                                       "write_then_flush", "evict_in_one_set",
-                                      "discard_then_flush", "flush_dropped_in_scan"])
+                                      "discard_then_flush", "flush_dropped_in_scan",
+                                      "direct_zeros"])
 def test_mutant_stimuli_convert(stimulus):
     harness = FormalHarness(CONFIGS["small"], stimulus=stimulus, fairness=2)
     rtlil.convert(harness, ports=[])
