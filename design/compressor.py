@@ -2,6 +2,7 @@ from amaranth import *
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, discard_error_width,
                       discard_sum_width)
@@ -226,8 +227,8 @@ class GradientCompressor(wiring.Component):
         ]
         m.d.comb += in_window.eq(Cat(
             getattr(self, f"bypass{i}_enable") &
-            (getattr(self, f"bypass{i}_base") <= self.grad_in.p.addr) &
-            (self.grad_in.p.addr <= getattr(self, f"bypass{i}_limit"))
+            at_most(getattr(self, f"bypass{i}_base"), self.grad_in.p.addr) &
+            at_most(self.grad_in.p.addr, getattr(self, f"bypass{i}_limit"))
             for i in range(BYPASS_WINDOWS)).any())
         m.d.comb += [
             ema.sample.eq(accept & ~in_window),

@@ -7,6 +7,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import (Cause, classified_layout, write_layout, value_width,
                       discard_error_width)
+from .compare import less, at_least, at_most
 from .modes import ema_candidate, ema_clamp
 from .queue import WriteQueue
 from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
@@ -418,7 +419,7 @@ class L1Accumulator(wiring.Component):
                 judged.threshold.eq(threshold),
                 judged.high.eq(threshold - grad_wide),
                 judged.low.eq(-threshold - grad_wide),
-                judged.direct.eq(abs(s2.grad) >= threshold),
+                judged.direct.eq(at_least(abs(s2.grad), threshold)),
             ]
             return judged
 
@@ -457,10 +458,10 @@ class L1Accumulator(wiring.Component):
             self.s3_hit_way.eq(s2_hit_way),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
-            self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),
+            self.s3_tiny.eq(less(abs(s2.grad), s2.small_threshold)),
             self.s3_chance.eq(Cat(
-                self.random * s2.small_threshold < (abs(s2.grad) << self.grad_width),
-                self.random_next * s2.small_threshold < (abs(s2.grad) << self.grad_width))),
+                less(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),
+                less(self.random_next * s2.small_threshold, abs(s2.grad) << self.grad_width))),
         ]
 
         # -- stage s3: decide -----------------------------------------------------------------
@@ -509,7 +510,7 @@ class L1Accumulator(wiring.Component):
         # the entry leaves is kept per way (leaves_way: if that way is the hit way), for the
         # row's valid bits: each takes its own way's outcome, not the hit way's pick.
         def crosses(total):
-            return (total >= self.s3_high) | (total <= self.s3_low)
+            return at_least(total, self.s3_high) | at_most(total, self.s3_low)
 
         def fills(count):
             return count >= self.max_updates - 1

@@ -47,6 +47,7 @@ from amaranth import *
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .compare import less, greater
 from .params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int)
@@ -72,9 +73,9 @@ def ema_clamp(m, candidate, minimum, maximum, name, values=None):
     """
     above, below, within = values or (maximum, minimum, candidate)
     threshold = Signal(values[0].shape() if values else len(minimum), name=name)
-    with m.If(candidate > maximum):
+    with m.If(greater(candidate, maximum)):
         m.d.comb += threshold.eq(above)
-    with m.Elif(candidate < minimum):
+    with m.Elif(less(candidate, minimum)):
         m.d.comb += threshold.eq(below)
     with m.Else():
         m.d.comb += threshold.eq(within)

@@ -65,8 +65,8 @@ MUTANTS = {
     "threshold_strict": (
         "policy", "an accumulated sum is written out only when |sum| > threshold",
         "l1.py",
-        "return (total >= self.s3_high) | (total <= self.s3_low)",
-        "return (total > self.s3_high) | (total < self.s3_low)"),
+        "return at_least(total, self.s3_high) | at_most(total, self.s3_low)",
+        "return ~at_most(total, self.s3_high) | ~at_least(total, self.s3_low)"),
     "victim_not_replaced": (
         "policy", "evicted victim written out but its way neither freed nor replaced",
         "l1.py",
@@ -227,8 +227,8 @@ MUTANTS = {
     "tiny_bound_inclusive": (
         "dual-threshold", "a miss with |g| == small_threshold counts as tiny (<= for <)",
         "l1.py",
-        "self.s3_tiny.eq(abs(s2.grad) < s2.small_threshold),",
-        "self.s3_tiny.eq(abs(s2.grad) <= s2.small_threshold),"),
+        "self.s3_tiny.eq(less(abs(s2.grad), s2.small_threshold)),",
+        "self.s3_tiny.eq(at_most(abs(s2.grad), s2.small_threshold)),"),
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "compressor.py",
@@ -248,8 +248,8 @@ MUTANTS = {
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small == |g| * 2**R",
         "l1.py",
-        "self.random * s2.small_threshold < (abs(s2.grad) << self.grad_width),",
-        "self.random * s2.small_threshold <= (abs(s2.grad) << self.grad_width),"),
+        "less(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),",
+        "at_most(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
         "l1.py",
@@ -275,20 +275,20 @@ MUTANTS = {
     "ema_clamp_min_first": (
         "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
         "modes.py",
-        "    with m.If(candidate > maximum):\n"
+        "    with m.If(greater(candidate, maximum)):\n"
         "        m.d.comb += threshold.eq(above)\n"
-        "    with m.Elif(candidate < minimum):\n"
+        "    with m.Elif(less(candidate, minimum)):\n"
         "        m.d.comb += threshold.eq(below)",
-        "    with m.If(candidate < minimum):\n"
+        "    with m.If(less(candidate, minimum)):\n"
         "        m.d.comb += threshold.eq(below)\n"
-        "    with m.Elif(candidate > maximum):\n"
+        "    with m.Elif(greater(candidate, maximum)):\n"
         "        m.d.comb += threshold.eq(above)"),
     # bypass windows
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
         "compressor.py",
-        "(self.grad_in.p.addr <= getattr(self, f\"bypass{i}_limit\"))",
-        "(self.grad_in.p.addr < getattr(self, f\"bypass{i}_limit\"))"),
+        "at_most(self.grad_in.p.addr, getattr(self, f\"bypass{i}_limit\"))",
+        "~at_most(getattr(self, f\"bypass{i}_limit\"), self.grad_in.p.addr)"),
     "bypass_ignores_enable": (
         "bypass", "a window applies even when its enable bit is low",
         "compressor.py",
