@@ -80,3 +80,20 @@ def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_pat
         "ram": cell("TRELLIS_DPR16X4", RAD=[4], DI=[3], WAD=[2], WRE=[2], DO=[12]),  # c -> r
     }
     assert _netlist(tmp_path, cells, ports).combinational_io_paths() == {"y": ["a"], "r": ["c"]}
+
+
+def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
+    # python -m synth.loops: every loop elaborates with either form of compare (place and
+    # route is the benchmark); an unknown loop is a one-line usage error before any run.
+    from amaranth.back import rtlil
+    from synth.loops import FORMS, LOOPS, loop, main
+    for name in LOOPS:
+        for form in FORMS:
+            module, ports = loop(name, form)
+            assert "pin_out" in rtlil.convert(module, name="top", ports=ports)
+    with pytest.raises(SystemExit) as exit:
+        main(["accumulate", "fast"])
+    assert exit.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m synth.loops: error: unknown loop 'fast': use one of accumulate, "
+        "accumulate_ways, lookahead, lookahead2")
