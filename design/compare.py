@@ -1,14 +1,16 @@
 """Magnitude compares of two values, written as the sign of their difference.
 
 Yosys' ``synth_ecp5`` maps a compare of two signals (``a >= b``) to a carry chain with
-logic after it that sets the critical path: a signed 19-bit compare from register to
-register measured 6.3-6.8 ns on the ECP5-85F, where the sign bit of ``a - b`` (one carry
-chain, nothing after it) measured 4.0-4.3 ns (docs/synth.md, step 7). These functions give
+logic after it that sets the critical path: signed compares of a 17-bit register with
+19-bit ones, into registers, measured 6.5-6.9 ns on the ECP5-85F, where the sign bit of
+``a - b`` (one carry chain, nothing after it) measured 4.0-4.3 ns (``python -m synth.loops
+lookahead2``; docs/synth.md, step 7). These functions give
 the same value as the operators for operands of any shape: Amaranth's difference of two
 values is exact (one bit wider than the wider operand, signed if either is), so its top bit
 is set exactly when ``a < b`` (for two unsigned operands the top bit is the borrow).
 
-Compares with a constant keep the operators: Yosys turns them into a few LUTs.
+Compares with a constant keep the operators: Yosys turns them into a few LUTs. So do the
+bypass windows' (``design/compressor.py`` says why).
 """
 
 from amaranth.hdl import Value
