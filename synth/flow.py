@@ -164,8 +164,9 @@ def honour_no_rw_check(text):
     return "".join(out)
 
 
-def synthesize(dut, build):
-    """Write ``dut`` as RTLIL into ``build`` and synthesise it with ``synth_ecp5``.
+def synthesize(module, ports, build):
+    """Write ``module`` (with its ``ports``) as RTLIL into ``build`` and synthesise it with
+    ``synth_ecp5``.
 
     Returns
     -------
@@ -174,7 +175,6 @@ def synthesize(dut, build):
     """
     build = pathlib.Path(build)
     build.mkdir(parents=True, exist_ok=True)
-    module, ports = fpga_top(dut)
     (build / f"{TOP}.il").write_text(honour_no_rw_check(rtlil.convert(module, name=TOP,
                                                                        ports=ports)))
     script = f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"
@@ -293,7 +293,7 @@ def run(name, dut, build_root, seeds=(1,), freq=200, place=True, log=print):
     config = {key: getattr(dut, key) for key in PARAMETERS}
     build = pathlib.Path(build_root) / name.replace("=", "-").replace(",", "_")
     log(f"{name}: synth_ecp5 ...")
-    synth = synthesize(dut, build)
+    synth = synthesize(*fpga_top(dut), build)
     netlist = Netlist(synth["netlist"], top=TOP)
     result = {
         "name": name,

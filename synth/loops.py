@@ -20,18 +20,15 @@ import statistics
 import sys
 
 from amaranth import Array, Cat, Module, Mux, Signal, signed
-from amaranth.back import rtlil
 
 from design import compare
-from design.verilog import yosys_command
 
-from .flow import critical_path, place_and_route, _run
+from .flow import TOP, critical_path, place_and_route, synthesize
 from .netlist import Netlist
 
 GRAD = 16               # gradient width
 SUM = GRAD + 1          # a held sum's width (design.layouts.value_width)
 BOUND = SUM + 1         # t - g, -t - g
-TOP = "top"
 
 #: Each loop: what it is (the help text says it).
 LOOPS = {
@@ -109,13 +106,8 @@ def loop(name, form):
 def measure(name, form, build, seeds, freq=200, log=print):
     """Synthesise, place and route one loop; returns its figures."""
     build = pathlib.Path(build) / f"{name}-{form}"
-    build.mkdir(parents=True, exist_ok=True)
-    module, ports = loop(name, form)
-    (build / f"{TOP}.il").write_text(rtlil.convert(module, name=TOP, ports=ports))
-    _run([yosys_command(), "-q", "-l", "yosys.log", "-p",
-          f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"], build,
-         "Yosys synth_ecp5")
-    netlist = Netlist(build / f"{TOP}.json", top=TOP, prefix="")
+    synth = synthesize(*loop(name, form), build)
+    netlist = Netlist(synth["netlist"], top=TOP, prefix="")
     result = {"loop": name, "form": form, "cells": netlist.cell_counts(), "seeds": []}
     for seed in seeds:
         routed = place_and_route(build, seed, freq)
