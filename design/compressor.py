@@ -274,7 +274,7 @@ class GradientCompressor(wiring.Component):
             l1.push.ready.eq(writeback.push.ready),
             l1.flush.eq(self.flush),
             writeback.flush.eq(self.flush),
-            self.idle.eq(l1.idle & (writeback.level == 0)),
+            self.idle.eq(l1.idle & ~writeback.holding),
         ]
 
         pushed = Signal()

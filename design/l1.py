@@ -243,8 +243,6 @@ class L1Accumulator(wiring.Component):
         self.s3_row    = Signal(self.row_layout)
         self.s3_hit    = Signal()
         self.s3_hit_way = Signal(range(ways))
-        self.s3_hit_sum = Signal(signed(vw))               # the hit way's entry, selected
-        self.s3_hit_count = Signal(range(max_updates + 1))  # from s3_row (not registered)
         # The gradient now in s4 rewrote s3's set (its address): registered with s4, so that
         # the wide selects of s3's row and entry start from a register.
         self.s3_same_addr = Signal()
@@ -261,8 +259,8 @@ class L1Accumulator(wiring.Component):
         self.s3_row_now   = Signal(self.row_layout)         # its set as it is now
         self.s3_now_hit   = Signal()                        # its address is held ...
         self.s3_now_way   = Signal(range(ways))             # ... in this way
-        self.s3_now_sum   = Signal(signed(vw + 1))          # ... with this sum
-        self.s3_now_count = Signal(range(max_updates + 1))  # ... and count
+        self.s3_new_sum   = Signal(signed(vw + 1))          # ... whose sum and count
+        self.s3_new_count = Signal(range(max_updates + 2))  # become these on a hit
         # s4: write
         self.s4_valid  = Signal()
         self.s4_write  = Signal()                  # s4_row goes to the RAM
@@ -289,6 +287,9 @@ class L1Accumulator(wiring.Component):
         self.queue = WriteQueue(write_layout(addr_width, grad_width), depth=self.QUEUE_DEPTH)
         # The flush scan.
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
+        # The set after it (mod sets), kept in a register so that no adder stands before the
+        # read port's address.
+        self.scan_next = Signal(range(sets), init=1 % sets)
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
         self.scan_wait = Signal()                 # the scanned set's row is still being read
 
@@ -470,14 +471,6 @@ class L1Accumulator(wiring.Component):
         same_addr, same_set = self.s3_same_addr, self.s3_same_set
         row_now = self.s3_row_now
         m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
-        # The hit way's entry is selected here, not in s2 (whose row select is long enough):
-        # the threshold and count tests are made on every way's entry at once, straight from
-        # the registers, and the hit way selects their outcomes.
-        hit_entry = self.s3_row.ways[self.s3_hit_way]
-        m.d.comb += [
-            self.s3_hit_sum.eq(hit_entry.sum),
-            self.s3_hit_count.eq(hit_entry.count),
-        ]
         # s1's tag compares for s2 (see there): with the row s3 decides on, s4's and h1's.
         s1_tag = self._tag(s1.addr)
         m.d.sync += [
@@ -487,22 +480,17 @@ class L1Accumulator(wiring.Component):
             self.s2_match_h2.eq(self._match(s1_tag, self.h1_row)),
         ]
         hit, hit_way = self.s3_now_hit, self.s3_now_way
-        sum_now, count_now = self.s3_now_sum, self.s3_now_count
         with m.If(same_addr):
             # The entry is exactly what the gradient before left: held in s4_way, or freed.
             m.d.comb += [
                 hit.eq(self.s4_holds),
                 hit_way.eq(self.s4_way),
-                sum_now.eq(self.s4_sum),
-                count_now.eq(self.s4_count),
             ]
         with m.Else():
             # Another address of the same set can only have taken the hit way (eviction).
             m.d.comb += [
                 hit.eq(self.s3_hit & ~self.s3_hit_taken),
                 hit_way.eq(self.s3_hit_way),
-                sum_now.eq(self.s3_hit_sum),
-                count_now.eq(self.s3_hit_count),
             ]
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
         # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
@@ -517,7 +505,6 @@ class L1Accumulator(wiring.Component):
 
         crossed = Signal()
         leaves  = Signal()
-        new_sum = Signal(signed(vw + 1))
         crossed_way = Cat(crosses(way.sum) for way in self.s3_row.ways)
         full_way    = Cat(fills(way.count) for way in self.s3_row.ways)
         leaves_way  = Signal(self.ways)
@@ -528,7 +515,17 @@ class L1Accumulator(wiring.Component):
                               (crosses(self.s4_sum) | fills(self.s4_count)).replicate(self.ways),
                               crossed_way | full_way)),
             leaves.eq(leaves_way.bit_select(hit_way, 1)),
-            new_sum.eq(sum_now + s3.grad),
+        ]
+        # The hit entry's new sum and count likewise: made on s4's kept entry and on every
+        # way's entry at once, straight from the registers, and picked after the adders (in
+        # the row each way takes its own; the write and s4's kept entry take the hit way's).
+        kept_sum, kept_count = self.s4_sum + s3.grad, self.s4_count + 1
+        way_sum   = [Mux(same_addr, kept_sum, way.sum + s3.grad) for way in self.s3_row.ways]
+        way_count = [Mux(same_addr, kept_count, way.count + 1) for way in self.s3_row.ways]
+        new_sum, new_count = self.s3_new_sum, self.s3_new_count
+        m.d.comb += [
+            new_sum.eq(Array(way_sum)[self.s3_hit_way]),
+            new_count.eq(Array(way_count)[self.s3_hit_way]),
         ]
         free     = Cat(~way.valid for way in row_now.ways)
         free_way = self._lowest(m, free, "s3_free_way")
@@ -570,11 +567,10 @@ class L1Accumulator(wiring.Component):
             with m.Elif(hit):
                 # The sum and count are written whether the entry stays or leaves (a freed
                 # way's are never read), so that only its valid bit waits for the tests.
-                m.d.comb += [
-                    self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way),
-                    new_row.ways[hit_way].sum.eq(new_sum),
-                    new_row.ways[hit_way].count.eq(count_now + 1),
-                ]
+                m.d.comb += [self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way)]
+                for i, way in enumerate(new_row.ways):
+                    with m.If(hit_way == i):
+                        m.d.comb += [way.sum.eq(way_sum[i]), way.count.eq(way_count[i])]
                 # Likewise the write's address and value: the tests decide only whether it is
                 # pushed, its cause and the valid bit, so that they reach few bits.
                 push(s3.addr, new_sum, Mux(crossed, Cause.ACCUM_THRESHOLD, Cause.MAX_UPDATES))
@@ -611,8 +607,6 @@ class L1Accumulator(wiring.Component):
         # The entry the gradient leaves in d_way (if d_holds): kept apart from the row so that
         # the next gradient to the same address reads it from a register of its own.
         next_same_set = self._set(s2.addr) == s3_set   # the gradient in s2, deciding next
-        kept_count = Signal(range(self.max_updates + 2))
-        m.d.comb += kept_count.eq(Mux(hit, count_now + 1, 1))
         m.d.sync += [
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d_write),
@@ -622,7 +616,7 @@ class L1Accumulator(wiring.Component):
             self.s4_holds.eq(d_holds),
             self.s4_alloc.eq(d_alloc),
             self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
-            self.s4_count.eq(kept_count),
+            self.s4_count.eq(Mux(hit, new_count, 1)),
             self.s4_stepped.eq(self.random_step),
             self.s4_inc.eq(count_inc),
             self.s4_dec.eq(count_dec),
@@ -657,6 +651,10 @@ class L1Accumulator(wiring.Component):
         state_next = Signal(L1State)
         m.d.comb += state_next.eq(self.state)
         m.d.sync += self.state.eq(state_next)
+
+        def scan_from(first):   # the scan (or INIT) goes on at set ``first``
+            m.d.sync += [self.scan_set.eq(first), self.scan_next.eq(first + 1)]
+
         pipe_empty = ~(self.s1_valid | self.s2_valid | self.s3_valid | self.s4_valid)
         m.d.comb += read.en.eq(0)
         with m.Switch(self.state):
@@ -669,9 +667,9 @@ class L1Accumulator(wiring.Component):
                 ]
                 with m.If(self.scan_set == self.sets - 1):
                     m.d.comb += state_next.eq(L1State.RUN)
-                    m.d.sync += self.scan_set.eq(0)
+                    scan_from(0)
                 with m.Else():
-                    m.d.sync += self.scan_set.eq(self.scan_set + 1)
+                    scan_from(self.scan_next)
 
             with m.Case(L1State.RUN):
                 # While grad_in.ready is low (no gradient can be accepted) the RAM reads set 0,
@@ -693,8 +691,8 @@ class L1Accumulator(wiring.Component):
                     with m.Else():
                         # Start the scan: set 0 is read now; its row is in read_row in two cycles.
                         m.d.comb += state_next.eq(L1State.SCAN)
+                        scan_from(0)
                         m.d.sync += [
-                            self.scan_set.eq(0),
                             self.scan_done.eq(0),
                             self.scan_wait.eq(1),
                         ]
@@ -702,7 +700,7 @@ class L1Accumulator(wiring.Component):
             with m.Case(L1State.SCAN):
                 # The next set's address is on the read port throughout: the scan's decision
                 # (below) reaches only its enable, not the RAM's address.
-                m.d.comb += read.addr.eq(self.scan_set + 1)
+                m.d.comb += read.addr.eq(self.scan_next)
                 with m.If(self.scan_wait):
                     m.d.sync += self.scan_wait.eq(0)
                 with m.Elif(pending.any()):
@@ -726,8 +724,8 @@ class L1Accumulator(wiring.Component):
                     with m.Elif((self.scan_set == self.sets - 1) | self.empty):
                         m.d.comb += state_next.eq(L1State.DONE)
                     with m.Else():
-                        m.d.sync += [self.scan_set.eq(self.scan_set + 1),
-                                     self.scan_wait.eq(1)]
+                        scan_from(self.scan_next)
+                        m.d.sync += self.scan_wait.eq(1)
 
             with m.Case(L1State.DONE):
                 with m.If(~self.flush):

@@ -20,13 +20,14 @@ class WritebackBuffer(wiring.Component):
     The output obeys the stream rules under any backpressure: the read port is enabled only when
     the output register is empty or being taken, so ``dram_out.valid`` stays high with the same
     payload until DRAM takes it, and ``dram_out.valid`` never depends on ``dram_out.ready``.
-    ``push.ready`` is ``level < depth``: it does not depend on ``dram_out.ready`` either, so no
-    combinational path runs from DRAM back to the compute core.
+    ``push.ready`` is ``level < depth``, kept in a register (``room``): it does not depend on
+    ``dram_out.ready``, so no combinational path runs from DRAM back to the compute core.
 
     Invariants (proven in ``properties/``)
     --------------------------------------
     * ``level == count + out_valid <= depth``, where ``count`` is the number of writes in
       ``storage``, and ``w_ptr == (r_ptr + count) % depth``.
+    * ``room == (level < depth)``, ``holding == (level != 0)``, ``stored == (count != 0)``.
     * ``bursting`` implies ``level > 0``; ``level >= burst_size`` implies ``bursting``.
 
     Parameters
@@ -74,6 +75,11 @@ class WritebackBuffer(wiring.Component):
         self.count     = Signal(range(depth + 1))
         self.out_valid = Signal()
         self.bursting  = Signal()
+        # level < depth, level != 0 and count != 0, kept as registers of their own (see
+        # elaborate()), so that no test of a counter stands in front of what they drive.
+        self.room      = Signal(init=1)
+        self.holding   = Signal()
+        self.stored    = Signal()
 
     def _next_ptr(self, ptr):
         return Mux(ptr == self.depth - 1, 0, ptr + 1)
@@ -84,19 +90,24 @@ class WritebackBuffer(wiring.Component):
         write = self.storage.write_port()
         read  = self.storage.read_port()
 
+        def step(counter, up, down):
+            # counter + up - down, with counter + 1 and counter - 1 made from the register and
+            # up, down only picking one, so that they do not reach an adder.
+            return Mux(up == down, counter, Mux(up, counter + 1, counter - 1))
+
         push_fire = Signal()
         load      = Signal()   # storage -> output register
         pop       = Signal()   # output register -> DRAM
         level_next = Signal(range(self.depth + 1))
 
         m.d.comb += [
-            self.push.ready.eq(self.level < self.depth),
+            self.push.ready.eq(self.room),
             push_fire.eq(self.push.valid & self.push.ready),
             self.dram_out.valid.eq(self.out_valid),
             self.dram_out.payload.eq(read.data),
             pop.eq(self.dram_out.valid & self.dram_out.ready),
-            load.eq(self.bursting & (self.count != 0) & (~self.out_valid | self.dram_out.ready)),
-            level_next.eq(self.level + push_fire - pop),
+            load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),
+            level_next.eq(step(self.level, push_fire, pop)),
             self.burst_active.eq(self.bursting),
 
             write.en.eq(push_fire),
@@ -109,21 +120,22 @@ class WritebackBuffer(wiring.Component):
             m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))
         with m.If(load):
             m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))
-        # The tests on the next level (!= 0, >= burst_size) are made on level (a register) for
-        # each way it can move, and push_fire only picks one, so that it does not reach them
-        # through an adder.
-        grows   = push_fire & ~pop
-        shrinks = pop & ~push_fire
+        # The tests on the next level (!= 0, >= burst_size, < depth) and count (!= 0) are
+        # made on the register for each way it can move, and push_fire, pop and load only pick
+        # one, so that they do not reach the tests through an adder.
+        def becomes_at_least(counter, n, up, down):   # counter + up - down >= n, n a constant
+            def at_least(n):
+                return Const(1) if n <= 0 else Const(0) if n > self.depth else counter >= n
+            return Mux(up == down, at_least(n), Mux(up, at_least(n - 1), at_least(n + 1)))
 
-        def at_least(n):   # level >= n, for a constant n
-            return Const(1) if n <= 0 else Const(0) if n > self.depth else self.level >= n
-
-        nonzero_next = Mux(grows, 1, Mux(shrinks, at_least(2), at_least(1)))
-        burst_next   = Mux(grows, at_least(self.burst_size - 1),
-                           Mux(shrinks, at_least(self.burst_size + 1), at_least(self.burst_size)))
+        nonzero_next = becomes_at_least(self.level, 1, push_fire, pop)
+        burst_next   = becomes_at_least(self.level, self.burst_size, push_fire, pop)
         m.d.sync += [
             self.level.eq(level_next),   # count + out_valid, kept as a register of its own
-            self.count.eq(self.count + push_fire - load),
+            self.room.eq(~becomes_at_least(self.level, self.depth, push_fire, pop)),
+            self.holding.eq(nonzero_next),
+            self.count.eq(step(self.count, push_fire, load)),
+            self.stored.eq(becomes_at_least(self.count, 1, push_fire, load)),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
             self.bursting.eq(nonzero_next &

@@ -82,7 +82,7 @@ MUTANTS = {
     "push_only_into_empty_l2": (
         "progress", "L2 takes a write only when empty (s1 then waits forever below a burst)",
         "writeback.py",
-        "self.push.ready.eq(self.level < self.depth)",
+        "self.push.ready.eq(self.room)",
         "self.push.ready.eq(self.level == 0)"),
     "aborted_scan_runs_to_the_end": (
         "progress", "when flush drops during a scan, L1 scans every remaining set first",
@@ -188,12 +188,12 @@ MUTANTS = {
     "l2_push_ready_when_full": (
         "l2", "L2 takes a push even when full",
         "writeback.py",
-        "self.push.ready.eq(self.level < self.depth)",
+        "self.push.ready.eq(self.room)",
         "self.push.ready.eq(1)"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "compressor.py",
-        "self.idle.eq(l1.idle & (writeback.level == 0))",
+        "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle)"),
     # -- forwarding -----------------------------------------------------------------------
     "no_forwarding": (

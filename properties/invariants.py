@@ -12,7 +12,7 @@ inductive: each one, holding for k cycles, implies itself in the next).
   ``depth``, counts bounded.
 * ``unique_tag``: no two valid ways of a set hold the same tag.
 * ``l2``: ``level == count + out_valid <= depth``, ``w_ptr == (r_ptr + count) % depth``,
-  full / empty right, burst rule (starts at ``burst_size`` or on flush, lasts until empty,
+  full / empty flags right, burst rule (starts at ``burst_size`` or on flush, lasts until empty,
   data is only loaded during a burst).
 * ``pipeline``: s1 only in RUN and judged right; the row L1 works on (``l1.row``) is the
   one in storage (forwarding right), or during a scan the one in storage minus the ways
@@ -120,6 +120,8 @@ def add(h, m, P):
     P.check("l2", "w_ptr_eq_r_ptr_plus_count_mod_depth",
             wb.w_ptr == Mux(ptr_sum >= D, ptr_sum - D, ptr_sum))
     P.check("l2", "full_iff_level_eq_depth", wb.push.ready == (wb.level != D))
+    P.check("l2", "holding_iff_level_nonzero", wb.holding == (wb.level != 0))
+    P.check("l2", "stored_iff_count_nonzero", wb.stored == (wb.count != 0))
     P.check("l2", "empty_means_no_output", (wb.level != 0) | ~d.dram_out.valid)
     P.check("l2", "l2_level_port_is_level", d.l2_level == wb.level)
     P.check("l2", "bursting_implies_not_empty", ~wb.bursting | (wb.level != 0))

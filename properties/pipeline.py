@@ -123,9 +123,10 @@ def add(h, m, P):
                             (~l1.s3_hit | (l1.s3_hit_way == way3))))
     # What s3 decides on, after its correction for s4: its set as it is now, and, for the
     # tracked set (whose rows the policy group keeps well formed, one way per tag), the
-    # way holding its address, with that entry's sum and count. The entry is stated on this
-    # cycle's facts about s3's row and flags and s4's row (same-cycle lemmas): from the past
-    # cycles alone its induction took 103 s on default, with them 9 s (27 Nov 2026).
+    # way holding its address, with that entry's sum and count after its gradient. The entry
+    # is stated on this cycle's facts about s3's row and flags and s4's row (same-cycle
+    # lemmas): from the past cycles alone its induction took 103 s on default, with them 9 s
+    # (27 Nov 2026).
     P.check("forwarding", "s3_decides_on_its_set_now",
             ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
     match_now = _match(tag3, now3)
@@ -135,8 +136,8 @@ def add(h, m, P):
             ~(l1.s3_valid & (set3 == h.track_set)) |
             ((l1.s3_now_hit == match_now.any()) &
              (~l1.s3_now_hit | ((l1.s3_now_way == way_now) &
-                                (l1.s3_now_sum == entry_now.sum) &
-                                (l1.s3_now_count == entry_now.count)))),
+                                (l1.s3_new_sum == entry_now.sum + s3.grad) &
+                                (l1.s3_new_count == entry_now.count + 1)))),
             now=["forwarding/s3_hit_is_its_rows",
                  "forwarding/s3_row_is_its_set_now_unless_s4_writes_it",
                  "pipeline/s3_same_addr_iff_s4_writes_its_address",
@@ -219,6 +220,8 @@ def add(h, m, P):
     for i in range(W):
         P.check("pipeline", "scan_written_ways_were_valid",
                 ~scan | ~l1.scan_done[i] | scanned.ways[i].valid)
+    P.check("pipeline", "scan_next_is_the_set_after_scan_set",
+            l1.scan_next == (l1.scan_set + 1)[:len(l1.scan_next)])
     P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
     P.check("pipeline", "init_holds_nothing",
             ~init | ((d.writeback.level == 0) & (l1.reserved == 0) & (h.balance == 0)))
