@@ -9,8 +9,10 @@ the same value as the operators for operands of any shape: Amaranth's difference
 values is exact (one bit wider than the wider operand, signed if either is), so its top bit
 is set exactly when ``a < b`` (for two unsigned operands the top bit is the borrow).
 
-Compares with a constant keep the operators: Yosys turns them into a few LUTs. So do the
-bypass windows' (``design/compressor.py`` says why).
+Compares with a constant keep the operators: Yosys turns them into a few LUTs.
+``tests/test_compare.py`` checks every function against the operator on every value of small
+shapes, and proves them equal with Yosys' SAT solver at the design's wide shapes (the formal
+harness states the bypass windows with these functions and relies on that proof).
 """
 
 from amaranth.hdl import Value

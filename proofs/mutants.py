@@ -287,8 +287,8 @@ MUTANTS = {
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
         "compressor.py",
-        "(self.grad_in.p.addr <= getattr(self, f\"bypass{i}_limit\"))",
-        "(self.grad_in.p.addr < getattr(self, f\"bypass{i}_limit\"))"),
+        "at_most(self.grad_in.p.addr, getattr(self, f\"bypass{i}_limit\"))",
+        "~at_most(getattr(self, f\"bypass{i}_limit\"), self.grad_in.p.addr)"),
     "bypass_ignores_enable": (
         "bypass", "a window applies even when its enable bit is low",
         "compressor.py",
