@@ -28,8 +28,10 @@ def build_parser():
         prog="python -m synth", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="CONFIG: a comma-separated list of default (the design's defaults, "
-               "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4) and KEY=VALUE overrides, "
-               f"KEY one of {', '.join(PARAMETERS)}; e.g. 1024x4 or 128x4,fifo_depth=64. "
+               "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4), KEY=VALUE overrides, "
+               f"KEY one of {', '.join(PARAMETERS)}, and modes=off (the run-time modes' "
+               "settings tied off, so their logic is left out); e.g. 1024x4, "
+               "128x4,fifo_depth=64 or default,modes=off. "
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")
@@ -64,8 +66,9 @@ def main(argv=None):
     command = shlex.join(["python", "-m", "synth", *(sys.argv[1:] if argv is None else argv)])
     try:
         results = [run(name, dut, args.out, seeds=args.seeds, freq=args.freq,
-                       place=not args.synth_only, log=lambda line: print(line, file=sys.stderr))
-                   for name, dut in configs]
+                       place=not args.synth_only, modes=modes,
+                       log=lambda line: print(line, file=sys.stderr))
+                   for name, dut, modes in configs]
     except RuntimeError as error:   # a tool failed: its message and where its log is
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1

@@ -20,6 +20,7 @@ from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
 from design import GradientCompressor
+from design.params import MODES_OFF
 from design.verilog import MODE_INPUTS, flat_ports, yosys_command
 
 from .netlist import Netlist
@@ -44,7 +45,7 @@ MODE_OUTPUTS = ("current_threshold", "ema_average", "stochastic_write", "discard
                 "discard_addr", "discard_error", "discard_count", "discard_sum", "bypassed")
 
 
-def fpga_top(dut):
+def fpga_top(dut, modes=True):
     """The flat-port design as it goes onto the FPGA; returns ``(module, ports)``.
 
     With every port on a pin the design no longer fits the package (CABGA381), so the
@@ -52,6 +53,11 @@ def fpga_top(dut):
     pin ``settings_in`` (as control registers would feed them), and the mode outputs are
     folded (XOR) into the registered pin ``mode_out``. Both keep every setting a free input
     and every output observed, so no logic is optimised away; the datapath is unchanged.
+
+    With ``modes=False`` the mode settings are tied to their off values instead
+    (:data:`design.params.MODES_OFF`, the LFSR never loaded), as a system that does not use
+    the run-time modes would tie them: Yosys then removes the modes' logic, and the figures
+    are those of the compressor without its variants.
     """
     m, ports = flat_ports(dut)
     settings = [p for p in ports if p.name in MODE_INPUTS]
@@ -59,7 +65,10 @@ def fpga_top(dut):
     settings_in, mode_out = Signal(name="settings_in"), Signal(name="mode_out")
     chain = Signal(sum(len(p) for p in settings), name="settings_chain")
     m.d.sync += [chain.eq(Cat(settings_in, chain[:-1])), mode_out.eq(Cat(*outputs).xor())]
-    m.d.comb += Cat(*settings).eq(chain)
+    if modes:
+        m.d.comb += Cat(*settings).eq(chain)
+    else:
+        m.d.comb += [p.eq(MODES_OFF.get(p.name, 0)) for p in settings]
     kept = [p for p in ports if p.name not in MODE_INPUTS and p.name not in MODE_OUTPUTS]
     return m, kept + [settings_in, mode_out]
 
@@ -69,12 +78,13 @@ class UsageError(Exception):
 
 
 def parse_configuration(text):
-    """A configuration from the command line, as ``(name, GradientCompressor)``.
+    """A configuration from the command line, as ``(name, GradientCompressor, modes)``.
 
     ``text`` is a comma-separated list of items: ``default`` (the design's defaults),
-    ``SETSxWAYS`` (e.g. ``1024x4``) and ``key=value`` overrides of the design's parameters,
-    applied in order, e.g. ``128x4,fifo_depth=64`` or ``sets=4,ways=2``. The design checks the
-    values.
+    ``SETSxWAYS`` (e.g. ``1024x4``), ``key=value`` overrides of the design's parameters,
+    applied in order, e.g. ``128x4,fifo_depth=64`` or ``sets=4,ways=2``, and ``modes=off``
+    (``modes`` is ``False``: the run-time modes' settings tied off, see :func:`fpga_top`;
+    ``modes=on``, the default, keeps them). The design checks the values.
 
     Raises
     ------
@@ -82,17 +92,21 @@ def parse_configuration(text):
         For an unknown item or parameter, a value that is not an integer, or a value the
         design refuses (with the design's message).
     """
-    params = {}
+    params, modes = {}, True
     for item in text.split(","):
         key, sep, value = item.partition("=")
         geometry = GEOMETRY.fullmatch(item)
         if item == "default":
             continue
+        elif key == "modes" and sep:
+            if value not in ("on", "off"):
+                raise UsageError(f"modes must be on or off, not {value!r}")
+            modes = value == "on"
         elif geometry:
             params.update(sets=int(geometry[1]), ways=int(geometry[2]))
         elif not sep:
             raise UsageError(f"unknown configuration {item!r}: use default, SETSxWAYS "
-                             f"(e.g. 1024x4) or KEY=VALUE")
+                             f"(e.g. 1024x4), KEY=VALUE or modes=off")
         elif key not in PARAMETERS:
             raise UsageError(f"unknown parameter {key!r} in {text!r}: use one of "
                              f"{', '.join(PARAMETERS)}")
@@ -105,7 +119,7 @@ def parse_configuration(text):
         dut = GradientCompressor(**params)
     except (TypeError, ValueError) as error:
         raise UsageError(f"configuration {text!r}: {error}") from None
-    return text, dut
+    return text, dut, modes
 
 
 def _tool(name):
@@ -270,7 +284,7 @@ def critical_path(netlist, report):
     return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
 
 
-def run(name, dut, build_root, seeds=(1,), freq=200, place=True, log=print):
+def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log=print):
     """Run the flow for one configuration; return everything the report shows.
 
     Parameters
@@ -287,17 +301,20 @@ def run(name, dut, build_root, seeds=(1,), freq=200, place=True, log=print):
         Clock constraint for nextpnr, MHz.
     place : bool
         False: synthesis only (no placement, routing or Fmax).
+    modes : bool
+        False: the run-time modes' settings tied off (see :func:`fpga_top`).
     log : callable
         Called with a line of progress.
     """
     config = {key: getattr(dut, key) for key in PARAMETERS}
     build = pathlib.Path(build_root) / name.replace("=", "-").replace(",", "_")
     log(f"{name}: synth_ecp5 ...")
-    synth = synthesize(*fpga_top(dut), build)
+    synth = synthesize(*fpga_top(dut, modes), build)
     netlist = Netlist(synth["netlist"], top=TOP)
     result = {
         "name": name,
         "configuration": config,
+        "modes": modes,
         "build": os.fspath(build),
         "cells": netlist.cell_counts(),
         "l1_row_bits": dut.l1.row_layout.size,

@@ -32,8 +32,22 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     assert "# ECP5 synthesis report" in capsys.readouterr().out
 
 
+def test_modes_off_leaves_the_modes_logic_out(tmp_path, capsys):
+    assert main(["--synth-only", SMALL, SMALL + ",modes=off", "--out", str(tmp_path)]) == 0
+    on, off = json.loads((tmp_path / "synth.json").read_text())["results"]
+    assert (on["modes"], off["modes"]) == (True, False)
+    assert off["configuration"] == on["configuration"]
+    # The EMA's average goes: its settings are tied off.
+    assert "ema_average" in on["flip_flops_by_signal"]
+    assert "ema_average" not in off["flip_flops_by_signal"]
+    assert off["cells"]["LUT4"] < on["cells"]["LUT4"]
+    assert f"| {SMALL},modes=off |" in (tmp_path / "synth.md").read_text()
+
+
 @pytest.mark.parametrize("config, message", [
-    ("fast", "unknown configuration 'fast': use default, SETSxWAYS (e.g. 1024x4) or KEY=VALUE"),
+    ("fast", "unknown configuration 'fast': use default, SETSxWAYS (e.g. 1024x4), KEY=VALUE "
+             "or modes=off"),
+    ("default,modes=maybe", "modes must be on or off, not 'maybe'"),
     ("3x4", "configuration '3x4': sets must be a power of two (1, 2, 4, ...), not 3"),
     ("ways=x", "ways must be an integer, not 'x'"),
     ("128x4,depth=8", "unknown parameter 'depth' in '128x4,depth=8': use one of addr_width, "
