@@ -698,9 +698,14 @@ class L1Accumulator(wiring.Component):
                         ]
 
             with m.Case(L1State.SCAN):
-                # The next set's address is on the read port throughout: the scan's decision
-                # (below) reaches only its enable, not the RAM's address.
-                m.d.comb += read.addr.eq(self.scan_next)
+                # The next set's address is on the read port throughout, and the scanned set's
+                # address and its row emptied on the write port: the scan's decision (below)
+                # reaches only the ports' enables, not their addresses or the row's many bits.
+                m.d.comb += [
+                    read.addr.eq(self.scan_next),
+                    write.addr.eq(self.scan_set),
+                    write.data.eq(cleared_row),
+                ]
                 with m.If(self.scan_wait):
                     m.d.sync += self.scan_wait.eq(0)
                 with m.Elif(pending.any()):
@@ -714,8 +719,6 @@ class L1Accumulator(wiring.Component):
                     # there is none (and with one set it would be the set being written).
                     m.d.comb += [
                         write.en.eq(1),
-                        write.addr.eq(self.scan_set),
-                        write.data.eq(cleared_row),
                         read.en.eq(self.scan_set != self.sets - 1),
                     ]
                     m.d.sync += self.scan_done.eq(0)
