@@ -30,7 +30,7 @@ def build_parser():
         epilog="CONFIG: a comma-separated list of default (the design's defaults, "
                "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4), KEY=VALUE overrides, "
                f"KEY one of {', '.join(PARAMETERS)}, and modes=off (the run-time modes' "
-               "settings tied off, so their logic is left out); e.g. 1024x4, "
+               "settings tied off, so the logic they control is left out); e.g. 1024x4, "
                "128x4,fifo_depth=64 or default,modes=off. "
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],

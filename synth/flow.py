@@ -56,8 +56,10 @@ def fpga_top(dut, modes=True):
 
     With ``modes=False`` the mode settings are tied to their off values instead
     (:data:`design.params.MODES_OFF`, the LFSR never loaded), as a system that does not use
-    the run-time modes would tie them: Yosys then removes the modes' logic, and the figures
-    are those of the compressor without its variants.
+    the run-time modes would tie them: Yosys then removes the logic they control (the windows'
+    compares, the dual threshold's tests, the stochastic test, the EMA threshold's multiply
+    and clamp), and the figures are those of the compressor's datapath without its variants.
+    The mode outputs stay observed (the EMA's average still follows the gradients).
     """
     m, ports = flat_ports(dut)
     settings = [p for p in ports if p.name in MODE_INPUTS]
