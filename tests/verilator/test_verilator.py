@@ -2,7 +2,9 @@
 finds nothing once ``design/gradient_compressor.vlt`` waives the generator's idioms, and the
 cocotb testbench ``seed_bench.py`` runs the seed's scenarios through it."""
 
+import fnmatch
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,6 +60,27 @@ def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
     assert done.returncode == 0 and "%Warning" not in done.stderr, done.stderr[-4000:]
     # Without the waivers the same run does warn: the check is not vacuous.
     assert "%Warning-" in lint(verilog).stderr
+
+
+@needs_verilator
+def test_every_waiver_matches_a_warning(tmp_path, verilator_env):
+    """A waiver that matches nothing (the idiom it was written for has gone from the code)
+    would hide the next warning of its kind: each must match some warning of the exported
+    Verilog of the default or the small configuration."""
+    warnings = []
+    for i, config in enumerate([[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
+                                     "--burst-size", "2", "--grad-width", "8"]]):
+        verilog = tmp_path / f"config{i}.v"
+        export_verilog(["-o", str(verilog), *config])
+        warnings += re.findall(r"^%Warning-(\w+): [^:]+:\d+:\d+: (.*)$", lint(verilog).stderr,
+                               re.MULTILINE)
+    waivers = re.findall(r'^lint_off -rule (\w+) -file "\*" -match "(.*)"$',
+                         WAIVERS.read_text(), re.MULTILINE)
+    assert waivers
+    unused = [(rule, match) for rule, match in waivers
+              if not any(r == rule and fnmatch.fnmatchcase(message, match)
+                         for r, message in warnings)]
+    assert unused == []
 
 
 @needs_verilator
