@@ -65,11 +65,12 @@ def fpga_top(dut, modes=True):
     settings = [p for p in ports if p.name in MODE_INPUTS]
     outputs = [p for p in ports if p.name in MODE_OUTPUTS]
     settings_in, mode_out = Signal(name="settings_in"), Signal(name="mode_out")
-    chain = Signal(sum(len(p) for p in settings), name="settings_chain")
-    m.d.sync += [chain.eq(Cat(settings_in, chain[:-1])), mode_out.eq(Cat(*outputs).xor())]
+    m.d.sync += mode_out.eq(Cat(*outputs).xor())
     if modes:
+        chain = Signal(sum(len(p) for p in settings), name="settings_chain")
+        m.d.sync += chain.eq(Cat(settings_in, chain[:-1]))
         m.d.comb += Cat(*settings).eq(chain)
-    else:
+    else:   # settings_in stays a pin, unused, so that both forms have the same ports
         m.d.comb += [p.eq(MODES_OFF.get(p.name, 0)) for p in settings]
     kept = [p for p in ports if p.name not in MODE_INPUTS and p.name not in MODE_OUTPUTS]
     return m, kept + [settings_in, mode_out]
