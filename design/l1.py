@@ -43,7 +43,8 @@ class L1Accumulator(wiring.Component):
       (``read_row``), with nothing in front of the register, so that the block RAM's slow
       clock-to-output has a cycle to itself. The set is compared with the sets of the rows the
       later stages will be writing (registered as ``s2_fwd``). In the EMA mode the EMA
-      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it.
+      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it. So is ``|g|``
+      (``s2_magnitude``), which ``s2``'s compares take.
     * ``s2`` (*t+2*), compare: the row is the newest of ``s4_row``, ``h1_row``, ``h2_row``
       (rows written in this cycle and in the two before, which the read could not see) and
       ``read_row``; the tags are compared, and the row, the hit way, the verdict
@@ -234,6 +235,8 @@ class L1Accumulator(wiring.Component):
         self.s2_match_h1 = Signal(ways)
         self.s2_match_h2 = Signal(ways)
         self.s2_candidate = Signal(grad_width + 4)  # the EMA threshold before its clamp
+        # |g|, made in s1 so that s2's compares against it start from a register.
+        self.s2_magnitude = Signal(grad_width)
         # The set row as it is for the gradient in s2 (all but the gradient in s3), or as read
         # for the set being scanned.
         self.row       = Signal(self.row_layout)
@@ -247,7 +250,7 @@ class L1Accumulator(wiring.Component):
         # the wide selects of s3's row and entry start from a register.
         self.s3_same_addr = Signal()
         self.s3_same_set  = Signal()
-        self.s3_hit_taken = Signal()               # ... allocated its hit way to another tag
+        self.s3_taken     = Signal(ways)           # ... allocated this way (one-hot, or none)
         # One bit wider than a held sum: with the bounds a held sum's width (they fit it),
         # place and route gave 2-10 % less Fmax (docs/synth.md).
         self.s3_high   = Signal(signed(vw + 1))    # t - g: |s + g| >= t iff s >= t - g ...
@@ -383,6 +386,7 @@ class L1Accumulator(wiring.Component):
             self.s2_valid.eq(self.s1_valid),
             s2.eq(s1),
             self.s2_candidate.eq(ema_candidate(s1.ema_source, s1.ema_scale)),
+            self.s2_magnitude.eq(abs(s1.grad)),
         ]
 
         # -- history of written rows ----------------------------------------------------------
@@ -409,6 +413,7 @@ class L1Accumulator(wiring.Component):
         # The threshold the gradient is judged against, the bounds and the verdict. They are
         # made for each threshold it may be (the fixed one, or the EMA's candidate, ema_min or
         # ema_max, as the clamp picks) side by side, so that the clamp's compares only pick.
+        magnitude = self.s2_magnitude
         grad_wide = Signal(signed(vw + 1))
         m.d.comb += grad_wide.eq(s2.grad)
         judgement = data.StructLayout({"threshold": self.grad_width, "high": signed(vw + 1),
@@ -420,7 +425,7 @@ class L1Accumulator(wiring.Component):
                 judged.threshold.eq(threshold),
                 judged.high.eq(threshold - grad_wide),
                 judged.low.eq(-threshold - grad_wide),
-                judged.direct.eq(at_least(abs(s2.grad), threshold)),
+                judged.direct.eq(at_least(magnitude, threshold)),
             ]
             return judged
 
@@ -459,10 +464,10 @@ class L1Accumulator(wiring.Component):
             self.s3_hit_way.eq(s2_hit_way),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
-            self.s3_tiny.eq(less(abs(s2.grad), s2.small_threshold)),
+            self.s3_tiny.eq(less(magnitude, s2.small_threshold)),
             self.s3_chance.eq(Cat(
-                less(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),
-                less(self.random_next * s2.small_threshold, abs(s2.grad) << self.grad_width))),
+                less(self.random * s2.small_threshold, magnitude << self.grad_width),
+                less(self.random_next * s2.small_threshold, magnitude << self.grad_width))),
         ]
 
         # -- stage s3: decide -----------------------------------------------------------------
@@ -489,7 +494,7 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             # Another address of the same set can only have taken the hit way (eviction).
             m.d.comb += [
-                hit.eq(self.s3_hit & ~self.s3_hit_taken),
+                hit.eq(self.s3_hit & ~self.s3_taken.bit_select(self.s3_hit_way, 1)),
                 hit_way.eq(self.s3_hit_way),
             ]
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
@@ -531,6 +536,12 @@ class L1Accumulator(wiring.Component):
         free_way = self._lowest(m, free, "s3_free_way")
         victim_way = row_now.victim
         victim     = row_now.ways[victim_way]
+        # The way a miss would allocate, one-hot, made from the row alone: the hit only gates
+        # it (in s3_taken, below), so that the loop through s3_taken is a few gates long.
+        alloc_ways = Signal(self.ways)
+        lowest_free = Cat(free[i] & ~free[:i].any() for i in range(self.ways))
+        m.d.comb += alloc_ways.eq(Mux(free.any(), lowest_free if self.max_updates > 1 else 0,
+                                      Const(1, self.ways) << victim_way))
         s3_set = self._set(s3.addr)
         s3_tag = self._tag(s3.addr)
 
@@ -542,7 +553,12 @@ class L1Accumulator(wiring.Component):
         d_alloc = Signal()
         d_push  = Signal()
         d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
-        written = Signal(signed(vw))   # what a tiny miss writes (stochastic mode)
+        # What a tiny miss writes (stochastic mode): made from the registers, not from the
+        # decision, as its only other reader (discard_error) counts only for a tiny miss.
+        chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
+        written = Signal(signed(vw))
+        m.d.comb += written.eq(Mux(s3.stochastic & chance,
+                                   Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))
 
         def push(addr, value, cause):
             m.d.comb += [
@@ -587,9 +603,7 @@ class L1Accumulator(wiring.Component):
                 m.d.comb += self.small_miss.eq(1)
                 with m.If(s3.stochastic):
                     m.d.comb += self.random_step.eq(1)
-                    with m.If(self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)):
-                        m.d.comb += written.eq(Mux(s3.grad[-1], -s3.small_threshold,
-                                                   s3.small_threshold))
+                    with m.If(chance):
                         push(s3.addr, written, Cause.STOCHASTIC)
             with m.Elif(free.any()):
                 m.d.comb += self.miss.eq(1)
@@ -625,7 +639,7 @@ class L1Accumulator(wiring.Component):
             # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
             self.s3_same_set.eq(d_write & next_same_set),
             self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
-            self.s3_hit_taken.eq(d_alloc & next_same_set & (d_way == s2_hit_way)),
+            self.s3_taken.eq(Mux(d_alloc & next_same_set, alloc_ways, 0)),
             # The dual threshold's accounting, registered.
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),

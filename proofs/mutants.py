@@ -201,10 +201,10 @@ MUTANTS = {
         "l1.py",
         "self.s3_same_set.eq(d_write & next_same_set),\n"
         "            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),\n"
-        "            self.s3_hit_taken.eq(d_alloc & next_same_set & (d_way == s2_hit_way)),",
+        "            self.s3_taken.eq(Mux(d_alloc & next_same_set, alloc_ways, 0)),",
         "self.s3_same_set.eq(0),\n"
         "            self.s3_same_addr.eq(0),\n"
-        "            self.s3_hit_taken.eq(0),"),
+        "            self.s3_taken.eq(0),"),
     "forward_ignores_address": (
         "forwarding", "s4's row is forwarded to s2 whatever its set",
         "l1.py",
@@ -227,8 +227,8 @@ MUTANTS = {
     "tiny_bound_inclusive": (
         "dual-threshold", "a miss with |g| == small_threshold counts as tiny (<= for <)",
         "l1.py",
-        "self.s3_tiny.eq(less(abs(s2.grad), s2.small_threshold)),",
-        "self.s3_tiny.eq(at_most(abs(s2.grad), s2.small_threshold)),"),
+        "self.s3_tiny.eq(less(magnitude, s2.small_threshold)),",
+        "self.s3_tiny.eq(at_most(magnitude, s2.small_threshold)),"),
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "compressor.py",
@@ -243,13 +243,13 @@ MUTANTS = {
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
         "l1.py",
-        "m.d.comb += written.eq(Mux(s3.grad[-1], -s3.small_threshold,",
-        "m.d.comb += written.eq(Mux(0, -s3.small_threshold,"),
+        "Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))",
+        "Mux(0, -s3.small_threshold, s3.small_threshold), 0))"),
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small == |g| * 2**R",
         "l1.py",
-        "less(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),",
-        "at_most(self.random * s2.small_threshold, abs(s2.grad) << self.grad_width),"),
+        "less(self.random * s2.small_threshold, magnitude << self.grad_width),",
+        "at_most(self.random * s2.small_threshold, magnitude << self.grad_width),"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
         "l1.py",

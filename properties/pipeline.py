@@ -111,9 +111,9 @@ def add(h, m, P):
             ~l1.s3_valid | (l1.s3_same_set == (h.s4_writes & (l1.s4_set == set3))))
     P.check("pipeline", "s3_same_addr_iff_s4_writes_its_address",
             ~l1.s3_valid | (l1.s3_same_addr == (h.s4_writes & (h.stage[4].addr == s3.addr))))
-    P.check("pipeline", "s3_hit_taken_iff_s4_allocated_its_hit_way",
-            ~l1.s3_valid | (l1.s3_hit_taken == (s4_on_set3 & l1.s4_alloc &
-                                                (l1.s4_way == l1.s3_hit_way))))
+    P.check("pipeline", "s3_taken_is_the_way_s4_allocated_on_its_set",
+            ~l1.s3_valid | (l1.s3_taken == Mux(s4_on_set3 & l1.s4_alloc,
+                                               Const(1, W) << l1.s4_way, 0)))
     P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
     match3 = _match(tag3, l1.s3_row)
@@ -142,7 +142,7 @@ def add(h, m, P):
                  "forwarding/s3_row_is_its_set_now_unless_s4_writes_it",
                  "pipeline/s3_same_addr_iff_s4_writes_its_address",
                  "pipeline/s3_same_set_iff_s4_writes_its_set",
-                 "pipeline/s3_hit_taken_iff_s4_allocated_its_hit_way",
+                 "pipeline/s3_taken_is_the_way_s4_allocated_on_its_set",
                  "forwarding/s4_kept_entry_is_its_rows",
                  "forwarding/s4_row_is_the_decided_row_changed_in_s4s_way"] +
             (["unique_tag/tracked_set_at_most_one_way_per_tag"] if W > 1 else []))
