@@ -400,13 +400,25 @@ class L1Accumulator(wiring.Component):
         ]
 
         # -- stage s2: compare ----------------------------------------------------------------
+        # The row, and its match vector: s4's from s1's compare with the row s3 decided on,
+        # corrected for the one way s3 changed (which holds s3's address or nothing); h1's and
+        # h2's from s1's compares; only the RAM's row is compared here. The hit and the hit way
+        # are found on the forwarded match (from registers) and on the RAM row's side by side,
+        # and picked last, so that the RAM's row meets no select before its compares.
         row = self.row
+        s2_tag = self._tag(s2.addr)
+        match_s4 = Cat(Mux(self.s4_way == i, self.s4_holds & self.s2_same_tag,
+                           self.s2_match_s4[i]) for i in range(self.ways))
+        forwarded = Signal(self.ways)
+        use_forwarded = Signal()
         with m.If(self.s2_fwd[0] & self.s4_valid & self.s4_write):
-            m.d.comb += row.eq(self.s4_row)
+            m.d.comb += [row.eq(self.s4_row), forwarded.eq(match_s4), use_forwarded.eq(1)]
         with m.Elif(self.s2_fwd[1] & self.h1_valid):
-            m.d.comb += row.eq(self.h1_row)
+            m.d.comb += [row.eq(self.h1_row), forwarded.eq(self.s2_match_h1),
+                         use_forwarded.eq(1)]
         with m.Elif(self.s2_fwd[2] & self.h2_valid):
-            m.d.comb += row.eq(self.h2_row)
+            m.d.comb += [row.eq(self.h2_row), forwarded.eq(self.s2_match_h2),
+                         use_forwarded.eq(1)]
         with m.Else():
             m.d.comb += row.eq(self.read_row)
 
@@ -438,29 +450,17 @@ class L1Accumulator(wiring.Component):
         judged = Signal(judgement)
         m.d.comb += judged.eq(Mux(s2.ema, ema_judged, judge(s2.threshold, "s2_judged_fixed")))
 
-        s2_tag  = self._tag(s2.addr)
-        # The match vector, chosen as the row is: s4's from s1's compare with the row s3
-        # decided on, corrected for the one way s3 changed (which holds s3's address or
-        # nothing); h1's and h2's from s1's compares; only the RAM's row is compared here.
-        match_s4 = Cat(Mux(self.s4_way == i, self.s4_holds & self.s2_same_tag,
-                           self.s2_match_s4[i]) for i in range(self.ways))
-        match = Signal(self.ways)
-        with m.If(self.s2_fwd[0] & self.s4_valid & self.s4_write):
-            m.d.comb += match.eq(match_s4)
-        with m.Elif(self.s2_fwd[1] & self.h1_valid):
-            m.d.comb += match.eq(self.s2_match_h1)
-        with m.Elif(self.s2_fwd[2] & self.h2_valid):
-            m.d.comb += match.eq(self.s2_match_h2)
-        with m.Else():
-            m.d.comb += match.eq(self._match(s2_tag, self.read_row))
-        s2_hit_way = self._lowest(m, match, "s2_hit_way")
+        read_match = self._match(s2_tag, self.read_row)
+        s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
+        s2_hit_way = Mux(use_forwarded, self._lowest(m, forwarded, "s2_forwarded_way"),
+                         self._lowest(m, read_match, "s2_read_way"))
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
             s3.threshold.eq(judged.threshold),
             self.s3_direct.eq(judged.direct),
             self.s3_row.eq(row),
-            self.s3_hit.eq(match.any()),
+            self.s3_hit.eq(s2_hit),
             self.s3_hit_way.eq(s2_hit_way),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
