@@ -213,10 +213,8 @@ MUTANTS = {
     "forward_stale_row": (
         "forwarding", "the row written in the cycle of the read (h2) is not forwarded",
         "l1.py",
-        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):\n"
-        "            m.d.comb += row.eq(self.h2_row)",
-        "        with m.Elif(0):\n"
-        "            m.d.comb += row.eq(self.h2_row)"),
+        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):",
+        "        with m.Elif(0):"),
     # -- run-time modes (design/modes.py), with every mode input and the random bits free ---
     # dual threshold, mode drop
     "tiny_hit_dropped": (
