@@ -382,14 +382,15 @@ def test_witness_threshold_under_the_streamers_name(tmp_path):
 
 def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
     # yosys may name a free input after a wire it drives: flush after the EMA's latch, the
-    # EMA's settings after its own copies, the random bits after FreeRandom's source, a mode
-    # input after the design's port (with a $N suffix). Replay must read each as that input
-    # (flush read as 0 replayed another run than the counterexample).
+    # EMA's settings after its own copies, the random bits after FreeRandom's next_state
+    # (as the proofs' witnesses have them), a mode input after the design's port
+    # (with a $N suffix). Replay must read each as that input (flush read as 0 replayed
+    # another run than the counterexample; the random bits read as 0, another stochastic run).
     import json
     from proofs.replay import read_witness
     paths = {"in_flush": ["\\dut", "\\ema", "\\latch"],
              "in_ema_min": ["\\dut", "\\ema", "\\minimum"],
-             "in_random": ["\\dut", "\\lfsr", "\\random_source"],
+             "in_random": ["\\dut", "\\lfsr", "\\random_next_bits"],
              "in_bypass0_base": ["\\dut", "\\bypass0_base"],
              "in_lfsr_load": ["\\dut", "\\lfsr_load$56"]}
     yw = tmp_path / "trace.yw"
