@@ -69,6 +69,10 @@ def add(h, m, P):
             ~l1.s1_valid | (s1.as_value() == h.stage[1].as_value()))
     P.check("pipeline", "s2_holds_the_gradient_as_accepted",
             ~l1.s2_valid | (s2.as_value() == h.stage[2].as_value()))
+    # |g|, registered in s1 for s2's compares: stated here, so that an induction step need
+    # not reach back to s1 for it.
+    P.check("pipeline", "s2_magnitude_is_its_gradients",
+            ~l1.s2_valid | (l1.s2_magnitude == abs(s2.grad)))
     P.check("pipeline", "s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
             ~l1.s3_valid |
             ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
