@@ -246,6 +246,7 @@ class L1Accumulator(wiring.Component):
         self.s3_row    = Signal(self.row_layout)
         self.s3_hit    = Signal()
         self.s3_hit_way = Signal(range(ways))
+        self.s3_hit_ways = Signal(ways)            # ... one-hot (0 on a miss)
         # The gradient now in s4 rewrote s3's set (its address): registered with s4, so that
         # the wide selects of s3's row and entry start from a register.
         self.s3_same_addr = Signal()
@@ -270,6 +271,7 @@ class L1Accumulator(wiring.Component):
         self.s4_set    = Signal(range(sets))
         self.s4_row    = Signal(self.row_layout)
         self.s4_way    = Signal(range(ways))       # the way the gradient hit or allocated
+        self.s4_ways   = Signal(ways)              # ... one-hot
         self.s4_holds  = Signal()                  # ... holds its address after it
         self.s4_alloc  = Signal()                  # ... took a new tag
         self.s4_sum    = Signal(signed(vw))        # ... with this sum
@@ -303,6 +305,10 @@ class L1Accumulator(wiring.Component):
             with m.If(bits[i]):
                 m.d.comb += index.eq(i)
         return index
+
+    def _lowest_one_hot(self, bits):
+        """The lowest set bit of ``bits`` alone (0 if none)."""
+        return Cat(bits[i] & ~bits[:i].any() for i in range(self.ways))
 
     def _set(self, addr):
         return addr[:self.set_bits]
@@ -454,6 +460,8 @@ class L1Accumulator(wiring.Component):
         s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
         s2_hit_way = Mux(use_forwarded, self._lowest(m, forwarded, "s2_forwarded_way"),
                          self._lowest(m, read_match, "s2_read_way"))
+        s2_hit_ways = Mux(use_forwarded, self._lowest_one_hot(forwarded),
+                          self._lowest_one_hot(read_match))
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
@@ -462,6 +470,7 @@ class L1Accumulator(wiring.Component):
             self.s3_row.eq(row),
             self.s3_hit.eq(s2_hit),
             self.s3_hit_way.eq(s2_hit_way),
+            self.s3_hit_ways.eq(s2_hit_ways),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
             self.s3_tiny.eq(less(magnitude, s2.small_threshold)),
@@ -484,19 +493,18 @@ class L1Accumulator(wiring.Component):
             self.s2_match_h1.eq(self._match(s1_tag, self.s4_row)),
             self.s2_match_h2.eq(self._match(s1_tag, self.h1_row)),
         ]
+        # Its hit, per way (one-hot) and as a whole: the entry is exactly what the gradient
+        # before left (held in s4's way, or freed) if that one had its address; else another
+        # address of the same set can only have taken the hit way (eviction). Per way, from
+        # registers through a gate or two, so that the row's bits need not wait for an index.
         hit, hit_way = self.s3_now_hit, self.s3_now_way
-        with m.If(same_addr):
-            # The entry is exactly what the gradient before left: held in s4_way, or freed.
-            m.d.comb += [
-                hit.eq(self.s4_holds),
-                hit_way.eq(self.s4_way),
-            ]
-        with m.Else():
-            # Another address of the same set can only have taken the hit way (eviction).
-            m.d.comb += [
-                hit.eq(self.s3_hit & ~self.s3_taken.bit_select(self.s3_hit_way, 1)),
-                hit_way.eq(self.s3_hit_way),
-            ]
+        hit_ways = Signal(self.ways)
+        m.d.comb += [
+            hit_ways.eq(Mux(same_addr, Mux(self.s4_holds, self.s4_ways, 0),
+                            self.s3_hit_ways & ~self.s3_taken)),
+            hit.eq(Mux(same_addr, self.s4_holds, (self.s3_hit_ways & ~self.s3_taken).any())),
+            hit_way.eq(Mux(same_addr, self.s4_way, self.s3_hit_way)),
+        ]
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
         # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
         # is (same_addr, the hit way), so that no mux stands in front of the compares. Whether
@@ -533,26 +541,32 @@ class L1Accumulator(wiring.Component):
             new_count.eq(Array(way_count)[self.s3_hit_way]),
         ]
         free     = Cat(~way.valid for way in row_now.ways)
-        free_way = self._lowest(m, free, "s3_free_way")
+        full     = ~free.any()
+        lowest_free = self._lowest_one_hot(free)
+        free_way = self._lowest(m, lowest_free, "s3_free_way")
         victim_way = row_now.victim
         victim     = row_now.ways[victim_way]
-        # The way a miss would allocate, one-hot, made from the row alone: the hit only gates
-        # it (in s3_taken, below), so that the loop through s3_taken is a few gates long.
+        # The way a miss allocates, one-hot, made from the row alone: the case flags below
+        # only gate it, so that the loop through s3_taken is a few gates long.
         alloc_ways = Signal(self.ways)
-        lowest_free = Cat(free[i] & ~free[:i].any() for i in range(self.ways))
-        m.d.comb += alloc_ways.eq(Mux(free.any(), lowest_free if self.max_updates > 1 else 0,
-                                      Const(1, self.ways) << victim_way))
+        m.d.comb += alloc_ways.eq(Mux(full, Const(1, self.ways) << victim_way, lowest_free))
         s3_set = self._set(s3.addr)
         s3_tag = self._tag(s3.addr)
 
-        new_row = Signal(self.row_layout)
-        m.d.comb += new_row.eq(row_now)
-        d_write = Signal()
-        d_way   = Signal(range(self.ways))
-        d_holds = Signal()
-        d_alloc = Signal()
-        d_push  = Signal()
-        d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        # What the gradient does: one flag per case, each a few gates from registers, so that
+        # every output below is a flat function of them (the tests enter last, in a mux).
+        judged_here = self.s3_valid & ~self.s3_direct      # decided by L1 (not direct)
+        c_direct = self.s3_valid & self.s3_direct
+        c_hit    = judged_here & hit
+        hit_here = Mux(judged_here, hit_ways, 0)
+        c_tiny   = judged_here & ~hit & self.s3_tiny
+        c_miss   = judged_here & ~hit & ~self.s3_tiny
+        c_evict  = c_miss & full
+        # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
+        # free way is written out at once instead.
+        allocates = c_miss if self.max_updates > 1 else c_evict
+        alloc_here = Mux(allocates, alloc_ways, 0)
+
         # What a tiny miss writes (stochastic mode): made from the registers, not from the
         # decision, as its only other reader (discard_error) counts only for a tiny miss.
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
@@ -560,75 +574,64 @@ class L1Accumulator(wiring.Component):
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))
 
-        def push(addr, value, cause):
-            m.d.comb += [
-                d_push.eq(1),
-                d_push_p.addr.eq(addr),
-                d_push_p.value.eq(value),
-                d_push_p.cause.eq(cause),
-            ]
+        # The new row: the hit way takes its new sum and count (whether the entry stays or
+        # leaves: a freed way's are never read) and keeps its valid bit unless it leaves; an
+        # allocated way takes the new entry; a full set's victim pointer moves on.
+        new_row = Signal(self.row_layout)
+        m.d.comb += new_row.eq(row_now)
+        for i, way in enumerate(new_row.ways):
+            with m.If(alloc_here[i]):
+                m.d.comb += [way.valid.eq(1), way.tag.eq(s3_tag), way.sum.eq(s3.grad),
+                             way.count.eq(1)]
+            with m.Elif(hit_here[i]):
+                m.d.comb += [way.valid.eq(~leaves_way[i]), way.sum.eq(way_sum[i]),
+                             way.count.eq(way_count[i])]
+        with m.If(c_evict):
+            m.d.comb += new_row.victim.eq(victim_way + 1)
 
-        def new_entry(way):
-            m.d.comb += [
-                new_row.ways[way].valid.eq(1),
-                new_row.ways[way].tag.eq(s3_tag),
-                new_row.ways[way].sum.eq(s3.grad),
-                new_row.ways[way].count.eq(1),
-                d_write.eq(1), d_way.eq(way), d_holds.eq(1), d_alloc.eq(1),
-            ]
+        # The write toward L2: whether there is one waits for the tests (on a hit) last; its
+        # address, value and cause are made from the registers and the case, not the tests
+        # (but for the cause of a hit's write).
+        d_write = c_hit | allocates
+        d_push  = Mux(c_hit, leaves,
+                      c_direct | (c_tiny & s3.stochastic & chance) |
+                      (c_miss & (full | (self.max_updates == 1))))
+        d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        m.d.comb += d_push_p.addr.eq(s3.addr)
+        with m.If(self.s3_direct):
+            m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.DIRECT)]
+        with m.Elif(hit):
+            m.d.comb += [d_push_p.value.eq(new_sum),
+                         d_push_p.cause.eq(Mux(crossed, Cause.ACCUM_THRESHOLD,
+                                               Cause.MAX_UPDATES))]
+        with m.Elif(self.s3_tiny):
+            m.d.comb += [d_push_p.value.eq(written), d_push_p.cause.eq(Cause.STOCHASTIC)]
+        with m.Elif(full):
+            m.d.comb += [d_push_p.addr.eq(Cat(s3_set, victim.tag)),
+                         d_push_p.value.eq(victim.sum), d_push_p.cause.eq(Cause.EVICTION)]
+        with m.Else():
+            m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.MAX_UPDATES)]
+        m.d.comb += [
+            self.hit.eq(c_hit),
+            self.miss.eq(c_miss),
+            self.small_miss.eq(c_tiny),
+            self.random_step.eq(c_tiny & s3.stochastic),
+            count_inc.eq(c_miss & ~full & (self.max_updates > 1)),
+            count_dec.eq(c_hit & leaves),
+        ]
 
-        with m.If(self.s3_valid):
-            with m.If(self.s3_direct):
-                push(s3.addr, s3.grad, Cause.DIRECT)
-            with m.Elif(hit):
-                # The sum and count are written whether the entry stays or leaves (a freed
-                # way's are never read), so that only its valid bit waits for the tests.
-                m.d.comb += [self.hit.eq(1), d_write.eq(1), d_way.eq(hit_way)]
-                for i, way in enumerate(new_row.ways):
-                    with m.If(hit_way == i):
-                        m.d.comb += [way.sum.eq(way_sum[i]), way.count.eq(way_count[i])]
-                # Likewise the write's address and value: the tests decide only whether it is
-                # pushed, its cause and the valid bit, so that they reach few bits.
-                push(s3.addr, new_sum, Mux(crossed, Cause.ACCUM_THRESHOLD, Cause.MAX_UPDATES))
-                m.d.comb += [
-                    d_push.eq(leaves),
-                    count_dec.eq(leaves),
-                    d_holds.eq(~leaves),
-                ]
-                for i, way in enumerate(new_row.ways):
-                    with m.If(hit_way == i):
-                        m.d.comb += way.valid.eq(~leaves_way[i])
-            with m.Elif(self.s3_tiny):
-                # Dual threshold: a tiny miss never allocates, so it cannot evict.
-                m.d.comb += self.small_miss.eq(1)
-                with m.If(s3.stochastic):
-                    m.d.comb += self.random_step.eq(1)
-                    with m.If(chance):
-                        push(s3.addr, written, Cause.STOCHASTIC)
-            with m.Elif(free.any()):
-                m.d.comb += self.miss.eq(1)
-                if self.max_updates == 1:
-                    push(s3.addr, s3.grad, Cause.MAX_UPDATES)
-                else:
-                    new_entry(free_way)
-                    m.d.comb += count_inc.eq(1)
-            with m.Else():
-                m.d.comb += self.miss.eq(1)
-                push(Cat(s3_set, victim.tag), victim.sum, Cause.EVICTION)
-                new_entry(victim_way)
-                m.d.comb += new_row.victim.eq(victim_way + 1)
-
-        # The entry the gradient leaves in d_way (if d_holds): kept apart from the row so that
-        # the next gradient to the same address reads it from a register of its own.
+        # The entry the gradient leaves in its way (if it holds it): kept apart from the row so
+        # that the next gradient to the same address reads it from a register of its own.
         next_same_set = self._set(s2.addr) == s3_set   # the gradient in s2, deciding next
         m.d.sync += [
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d_write),
             self.s4_set.eq(s3_set),
             self.s4_row.eq(new_row),
-            self.s4_way.eq(d_way),
-            self.s4_holds.eq(d_holds),
-            self.s4_alloc.eq(d_alloc),
+            self.s4_way.eq(Mux(hit, hit_way, Mux(full, victim_way, free_way))),
+            self.s4_ways.eq(Mux(hit, hit_ways, alloc_ways)),
+            self.s4_holds.eq(Mux(c_hit, ~leaves, allocates)),
+            self.s4_alloc.eq(allocates),
             self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
             self.s4_count.eq(Mux(hit, new_count, 1)),
             self.s4_stepped.eq(self.random_step),
@@ -639,7 +642,7 @@ class L1Accumulator(wiring.Component):
             # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
             self.s3_same_set.eq(d_write & next_same_set),
             self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
-            self.s3_taken.eq(Mux(d_alloc & next_same_set, alloc_ways, 0)),
+            self.s3_taken.eq(Mux(allocates & next_same_set, alloc_ways, 0)),
             # The dual threshold's accounting, registered.
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),

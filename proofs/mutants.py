@@ -44,13 +44,13 @@ MUTANTS = {
     "victim_moves_on_free_way_miss": (
         "policy", "the victim pointer also moves on a miss that takes a free way",
         "l1.py",
-        "m.d.comb += count_inc.eq(1)",
-        "m.d.comb += [count_inc.eq(1), new_row.victim.eq(victim_way + 1)]"),
+        "with m.If(c_evict):\n            m.d.comb += new_row.victim.eq(victim_way + 1)",
+        "with m.If(c_miss):\n            m.d.comb += new_row.victim.eq(victim_way + 1)"),
     "highest_free_way": (
         "policy", "a miss takes the highest free way instead of the lowest",
         "l1.py",
-        'free_way = self._lowest(m, free, "s3_free_way")',
-        'free_way = ~self._lowest(m, Cat(*reversed(list(free))), "s3_free_way")'),
+        "lowest_free = self._lowest_one_hot(free)",
+        "lowest_free = Cat(*reversed(list(self._lowest_one_hot(Cat(*reversed(list(free)))))))"),
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
         "l1.py",
@@ -59,9 +59,8 @@ MUTANTS = {
     "direct_zero_skipped": (
         "policy", "a direct write of value 0 is skipped",
         "l1.py",
-        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)",
-        "            with m.If(self.s3_direct):\n                with m.If(s3.grad != 0):\n"
-        "                    push(s3.addr, s3.grad, Cause.DIRECT)"),
+        "c_direct = self.s3_valid & self.s3_direct\n",
+        "c_direct = self.s3_valid & self.s3_direct & (s3.grad != 0)\n"),
     "threshold_strict": (
         "policy", "an accumulated sum is written out only when |sum| > threshold",
         "l1.py",
@@ -70,8 +69,8 @@ MUTANTS = {
     "victim_not_replaced": (
         "policy", "evicted victim written out but its way neither freed nor replaced",
         "l1.py",
-        "                new_entry(victim_way)\n",
-        "                pass\n"),
+        "allocates = c_miss if self.max_updates > 1 else c_evict",
+        "allocates = (c_miss & ~full) if self.max_updates > 1 else 0"),
     # -- progress: deadlocks and stalls outside a flush --------------------------------------
     "done_never_resumes": (
         "progress", "after a completed flush, L1 never goes back to work",
@@ -112,9 +111,8 @@ MUTANTS = {
     "hit_strobe_on_direct": (
         "counters", "l1_hit also strobes for a direct gradient whose address is held",
         "l1.py",
-        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n",
-        "            with m.If(self.s3_direct):\n                push(s3.addr, s3.grad, Cause.DIRECT)\n"
-        "                m.d.comb += self.hit.eq(hit)\n"),
+        "self.hit.eq(c_hit),",
+        "self.hit.eq(c_hit | (c_direct & hit)),"),
     "valid_count_not_decremented": (
         "counters", "valid_count not decremented when a decision writes an entry out",
         "l1.py",
@@ -201,7 +199,7 @@ MUTANTS = {
         "l1.py",
         "self.s3_same_set.eq(d_write & next_same_set),\n"
         "            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),\n"
-        "            self.s3_taken.eq(Mux(d_alloc & next_same_set, alloc_ways, 0)),",
+        "            self.s3_taken.eq(Mux(allocates & next_same_set, alloc_ways, 0)),",
         "self.s3_same_set.eq(0),\n"
         "            self.s3_same_addr.eq(0),\n"
         "            self.s3_taken.eq(0),"),
@@ -220,8 +218,9 @@ MUTANTS = {
     "tiny_hit_dropped": (
         "dual-threshold", "a tiny gradient that hits in L1 is dropped, not accumulated",
         "l1.py",
-        "            with m.Elif(hit):",
-        "            with m.Elif(hit & ~self.s3_tiny):"),
+        "c_hit    = judged_here & hit\n        hit_here = Mux(judged_here, hit_ways, 0)",
+        "c_hit    = judged_here & hit & ~self.s3_tiny\n"
+        "        hit_here = Mux(judged_here & ~self.s3_tiny, hit_ways, 0)"),
     "tiny_bound_inclusive": (
         "dual-threshold", "a miss with |g| == small_threshold counts as tiny (<= for <)",
         "l1.py",

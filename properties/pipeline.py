@@ -118,6 +118,10 @@ def add(h, m, P):
     P.check("pipeline", "s3_taken_is_the_way_s4_allocated_on_its_set",
             ~l1.s3_valid | (l1.s3_taken == Mux(s4_on_set3 & l1.s4_alloc,
                                                Const(1, W) << l1.s4_way, 0)))
+    P.check("pipeline", "s3_hit_ways_is_its_hit_way_one_hot",
+            ~l1.s3_valid | (l1.s3_hit_ways == Mux(l1.s3_hit, Const(1, W) << l1.s3_hit_way, 0)))
+    P.check("pipeline", "s4_ways_is_its_way_one_hot",
+            ~h.s4_writes | (l1.s4_ways == Const(1, W) << l1.s4_way))
     P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
     match3 = _match(tag3, l1.s3_row)
