@@ -1,3 +1,6 @@
+import functools
+import operator
+
 from amaranth.lib import enum
 
 from amaranth import *
@@ -346,8 +349,10 @@ class L1Accumulator(wiring.Component):
         scan_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         queue_read  = Signal()
         m.d.comb += [
-            queue.w.valid.eq(Mux(scan_push, 1, self.s4_valid & self.s4_push)),
-            queue.w.payload.eq(Mux(scan_push, scan_push_p, self.s4_push_p)),
+            # (The pipeline is empty while the scan runs: the payload is picked by the state,
+            # a register, not by whether the scan pushes.)
+            queue.w.valid.eq(scan_push | (self.s4_valid & self.s4_push)),
+            queue.w.payload.eq(Mux(self.state == L1State.SCAN, scan_push_p, self.s4_push_p)),
             self.push.valid.eq(queue.r.valid),
             self.push.payload.eq(queue.r.payload),
             queue.r.ready.eq(self.push.ready),
@@ -517,7 +522,6 @@ class L1Accumulator(wiring.Component):
             return count >= self.max_updates - 1
 
         crossed = Signal()
-        leaves  = Signal()
         crossed_way = Cat(crosses(way.sum) for way in self.s3_row.ways)
         full_way    = Cat(fills(way.count) for way in self.s3_row.ways)
         leaves_way  = Signal(self.ways)
@@ -527,7 +531,6 @@ class L1Accumulator(wiring.Component):
             leaves_way.eq(Mux(same_addr,
                               (crosses(self.s4_sum) | fills(self.s4_count)).replicate(self.ways),
                               crossed_way | full_way)),
-            leaves.eq(leaves_way.bit_select(hit_way, 1)),
         ]
         # The hit entry's new sum and count likewise: made on s4's kept entry and on every
         # way's entry at once, straight from the registers, and picked after the adders (in
@@ -592,10 +595,12 @@ class L1Accumulator(wiring.Component):
         # The write toward L2: whether there is one waits for the tests (on a hit) last; its
         # address, value and cause are made from the registers and the case, not the tests
         # (but for the cause of a hit's write).
+        # (A hit that leaves: its way's test, in the one way it hit: no index stands between
+        # the tests and the write's valid bit.)
+        hit_leaves = (hit_here & leaves_way).any()
         d_write = c_hit | allocates
-        d_push  = Mux(c_hit, leaves,
-                      c_direct | (c_tiny & s3.stochastic & chance) |
-                      (c_miss & (full | (self.max_updates == 1))))
+        d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & chance) |
+                   (c_miss & (full | (self.max_updates == 1))))
         d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         m.d.comb += d_push_p.addr.eq(s3.addr)
         with m.If(self.s3_direct):
@@ -617,7 +622,7 @@ class L1Accumulator(wiring.Component):
             self.small_miss.eq(c_tiny),
             self.random_step.eq(c_tiny & s3.stochastic),
             count_inc.eq(c_miss & ~full & (self.max_updates > 1)),
-            count_dec.eq(c_hit & leaves),
+            count_dec.eq(hit_leaves),
         ]
 
         # The entry the gradient leaves in its way (if it holds it): kept apart from the row so
@@ -630,7 +635,7 @@ class L1Accumulator(wiring.Component):
             self.s4_row.eq(new_row),
             self.s4_way.eq(Mux(hit, hit_way, Mux(full, victim_way, free_way))),
             self.s4_ways.eq(Mux(hit, hit_ways, alloc_ways)),
-            self.s4_holds.eq(Mux(c_hit, ~leaves, allocates)),
+            self.s4_holds.eq((hit_here & ~leaves_way).any() | allocates),
             self.s4_alloc.eq(allocates),
             self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
             self.s4_count.eq(Mux(hit, new_count, 1)),
@@ -651,12 +656,16 @@ class L1Accumulator(wiring.Component):
 
         # -- the flush scan ---------------------------------------------------------------------
         pending   = Cat(way.valid & ~done for way, done in zip(self.read_row.ways, self.scan_done))
-        scan_way  = self._lowest(m, pending, "scan_way")
+        scan_ways = self._lowest_one_hot(pending)
+        # The entry written out, picked one-hot (an AND-OR rather than an index's mux tree).
+        scan_entry = Signal(self.entry_layout)
+        m.d.comb += scan_entry.eq(functools.reduce(operator.or_, (
+            Mux(scan_ways[i], way.as_value(), 0) for i, way in enumerate(self.read_row.ways))))
         room      = Signal()
         m.d.comb += [
             room.eq(self.reserved < Q),
-            scan_push_p.addr.eq(Cat(self.scan_set, self.read_row.ways[scan_way].tag)),
-            scan_push_p.value.eq(self.read_row.ways[scan_way].sum),
+            scan_push_p.addr.eq(Cat(self.scan_set, scan_entry.tag)),
+            scan_push_p.value.eq(scan_entry.sum),
             scan_push_p.cause.eq(Cause.FLUSH),
         ]
         cleared_row = Signal(self.row_layout)
@@ -728,7 +737,7 @@ class L1Accumulator(wiring.Component):
                 with m.Elif(pending.any()):
                     with m.If(room):
                         m.d.comb += scan_push.eq(1)
-                        m.d.sync += self.scan_done.eq(self.scan_done | (1 << scan_way))
+                        m.d.sync += self.scan_done.eq(self.scan_done | scan_ways)
                 with m.Else():
                     # Every valid way of the set is out: write it back empty. The next set is
                     # read whether or not the scan goes on (its row is unused if not), so that

@@ -52,7 +52,7 @@ from .params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_B
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int)
 
-__all__ = ["Lfsr", "EmaThreshold", "ema_candidate", "ema_clamp"]
+__all__ = ["Lfsr", "EmaThreshold", "ema_candidate", "ema_clamp", "ema_update"]
 
 
 def ema_candidate(source, scale):
@@ -80,6 +80,29 @@ def ema_clamp(m, candidate, minimum, maximum, name, values=None):
     with m.Else():
         m.d.comb += threshold.eq(within)
     return threshold
+
+
+def ema_update(average, magnitude, shift):
+    """The EMA after a sample: ``average + (((magnitude << 8) - average) >> shift)`` (an
+    arithmetic shift), for ``0 <= shift <= 8``, as ``average`` bits wide.
+
+    Made as ``average - ceil(average / 2**shift) + (magnitude << (8 - shift))``, which is the
+    same value (``magnitude << 8`` is a multiple of ``2**shift``), with the three terms added
+    in one carry chain (a carry-save step in front): the loop ``average -> average`` then
+    holds one shift and one adder rather than two adders around the shift.
+    ``tests/test_modes.py`` proves the two forms equal with Yosys' SAT solver.
+    """
+    width = len(average)
+    shifted = average >> shift
+    # average mod 2**shift != 0: ceil(average / 2**shift) = shifted + rounded_up.
+    rounded_up = (average & ~(Const(-1, width) << shift)[:width]).any()
+    added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
+    # average + ~shifted + added + ~rounded_up = average - shifted - rounded_up + added
+    # (mod 2**width), the three operands reduced to two by a carry-save step.
+    x, y, z = average, (~shifted)[:width], added[:width]
+    partial = x ^ y ^ z
+    carries = Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:width - 1])
+    return (partial + carries + ~rounded_up)[:width]
 
 
 def _lfsr_step(state):
@@ -161,9 +184,11 @@ class EmaThreshold(wiring.Component):
     source : ``Out(grad_width + EMA_FRACTION_BITS)``
         The EMA value the threshold follows now (``average`` or ``latched_average``): the
         pipelined uses compute the threshold from it in later cycles.
-    average, latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
-        The EMA (``EMA_FRACTION_BITS`` fraction bits) and its value at the last flush barrier
-        (registers).
+    average : ``Out(grad_width + EMA_FRACTION_BITS)``
+        The EMA of every sample before this cycle (``EMA_FRACTION_BITS`` fraction bits): a
+        register and the last sample's update, made from registers.
+    latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
+        Its value at the last flush barrier (a register).
     """
 
     def __init__(self, *, grad_width=DEFAULTS["grad_width"]):
@@ -188,12 +213,8 @@ class EmaThreshold(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        difference = Signal(signed(len(self.average) + 1))
-        m.d.comb += difference.eq((self.magnitude << EMA_FRACTION_BITS) - self.average)
         with m.If(self.sample):
-            # Signed >> is arithmetic (floor), so the EMA stays between its old value and the
-            # sample: it never leaves [0, 2**(grad_width - 1 + F)].
-            m.d.sync += self.average.eq(self.average + (difference >> self.shift))
+            m.d.sync += self.average.eq(ema_update(self.average, self.magnitude, self.shift))
         with m.If(self.latch):
             m.d.sync += self.latched_average.eq(self.average)
 

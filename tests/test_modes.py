@@ -435,3 +435,29 @@ def test_seed_waits_for_idle():
         simulate(dut, [("grad", 1, 1, 50), ("seed", 3)], flush_timeout=40, max_cycles=1000)
     with pytest.raises(ValueError, match="seeded only while"):
         ReferenceModel().run([("grad", 1, 1, 50), ("seed", 3)])
+
+
+@pytest.mark.parametrize("grad_width", [4, 16])
+def test_ema_update_is_the_ema_step_formally(tmp_path, grad_width):
+    # design.modes.ema_update's carry-save form against the definition, for every EMA value,
+    # magnitude and shift (Yosys' SAT solver): the formal harness states the definition.
+    import subprocess
+    from amaranth import Module, Signal
+    from amaranth.back import rtlil
+    from design.modes import ema_update
+    from design.params import EMA_FRACTION_BITS, EMA_SHIFT_WIDTH
+    from design.verilog import yosys_command
+    average = Signal(grad_width + EMA_FRACTION_BITS, name="average")
+    magnitude = Signal(grad_width, name="magnitude")
+    shift = Signal(EMA_SHIFT_WIDTH, name="shift")
+    equal = Signal(name="equal")
+    m = Module()
+    defined = average + (((magnitude << EMA_FRACTION_BITS) - average) >> shift)
+    m.d.comb += equal.eq(ema_update(average, magnitude, shift) ==
+                         defined[:len(average)])
+    (tmp_path / "top.il").write_text(rtlil.convert(m, name="top",
+                                                   ports=[average, magnitude, shift, equal]))
+    result = subprocess.run([yosys_command(), "-q", "-p",
+                             "read_rtlil top.il; prep -top top; sat -prove equal 1 -verify"],
+                            cwd=tmp_path, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
