@@ -98,11 +98,13 @@ def ema_update(average, magnitude, shift):
     rounded_up = (average & ~(Const(-1, width) << shift)[:width]).any()
     added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
     # average + ~shifted + added + ~rounded_up = average - shifted - rounded_up + added
-    # (mod 2**width), the three operands reduced to two by a carry-save step.
+    # (mod 2**width), the three operands reduced to two by a carry-save step; the carries'
+    # lowest bit, always 0, takes ~rounded_up.
     x, y, z = average, (~shifted)[:width], added[:width]
-    partial = x ^ y ^ z
-    carries = Cat(Const(0, 1), ((x & y) | (x & z) | (y & z))[:width - 1])
-    return (partial + carries + ~rounded_up)[:width]
+    partial = Cat(x[i] ^ y[i] ^ z[i] for i in range(width))
+    carries = Cat(~rounded_up, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
+                                 for i in range(width - 1)))
+    return (partial + carries)[:width]
 
 
 def _lfsr_step(state):

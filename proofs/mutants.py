@@ -264,11 +264,11 @@ MUTANTS = {
         "compressor.py",
         "ema.sample.eq(accept & ~in_window),",
         "ema.sample.eq(accept),"),
-    "ema_difference_unsigned": (
-        "ema", "the EMA's update step is an unsigned (logical) shift: a falling EMA wraps",
+    "ema_share_rounded_down": (
+        "ema", "the EMA's update takes floor(ema / 2**shift) off, not the ceiling (it creeps up)",
         "modes.py",
-        "difference = Signal(signed(len(self.average) + 1))",
-        "difference = Signal(len(self.average) + 1)"),
+        "return (partial + carries + ~rounded_up)[:width]",
+        "return (partial + carries + 1)[:width]"),
     "ema_clamp_min_first": (
         "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
         "modes.py",
