@@ -562,7 +562,7 @@ class L1Accumulator(wiring.Component):
         c_direct = self.s3_valid & self.s3_direct
         c_hit    = judged_here & hit
         hit_here = Mux(judged_here, hit_ways, 0)
-        c_tiny   = judged_here & ~hit & self.s3_tiny
+        c_tiny   = judged_here & ~hit & self.s3_tiny        # (dual threshold: never allocates)
         c_miss   = judged_here & ~hit & ~self.s3_tiny
         c_evict  = c_miss & full
         # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
@@ -592,11 +592,10 @@ class L1Accumulator(wiring.Component):
         with m.If(c_evict):
             m.d.comb += new_row.victim.eq(victim_way + 1)
 
-        # The write toward L2: whether there is one waits for the tests (on a hit) last; its
-        # address, value and cause are made from the registers and the case, not the tests
-        # (but for the cause of a hit's write).
-        # (A hit that leaves: its way's test, in the one way it hit: no index stands between
-        # the tests and the write's valid bit.)
+        # The write toward L2. Whether there is one waits for the tests (on a hit) last, taken
+        # in the one way the gradient hit, so that no index stands between the tests and the
+        # write's valid bit; its address, value and cause are made from the registers and the
+        # case, not the tests (but for the cause of a hit's write).
         hit_leaves = (hit_here & leaves_way).any()
         d_write = c_hit | allocates
         d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & chance) |

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from synth.__main__ import main
+from synth.depth import CLOCK_TO_Q, ROUTE, main as depth_main, path_estimates
 from synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
@@ -30,6 +31,24 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     markdown = (tmp_path / "synth.md").read_text()
     assert f"| {SMALL} |" in markdown and "| none |" in markdown
     assert "# ECP5 synthesis report" in capsys.readouterr().out
+
+    # The placement-free estimate of the deepest paths, on the netlist that run left.
+    (netlist,) = tmp_path.glob("*/top.json")
+    ends = path_estimates(Netlist(netlist))
+    assert len(ends) == result["cells"]["TRELLIS_FF"]
+    assert all(delay >= ends[-1][0] for delay, _, _ in ends)   # deepest first
+    # L1's decision (s3 -> s4) is deeper than a plain copy from one register to the next.
+    depth = {register: delay for delay, register, _ in reversed(ends)}
+    assert depth["l1.s4_push"] > depth["l1.s2_valid"] >= CLOCK_TO_Q + ROUTE
+    assert depth_main([str(netlist), "--count", "3"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 5 and lines[-1].endswith("beyond 8 ns")
+
+
+def test_depth_rejects_a_file_that_is_not_a_netlist(tmp_path, capsys):
+    (tmp_path / "top.json").write_text("not json")
+    assert depth_main([str(tmp_path / "top.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
 
 
 def test_modes_off_leaves_the_modes_logic_out(tmp_path, capsys):

@@ -1,0 +1,156 @@
+"""The deepest register-to-register paths of a synthesised netlist, without place and route.
+
+    python -m synth.depth build/synth/default/top.json [--count 20]
+
+Reads the JSON netlist that ``python -m synth`` leaves in each configuration's folder
+(``top.json``, after Yosys ``synth_ecp5``) and estimates, for every flip-flop, the delay of the
+longest combinational path into it, with a fixed delay model close to nextpnr-ecp5's averages
+on this design: a net between cells 0.9 ns, a LUT4 0.24 ns, a wide-LUT mux (PFUMX, L6MUX21)
+0.2 ns behind its LUTs, a carry cell 0.45 ns into its chain and 0.07 ns along it, a LUT RAM
+read 0.5 ns, a DSP multiply 4 ns, a flip-flop's clock-to-output 0.52 ns (a block RAM's read
+data counts as a flip-flop's, so from 128 sets up the paths from L1's RAM are optimistic). It
+prints the deepest endpoint of each Amaranth signal, the signal its path starts from, and how
+many endpoints lie beyond 5, 6, 7 and 8 ns.
+
+Why: place and route moves one netlist's Fmax by up to 14 % from one placement seed to the
+next (docs/synth.md), so a change worth a few percent cannot be told from noise by three seeds;
+this estimate is the same on every run and shows every deep path, not only the worst. It is a
+model, not a timing analysis: it knows no placement, so it ranks paths and netlists rather
+than predicting an Fmax (its deepest path: 11.6 ns on step 9's default netlist and 9.4 ns on
+step 10's, where the seeds' critical paths were 9.8-9.9 ns and 9.3-9.9 ns). Yosys' ABC maps
+every path to about the depth of the deepest one it must keep (docs/synth.md, step 10), so
+the deepest paths here are where a change can gain.
+
+Exit status: 0 done, 2 bad argument or input file.
+"""
+
+import sys
+from collections import defaultdict
+
+from reports.console import ArgumentParser, positive_integer, usage_error
+from .netlist import Netlist
+
+__all__ = ["path_estimates", "main"]
+
+ROUTE = 0.9          # a net from one cell to the next
+CLOCK_TO_Q = 0.52    # a flip-flop's output
+
+# Combinational arcs: cell type -> output port -> [(input port, delay in ns, routed)]; routed
+# arcs add ROUTE for the net into the input (a wide-LUT mux takes its LUTs' outputs, and a carry
+# cell its chain's carry, through dedicated wires).
+_LUT_INPUTS = [("A", 0.24, True), ("B", 0.24, True), ("C", 0.24, True), ("D", 0.24, True)]
+_CARRY_INPUTS = [f"{p}{i}" for i in (0, 1) for p in "ABCD"]
+ARCS = {
+    "LUT4": {"Z": _LUT_INPUTS},
+    "PFUMX": {"Z": [("ALUT", 0.2, False), ("BLUT", 0.2, False), ("C0", 0.2, True)]},
+    "L6MUX21": {"Z": [("D0", 0.2, False), ("D1", 0.2, False), ("SD", 0.2, True)]},
+    "CCU2C": {
+        "COUT": [(p, 0.45, True) for p in _CARRY_INPUTS] + [("CIN", 0.07, False)],
+        "S0": [(p, 0.4, True) for p in _CARRY_INPUTS[:4]] + [("CIN", 0.4, False)],
+        "S1": [(p, 0.45, True) for p in _CARRY_INPUTS] + [("CIN", 0.4, False)],
+    },
+    "TRELLIS_DPR16X4": {"DO": [("RAD", 0.5, True)]},
+}
+MULTIPLY = 4.0       # MULT18X18D: every A and B input to every output
+
+
+def path_estimates(netlist):
+    """The estimated arrival (ns) at every flip-flop's data input.
+
+    Returns
+    -------
+    list of (float, str, int)
+        ``(delay, register, start)``: the delay including the last net, the Amaranth signal the
+        flip-flop holds (or its cell name), and the net bit the path starts from; deepest first.
+    """
+    cells = netlist.cells
+    driver = {}
+    for name, cell in cells.items():
+        for port, direction in cell["port_directions"].items():
+            if direction == "output":
+                for bit in cell["connections"][port]:
+                    if isinstance(bit, int):
+                        driver[bit] = (name, port)
+    arrival = {}          # bit -> (delay, start bit)
+
+    def arcs(cell, port):
+        kind = cell["type"]
+        if kind == "MULT18X18D":
+            return [(p, MULTIPLY, True) for p in cell["connections"]
+                    if p[0] in "AB" and p[1:].isdigit()]
+        return ARCS.get(kind, {}).get(port)
+
+    def visit(bit):
+        # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
+        stack = [bit]
+        while stack:
+            top = stack[-1]
+            if top in arrival:
+                stack.pop()
+                continue
+            source = driver.get(top)
+            inputs = arcs(cells[source[0]], source[1]) if source else None
+            if not inputs:        # a flip-flop, an input port, a block RAM, a constant
+                arrival[top] = (CLOCK_TO_Q if source else 0.0, top)
+                stack.pop()
+                continue
+            connections = cells[source[0]]["connections"]
+            pending = [b for port, _, _ in inputs for b in connections.get(port, [])
+                       if isinstance(b, int) and b not in arrival]
+            if pending:
+                stack.extend(pending)
+                continue
+            best = (0.0, top)
+            for port, delay, routed in inputs:
+                for b in connections.get(port, []):
+                    if isinstance(b, int):
+                        t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
+                        if t > best[0]:
+                            best = (t, arrival[b][1])
+            arrival[top] = best
+            stack.pop()
+
+    ends = []
+    for name, cell in cells.items():
+        if cell["type"] != "TRELLIS_FF":
+            continue
+        bit = cell["connections"]["DI"][0]
+        if not isinstance(bit, int):
+            continue
+        visit(bit)
+        delay, start = arrival[bit]
+        ends.append((delay + ROUTE, netlist.register_name(name) or name, start))
+    return sorted(ends, key=lambda end: -end[0])
+
+
+def _parser():
+    parser = ArgumentParser(prog="python -m synth.depth", description=__doc__.split("\n\n")[0],
+                            epilog="Exit status: 0 done, 2 bad argument or input file.")
+    parser.add_argument("netlist", help="a top.json that python -m synth wrote")
+    parser.add_argument("--count", type=positive_integer, default=20,
+                        help="signals to list (default: 20)")
+    return parser
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    try:
+        netlist = Netlist(args.netlist)
+    except (OSError, ValueError, KeyError) as error:
+        return usage_error("python -m synth.depth",
+                           f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
+    ends = path_estimates(netlist)
+    deepest = {}
+    for delay, register, start in ends:
+        deepest.setdefault(register, (delay, netlist.signal_name(start) or "(unnamed)"))
+    print("estimated ns  register <- the signal its deepest path starts from")
+    for register, (delay, start) in list(deepest.items())[:args.count]:
+        print(f"{delay:12.2f}  {register} <- {start}")
+    beyond = ", ".join(f"{sum(1 for d, _, _ in ends if d > limit)} beyond {limit} ns"
+                       for limit in (5, 6, 7, 8))
+    print(f"{len(ends)} flip-flops: {beyond}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
