@@ -479,9 +479,11 @@ class L1Accumulator(wiring.Component):
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
             self.s3_tiny.eq(less(magnitude, s2.small_threshold)),
+            # random * small_threshold < |g| << grad_width, on the product's high half: the
+            # same test (the right side's low half is 0), with a compare half as long.
             self.s3_chance.eq(Cat(
-                less(self.random * s2.small_threshold, magnitude << self.grad_width),
-                less(self.random_next * s2.small_threshold, magnitude << self.grad_width))),
+                less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
+                less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
         ]
 
         # -- stage s3: decide -----------------------------------------------------------------

@@ -243,10 +243,10 @@ MUTANTS = {
         "Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))",
         "Mux(0, -s3.small_threshold, s3.small_threshold), 0))"),
     "stochastic_rule_inclusive": (
-        "stochastic", "the stochastic decision writes also when u * small == |g| * 2**R",
+        "stochastic", "the stochastic decision writes also when u * small >> R == |g|",
         "l1.py",
-        "less(self.random * s2.small_threshold, magnitude << self.grad_width),",
-        "at_most(self.random * s2.small_threshold, magnitude << self.grad_width),"),
+        "less((self.random * s2.small_threshold)[self.grad_width:], magnitude),",
+        "at_most((self.random * s2.small_threshold)[self.grad_width:], magnitude),"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
         "l1.py",
