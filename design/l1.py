@@ -60,8 +60,11 @@ class L1Accumulator(wiring.Component):
       way), so ``s3`` corrects its hit by a few gates instead of comparing tags again, and
       the accumulate loop (sum, threshold test on the precomputed bounds, free-or-keep) closes
       in one cycle through ``s4_sum``. The threshold and count tests are made on every way's
-      entry at once and the hit way picks their outcome, so no select stands in front of
-      them. The new row, at most one write and the change to ``valid_count`` are registered.
+      entry at once, so no select stands in front of them; the decision is one flag per case
+      (``c_hit``, ``c_miss``, ...), the hit way and the allocated way are one-hot, and every
+      output is a flat function of them with the tests entering last (Yosys' ABC maps every
+      path to the depth of the deepest, docs/synth.md, step 10). The new row, at most one
+      write and the change to ``valid_count`` are registered.
     * ``s4`` (*t+4*), write: the new row is written to the RAM, the write goes into the output
       queue.
 
