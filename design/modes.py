@@ -94,8 +94,10 @@ def ema_update(average, magnitude, shift):
     """
     width = len(average)
     shifted = average >> shift
-    # average mod 2**shift != 0: ceil(average / 2**shift) = shifted + rounded_up.
-    rounded_up = (average & ~(Const(-1, width) << shift)[:width]).any()
+    # average mod 2**shift != 0 (a bit below the shift is set): ceil(average / 2**shift) =
+    # shifted + rounded_up.
+    below = ~(Const(2 ** width - 1, width) << shift)[:width]
+    rounded_up = (average & below).any()
     added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
     # average + ~shifted + added + ~rounded_up = average - shifted - rounded_up + added
     # (mod 2**width), the three operands reduced to two by a carry-save step; the carries'
