@@ -509,10 +509,10 @@ class L1Accumulator(wiring.Component):
         # registers through a gate or two, so that the row's bits need not wait for an index.
         hit, hit_way = self.s3_now_hit, self.s3_now_way
         hit_ways = Signal(self.ways)
+        row_hit_ways = self.s3_hit_ways & ~self.s3_taken    # the row's hit, if not evicted
         m.d.comb += [
-            hit_ways.eq(Mux(same_addr, Mux(self.s4_holds, self.s4_ways, 0),
-                            self.s3_hit_ways & ~self.s3_taken)),
-            hit.eq(Mux(same_addr, self.s4_holds, (self.s3_hit_ways & ~self.s3_taken).any())),
+            hit_ways.eq(Mux(same_addr, Mux(self.s4_holds, self.s4_ways, 0), row_hit_ways)),
+            hit.eq(Mux(same_addr, self.s4_holds, row_hit_ways.any())),
             hit_way.eq(Mux(same_addr, self.s4_way, self.s3_hit_way)),
         ]
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
