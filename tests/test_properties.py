@@ -169,16 +169,28 @@ def test_mutant_patch_rot_is_loud(tmp_path, monkeypatch):
                     reason="yowasp-sby not installed")
 def test_counterexample_replays(tmp_path):
     from proofs.replay import read_witness, check_steps, replay_main, _factory
-    from proofs.run import report_failures, run_job
+    from proofs.run import replay_with_z3, report_failures, run_job
     import dataclasses
+    import json
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
     job = jobs_for("value_truncated_to_l2", dest)[0]     # every safety property
     job = dataclasses.replace(job, name="test-replay-value_truncated_to_l2")
     result = run_job(job, work=str(tmp_path / "work"))
     assert result["status"] == "FAIL", result
     assert result["failed"]
-    yw = result["vcd"][:-4] + ".yw"
+    yw = result["witness"]
     steps = read_witness(yw)
+    # The failed names and the trace are those of the witness replayed with z3 (the
+    # solver's own model may be wrong); a witness cut before its failing step fails nothing.
+    assert result["vcd"].endswith("_z3.vcd") and os.path.getsize(result["vcd"]) > 0
+    job_dir = os.path.dirname(os.path.dirname(yw))
+    props = json.load(open(tmp_path / "work" / job.name / "props.json"))["props"]
+    assert replay_with_z3(job_dir, yw, props)[0] == result["failed"]
+    witness = json.load(open(yw))
+    witness["steps"] = witness["steps"][:-1]
+    cut = tmp_path / "cut.yw"
+    cut.write_text(json.dumps(witness))
+    assert replay_with_z3(job_dir, str(cut), props) == ([], None)
     assert len(steps) >= 3
     config = CONFIGS["small"]
     errors, _ = check_steps(_factory(config, dest), steps)
@@ -518,3 +530,23 @@ def test_same_cycle_lemmas_have_no_cycle():
     P.check("conservation", "a", a, now=["policy/nothing"])
     with pytest.raises(AssertionError, match="no such assertion"):
         P.emit(Module())
+
+
+def test_counterexample_taken_from_the_replay(monkeypatch):
+    # A failed job reports what the replay with z3 fails; what only the solver's model failed
+    # is listed apart, and a witness whose replay fails nothing leaves the job UNCONFIRMED.
+    from proofs import run
+    def failed_job():
+        return {"status": "FAIL", "failed": ["a/real", "b/claimed"], "vcd": "engine_0/t.vcd",
+                "witness": "engine_0/t.yw"}
+    monkeypatch.setattr(run, "replay_with_z3", lambda *args: (["a/real"], "engine_0/t_z3.vcd"))
+    result = failed_job()
+    run._confirm(result, "sby", {}, None)
+    assert (result["status"], result["failed"], result["vcd"]) == \
+        ("FAIL", ["a/real"], "engine_0/t_z3.vcd")
+    assert "not failed in the replay with z3: b/claimed" in result["detail"]
+    monkeypatch.setattr(run, "replay_with_z3", lambda *args: ([], None))
+    result = failed_job()
+    run._confirm(result, "sby", {}, None)
+    assert result["status"] == "UNCONFIRMED" and result["failed"] == ["a/real", "b/claimed"]
+    assert "replay with z3 fails no assertion" in result["detail"]
