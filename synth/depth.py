@@ -9,15 +9,23 @@ on this design: a net between cells 0.9 ns, a LUT4 0.24 ns, a wide-LUT mux (PFUM
 0.2 ns behind its LUTs, a carry cell 0.45 ns into its chain and 0.07 ns along it, a LUT RAM
 read 0.5 ns, a DSP multiply 4 ns, a flip-flop's clock-to-output 0.52 ns (a block RAM's read
 data counts as a flip-flop's, so from 128 sets up the paths from L1's RAM are optimistic). It
-prints the deepest endpoint of each Amaranth signal, the signal its path starts from, and how
-many endpoints lie beyond 5, 6, 7 and 8 ns.
+prints the deepest endpoint of each Amaranth signal, the signal its path starts from, the
+fewest registers on a loop through that path, how many endpoints lie beyond 5, 6, 7 and
+8 ns, and those beyond 5 ns (200 MHz) by the loop they are on.
+
+The loop column says what can shorten a path. A path on no loop (``-``) can be cut by one more
+pipeline register, at the cost of a cycle of latency. A path on a loop of ``k`` registers
+shares ``k`` cycles with the rest of that loop: one more register would change what the loop
+computes per cycle (1: the register feeds itself, as the accumulate loop's sum does: a gradient
+must see the sum the one before it left), so such a path needs less logic, logic moved to
+another part of the loop, or the decision made a cycle ahead.
 
 Why: place and route moves one netlist's Fmax by up to 14 % from one placement seed to the
 next (docs/synth.md), so a change worth a few percent cannot be told from noise by three seeds;
 this estimate is the same on every run and shows every deep path, not only the worst. It is a
 model, not a timing analysis: it knows no placement, so it ranks paths and netlists rather
-than predicting an Fmax (its deepest path: 11.6 ns on step 9's default netlist and 9.4 ns on
-step 10's, where the seeds' critical paths were 9.8-9.9 ns and 9.3-9.9 ns). Yosys' ABC maps
+than predicting an Fmax (its deepest path: 11.6 ns on step 9's default netlist and 10.0 ns on
+step 10's, where the seeds' critical paths were 9.8-9.9 ns and 9.4-10.0 ns). Yosys' ABC maps
 every path to about the depth of the deepest one it must keep (docs/synth.md, step 10), so
 the deepest paths here are where a change can gain.
 
@@ -25,12 +33,12 @@ Exit status: 0 done, 2 bad argument or input file.
 """
 
 import sys
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 
 from reports.console import ArgumentParser, positive_integer, usage_error
-from .netlist import Netlist
+from .netlist import SEQUENTIAL_ARCS, Netlist
 
-__all__ = ["path_estimates", "main"]
+__all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers", "main"]
 
 ROUTE = 0.9          # a net from one cell to the next
 CLOCK_TO_Q = 0.52    # a flip-flop's output
@@ -59,9 +67,10 @@ def path_estimates(netlist):
 
     Returns
     -------
-    list of (float, str, int)
-        ``(delay, register, start)``: the delay including the last net, the Amaranth signal the
-        flip-flop holds (or its cell name), and the net bit the path starts from; deepest first.
+    list of (float, str, int, int)
+        ``(delay, register, start, end)``: the delay including the last net, the Amaranth signal
+        the flip-flop holds (or its cell name), the net bit the path starts from and the
+        flip-flop's output bit; deepest first.
     """
     cells = netlist.cells
     driver = {}
@@ -119,8 +128,95 @@ def path_estimates(netlist):
             continue
         visit(bit)
         delay, start = arrival[bit]
-        ends.append((delay + ROUTE, netlist.register_name(name) or name, start))
+        ends.append((delay + ROUTE, netlist.register_name(name) or name, start,
+                     cell["connections"]["Q"][0]))
     return sorted(ends, key=lambda end: -end[0])
+
+
+def cell_graph(netlist):
+    """Every cell's arcs from its input bits to its output bits, flip-flops and memories
+    included: ``{bit: [(bit, registers)]}``, ``registers`` 1 where the arc goes through
+    state (a flip-flop's data to its output, a RAM's write port to its read data) and 0
+    where it is combinational (``synth.netlist.SEQUENTIAL_ARCS``). Its cycles are the
+    netlist's loops."""
+    graph = defaultdict(list)
+    for cell in netlist.cells.values():
+        directions = cell.get("port_directions", {})
+        combinational = SEQUENTIAL_ARCS.get(cell["type"])
+        outputs = [port for port, d in directions.items() if d == "output"]
+        for port, bits in cell["connections"].items():
+            if directions.get(port) != "input":
+                continue
+            for out in outputs:
+                through_state = combinational is not None and \
+                    out not in combinational.get(port, [])
+                for a in bits:
+                    if isinstance(a, int):
+                        graph[a].extend((b, int(through_state))
+                                        for b in cell["connections"][out] if isinstance(b, int))
+    return graph
+
+
+def loop_components(graph):
+    """The strongly connected component of every bit of ``graph`` (:func:`cell_graph`) that
+    lies on a loop: ``{bit: component}`` for the components of more than one bit; two bits are
+    on one loop when their components are equal."""
+    # Tarjan's algorithm, iterative (the netlist's paths are deeper than Python's stack).
+    index, low, on_stack, stack, component = {}, {}, set(), [], {}
+    for root in list(graph):
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(graph[root]))]
+        while work:
+            node, successors = work[-1]
+            for succ, _ in successors:
+                if succ not in index:
+                    index[succ] = low[succ] = len(index)
+                    stack.append(succ)
+                    on_stack.add(succ)
+                    work.append((succ, iter(graph.get(succ, ()))))
+                    break
+                if succ in on_stack:
+                    low[node] = min(low[node], index[succ])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    members = []
+                    while not members or members[-1] != node:
+                        members.append(stack.pop())
+                        on_stack.discard(members[-1])
+                    if len(members) > 1:
+                        component.update((member, node) for member in members)
+    return component
+
+
+def loop_registers(graph, component, start, end):
+    """The fewest registers on a loop through a path from bit ``start`` to the flip-flop whose
+    output is bit ``end`` (that flip-flop included), or None if the path is on no loop: the
+    number of clock cycles the loop's whole computation is spread over. A 0-1 breadth-first
+    search from ``end`` back to ``start`` within their component."""
+    if start not in component or component[start] != component.get(end):
+        return None
+    loop = component[start]
+    distance = {end: 0}
+    queue = deque([end])
+    while queue:
+        bit = queue.popleft()
+        if bit == start:
+            return distance[bit] + 1
+        for succ, registers in graph.get(bit, ()):
+            if component.get(succ) != loop:
+                continue
+            d = distance[bit] + registers
+            if d < distance.get(succ, d + 1):
+                distance[succ] = d
+                (queue.append if registers else queue.appendleft)(succ)
+    return None
 
 
 def _parser():
@@ -140,15 +236,26 @@ def main(argv=None):
         return usage_error("python -m synth.depth",
                            f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
     ends = path_estimates(netlist)
+    graph = cell_graph(netlist)
+    component = loop_components(graph)
     deepest = {}
-    for delay, register, start in ends:
-        deepest.setdefault(register, (delay, netlist.signal_name(start) or "(unnamed)"))
-    print("estimated ns  register <- the signal its deepest path starts from")
-    for register, (delay, start) in list(deepest.items())[:args.count]:
-        print(f"{delay:12.2f}  {register} <- {start}")
-    beyond = ", ".join(f"{sum(1 for d, _, _ in ends if d > limit)} beyond {limit} ns"
+    for delay, register, start, end in ends:
+        deepest.setdefault(register, (delay, start, end))
+    print("estimated ns  loop  register <- the signal its deepest path starts from")
+    for register, (delay, start, end) in list(deepest.items())[:args.count]:
+        loop = loop_registers(graph, component, start, end)
+        print(f"{delay:12.2f}  {loop or '-':>4}  {register} <- "
+              f"{netlist.signal_name(start) or '(unnamed)'}")
+    beyond = ", ".join(f"{sum(1 for d, *_ in ends if d > limit)} beyond {limit} ns"
                        for limit in (5, 6, 7, 8))
     print(f"{len(ends)} flip-flops: {beyond}")
+    loops = Counter(min(loop_registers(graph, component, start, end) or 0, 7)
+                    for delay, _, start, end in ends if delay > 5)
+    print("beyond 5 ns, by loop: " + ", ".join(
+        f"{'none' if k == 0 else f'{k}+' if k == 7 else k}: {n}"
+        for k, n in sorted(loops.items(), key=lambda kv: kv[0] or 8)))
+    print("loop: the fewest registers on a loop through the path (the cycles its computation "
+          "has), - if none")
     return 0
 
 

@@ -8,7 +8,8 @@ import json
 import pytest
 
 from synth.__main__ import main
-from synth.depth import CLOCK_TO_Q, ROUTE, main as depth_main, path_estimates
+from synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
+                         main as depth_main, path_estimates)
 from synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
@@ -36,13 +37,25 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     (netlist,) = tmp_path.glob("*/top.json")
     ends = path_estimates(Netlist(netlist))
     assert len(ends) == result["cells"]["TRELLIS_FF"]
-    assert all(delay >= ends[-1][0] for delay, _, _ in ends)   # deepest first
+    assert all(delay >= ends[-1][0] for delay, *_ in ends)   # deepest first
     # L1's decision (s3 -> s4) is deeper than a plain copy from one register to the next.
-    depth = {register: delay for delay, register, _ in reversed(ends)}
+    depth = {register: delay for delay, register, _, _ in reversed(ends)}
     assert depth["l1.s4_push"] > depth["l1.s2_valid"] >= CLOCK_TO_Q + ROUTE
-    assert depth_main([str(netlist), "--count", "3"]) == 0
+    # Loops: the accumulate loop's sum feeds itself (one register); a path from an input
+    # port is on none.
+    path, netlist = netlist, Netlist(netlist)
+    graph = cell_graph(netlist)
+    component = loop_components(graph)
+    sum_bit = next(end for _, register, _, end in ends if register == "l1.s4_sum")
+    assert loop_registers(graph, component, sum_bit, sum_bit) == 1
+    port_bit = next(port["bits"][0] for port in netlist.module["ports"].values()
+                    if port["direction"] == "input")
+    assert loop_registers(graph, component, port_bit, sum_bit) is None
+    assert depth_main([str(path), "--count", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 5 and lines[-1].endswith("beyond 8 ns")
+    assert len(lines) == 7 and lines[-3].endswith("beyond 8 ns")
+    assert lines[-2].startswith("beyond 5 ns, by loop: ")
+    assert lines[0].startswith("estimated ns  loop  register")
 
 
 def test_depth_rejects_a_file_that_is_not_a_netlist(tmp_path, capsys):
