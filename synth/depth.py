@@ -38,7 +38,8 @@ from collections import Counter, defaultdict, deque
 from reports.console import ArgumentParser, positive_integer, usage_error
 from .netlist import SEQUENTIAL_ARCS, Netlist
 
-__all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers", "main"]
+__all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",
+           "depth_summary", "main"]
 
 ROUTE = 0.9          # a net from one cell to the next
 CLOCK_TO_Q = 0.52    # a flip-flop's output
@@ -219,6 +220,50 @@ def loop_registers(graph, component, start, end):
     return None
 
 
+#: The limits (ns) the summary counts flip-flops beyond: 5 ns is 200 MHz, the goal of issue 8.
+LIMITS = (5, 6, 7, 8)
+
+
+def depth_summary(netlist, count=20):
+    """What ``python -m synth.depth`` prints, as data (``python -m synth`` records it too).
+
+    Returns
+    -------
+    dict
+        ``deepest``: for the ``count`` deepest registers, ``{"register", "start", "ns",
+        "loop"}`` (``loop``: :func:`loop_registers`, None if on no loop); ``flip_flops``;
+        ``beyond``: ``{limit: flip-flops}`` for each of :data:`LIMITS`; ``beyond_5_by_loop``:
+        the flip-flops beyond 5 ns by the fewest registers on a loop through their path
+        (``"none"``, ``"1"`` ... ``"6"``, ``"7+"``).
+    """
+    ends = path_estimates(netlist)
+    graph = cell_graph(netlist)
+    component = loop_components(graph)
+    deepest = {}
+    for delay, register, start, end in ends:
+        deepest.setdefault(register, (delay, start, end))
+    rows = [{"register": register, "start": netlist.signal_name(start) or "(unnamed)",
+             "ns": round(delay, 2), "loop": loop_registers(graph, component, start, end)}
+            for register, (delay, start, end) in list(deepest.items())[:count]]
+    loops = Counter(min(loop_registers(graph, component, start, end) or 0, 7)
+                    for delay, _, start, end in ends if delay > LIMITS[0])
+    return {
+        "deepest": rows,
+        "flip_flops": len(ends),
+        "beyond": {limit: sum(1 for d, *_ in ends if d > limit) for limit in LIMITS},
+        "beyond_5_by_loop": {("none" if k == 0 else "7+" if k == 7 else str(k)): n
+                             for k, n in sorted(loops.items(), key=lambda kv: kv[0] or 8)},
+    }
+
+
+def summary_lines(summary):
+    """The summary's last lines: the flip-flops beyond each limit, and beyond 5 ns by loop."""
+    beyond = ", ".join(f"{n} beyond {limit} ns" for limit, n in summary["beyond"].items())
+    by_loop = ", ".join(f"{k}: {n}" for k, n in summary["beyond_5_by_loop"].items())
+    return [f"{summary['flip_flops']} flip-flops: {beyond}",
+            f"beyond 5 ns, by loop: {by_loop}"]
+
+
 def _parser():
     parser = ArgumentParser(prog="python -m synth.depth", description=__doc__.split("\n\n")[0],
                             epilog="Exit status: 0 done, 2 bad argument or input file.")
@@ -235,25 +280,12 @@ def main(argv=None):
     except (OSError, ValueError, KeyError) as error:
         return usage_error("python -m synth.depth",
                            f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
-    ends = path_estimates(netlist)
-    graph = cell_graph(netlist)
-    component = loop_components(graph)
-    deepest = {}
-    for delay, register, start, end in ends:
-        deepest.setdefault(register, (delay, start, end))
+    summary = depth_summary(netlist, args.count)
     print("estimated ns  loop  register <- the signal its deepest path starts from")
-    for register, (delay, start, end) in list(deepest.items())[:args.count]:
-        loop = loop_registers(graph, component, start, end)
-        print(f"{delay:12.2f}  {loop or '-':>4}  {register} <- "
-              f"{netlist.signal_name(start) or '(unnamed)'}")
-    beyond = ", ".join(f"{sum(1 for d, *_ in ends if d > limit)} beyond {limit} ns"
-                       for limit in (5, 6, 7, 8))
-    print(f"{len(ends)} flip-flops: {beyond}")
-    loops = Counter(min(loop_registers(graph, component, start, end) or 0, 7)
-                    for delay, _, start, end in ends if delay > 5)
-    print("beyond 5 ns, by loop: " + ", ".join(
-        f"{'none' if k == 0 else f'{k}+' if k == 7 else k}: {n}"
-        for k, n in sorted(loops.items(), key=lambda kv: kv[0] or 8)))
+    for row in summary["deepest"]:
+        print(f"{row['ns']:12.2f}  {row['loop'] or '-':>4}  {row['register']} <- {row['start']}")
+    for line in summary_lines(summary):
+        print(line)
     print("loop: the fewest registers on a loop through the path (the cycles its computation "
           "has), - if none")
     return 0

@@ -23,6 +23,7 @@ from design import GradientCompressor
 from design.params import MODES_OFF
 from design.verilog import MODE_INPUTS, flat_ports, yosys_command
 
+from .depth import depth_summary
 from .netlist import Netlist
 
 __all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
@@ -323,6 +324,8 @@ def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log
         "l1_row_bits": dut.l1.row_layout.size,
         "flip_flops_by_signal": netlist.flip_flops_by_signal(),
         "combinational_io_paths": netlist.combinational_io_paths(),
+        # The deepest paths estimated without placement, the same on every run.
+        "depth": depth_summary(netlist, count=10),
         "synth_seconds": round(synth["seconds"], 1),
         "freq_constraint_mhz": freq,
         "seeds": [],

@@ -4,6 +4,8 @@ import json
 import pathlib
 from importlib.metadata import version
 
+from .depth import summary_lines
+
 __all__ = ["TOOLS", "render_markdown", "write_report"]
 
 #: The PyPI packages of the flow, whose versions the report records.
@@ -66,6 +68,14 @@ def render_markdown(report):
                       f"{path['delay_ns']:.2f} ns; `~k` = k nets without an Amaranth name, "
                       f"`file.py:line` = a carry chain made there):", "",
                       f"    {path['summary']}", ""]
+        depth = r["depth"]
+        lines += ["Deepest paths estimated without placement (`python -m synth.depth`: a fixed "
+                  "delay model, the same on every run; loop: the fewest registers on a loop "
+                  "through the path, - if none):", ""]
+        lines += _table(["estimated ns", "loop", "register", "its deepest path starts from"],
+                        [[f"{row['ns']:.2f}", row["loop"] or "-", row["register"], row["start"]]
+                         for row in depth["deepest"]])
+        lines += [""] + [line + "." for line in summary_lines(depth)] + [""]
         times = f"Run times: synth_ecp5 {r['synth_seconds']:.0f} s" + "".join(
             f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in r["seeds"])
         lines += [times + ".", "",

@@ -31,6 +31,14 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
         assert result["flip_flops_by_signal"][name] == result["l1_row_bits"]
     markdown = (tmp_path / "synth.md").read_text()
     assert f"| {SMALL} |" in markdown and "| none |" in markdown
+    # The placement-free estimate is part of the report.
+    depth = result["depth"]
+    assert depth["flip_flops"] == result["cells"]["TRELLIS_FF"]
+    assert len(depth["deepest"]) == 10
+    assert depth["deepest"][0]["ns"] >= depth["deepest"][-1]["ns"]
+    assert sum(depth["beyond_5_by_loop"].values()) == depth["beyond"]["5"]
+    assert "| estimated ns | loop | register |" in markdown
+    assert "beyond 5 ns, by loop:" in markdown
     assert "# ECP5 synthesis report" in capsys.readouterr().out
 
     # The placement-free estimate of the deepest paths, on the netlist that run left.
