@@ -54,6 +54,31 @@ def _env(design_path=None):
     return env
 
 
+def _run_group(command, cwd, timeout):
+    """Run ``command`` in its own process group, so that a timeout (or ^C) stops the solver
+    it starts too. Returns its output (stdout and stderr) and whether it timed out."""
+    proc = subprocess.Popen(command, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return out, False
+    except BaseException as e:
+        out = ""
+        for sig in (signal.SIGTERM, signal.SIGKILL):   # smtbmc may ignore SIGTERM
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                out, _ = proc.communicate(timeout=5)
+                break
+            except subprocess.TimeoutExpired:
+                out = ""
+        if not isinstance(e, subprocess.TimeoutExpired):
+            raise
+        return out, True
+
+
 def run_job(job, work=None, quiet=False):
     """Generate and run one job (in ``work``, by default :func:`work_dir`). Returns a result
     dict."""
@@ -76,25 +101,8 @@ def run_job(job, work=None, quiet=False):
         return result
     with open(os.path.join(jobdir, "props.json")) as f:
         meta = json.load(f)
-    # Own process group, so that a timeout (or ^C) stops the solver too.
-    proc = subprocess.Popen(tool_args() + ["-f", "job.sby"], cwd=jobdir, env=_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
-    try:
-        out, _ = proc.communicate(timeout=job.timeout)
-    except BaseException as e:
-        for sig in (signal.SIGTERM, signal.SIGKILL):   # smtbmc may ignore SIGTERM
-            try:
-                os.killpg(proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                out, _ = proc.communicate(timeout=5)
-                break
-            except subprocess.TimeoutExpired:
-                out = ""
-        if not isinstance(e, subprocess.TimeoutExpired):
-            raise
+    out, timed_out = _run_group(tool_args() + ["-f", "job.sby"], jobdir, job.timeout)
+    if timed_out:
         result["status"] = "TIMEOUT"
     with open(result["log"], "w") as f:
         f.write(out)
@@ -112,10 +120,11 @@ def run_job(job, work=None, quiet=False):
         result["witness"] = os.path.splitext(result["vcd"])[0] + ".yw"
     if result["status"] == "FAIL" and outcome["failed"] and job.unroll and \
             meta.get("solver") == "yices":
-        # yices' models under --unroll are replayed (replay_with_z3). Without --unroll (the
-        # deep directed checks) they are not: no wrong model was seen there, and z3 took 9
-        # minutes to replay a 292-step witness of the default configuration.
-        _confirm(result, sby_dir, meta["props"], job.timeout)
+        # yices' models under --unroll are replayed (replay_with_z3), within what is left of
+        # the job's time. Without --unroll (the deep directed checks) they are not: no wrong
+        # model was seen there, and z3 took 9 minutes to replay a 292-step witness of the
+        # default configuration.
+        _confirm(result, sby_dir, meta["props"], max(60, job.timeout - result["seconds"]))
     result["bound"] = meta.get("bound")
     result["solver"] = meta.get("solver")
     return result
@@ -125,7 +134,8 @@ def replay_with_z3(sby_dir, witness, props, timeout=None):
     """Replay the counterexample ``witness`` (a Yosys witness from reset, every input and
     initial value in it) on the job's model in SymbiYosys's work folder ``sby_dir``, with
     smtbmc and z3, up to the witness's last step. Returns the names of the assertions that
-    fail there (none if the witness does not fail) and the replay's VCD (None then).
+    fail there (none if the witness does not fail) and the replay's VCD (None then); raises
+    ``RuntimeError`` if the replay gives no verdict (z3 missing, a crash, ``timeout`` s out).
 
     Why: the solver that found the counterexample also chose the values it reports, and
     yices 2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that
@@ -133,18 +143,21 @@ def replay_with_z3(sby_dir, witness, props, timeout=None):
     named one that holds in every reachable state. The replay takes from the witness only
     the inputs and the initial state, so what fails there is what the design does."""
     with open(witness) as f:
-        steps = len(json.load(f)["steps"])
+        steps = len(json.load(f)["steps"])   # smtbmc replays it to its last step
     vcd = os.path.splitext(witness)[0] + "_z3.vcd"
-    done = subprocess.run([_smtbmc(), "-s", "z3", "--noprogress", "--yw", witness,
-                           "-t", str(steps), "--dump-vcd", vcd,
-                           os.path.join("model", "design_smt2.smt2")],
-                          cwd=sby_dir, env=_env(), capture_output=True, text=True,
-                          timeout=timeout)
-    locations = re.findall(r"Assert failed in [^:]*: (.+) \(\S+\)$", done.stdout, re.M)
+    out, timed_out = _run_group([_smtbmc(), "-s", "z3", "--noprogress", "--yw", witness,
+                                 "-t", str(steps), "--dump-vcd", vcd,
+                                 os.path.join("model", "design_smt2.smt2")], sby_dir, timeout)
+    if timed_out:
+        raise RuntimeError(f"no result in {timeout:.0f} s")
+    # "Assert failed in top: LOCATION (NAME)"; the name is missing where the model has none.
+    locations = re.findall(r"Assert failed in \S+: (.+?)(?: \(\S+\))?$", out, re.M)
     failed = list(dict.fromkeys(property_name(location, props) for location in locations))
-    if done.returncode not in (0, 1) or "Status: FAILED" not in done.stdout:
-        failed = []
-    return failed, (vcd if failed else None)
+    if "Status: PASSED" in out:
+        return [], None
+    if "Status: FAILED" not in out or not failed:
+        raise RuntimeError("smtbmc: " + (out.strip().splitlines() or ["no output"])[-1])
+    return failed, vcd
 
 
 def _confirm(result, sby_dir, props, timeout):
@@ -155,7 +168,7 @@ def _confirm(result, sby_dir, props, timeout):
     try:
         failed, vcd = replay_with_z3(sby_dir, result["witness"], props, timeout)
         problem = "its replay with z3 fails no assertion"
-    except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as error:
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
         failed, vcd, problem = [], None, f"its replay with z3 did not run ({error})"
     if not failed:
         result.update(status="UNCONFIRMED", detail=(

@@ -137,9 +137,13 @@ def path_estimates(netlist):
 def cell_graph(netlist):
     """Every cell's arcs from its input bits to its output bits, flip-flops and memories
     included: ``{bit: [(bit, registers)]}``, ``registers`` 1 where the arc goes through
-    state (a flip-flop's data to its output, a RAM's write port to its read data) and 0
-    where it is combinational (``synth.netlist.SEQUENTIAL_ARCS``). Its cycles are the
-    netlist's loops."""
+    state and 0 where it is combinational (``synth.netlist.SEQUENTIAL_ARCS``). Its cycles are
+    the netlist's loops.
+
+    Every input of a flip-flop counts as an arc through state, its enable and reset as well
+    as its data, as each decides the next value: a path into a flip-flop's enable is on a
+    loop if the flip-flop reaches that enable's source (with data arcs only, 553 of the 1092
+    paths beyond 5 ns on step 10's default netlist would be on no loop, against 249)."""
     graph = defaultdict(list)
     for cell in netlist.cells.values():
         directions = cell.get("port_directions", {})
@@ -160,8 +164,8 @@ def cell_graph(netlist):
 
 def loop_components(graph):
     """The strongly connected component of every bit of ``graph`` (:func:`cell_graph`) that
-    lies on a loop: ``{bit: component}`` for the components of more than one bit; two bits are
-    on one loop when their components are equal."""
+    lies on a loop: ``{bit: component}`` for the components of more than one bit, or of one
+    bit with an arc to itself; two bits are on one loop when their components are equal."""
     # Tarjan's algorithm, iterative (the netlist's paths are deeper than Python's stack).
     index, low, on_stack, stack, component = {}, {}, set(), [], {}
     for root in list(graph):
@@ -191,7 +195,7 @@ def loop_components(graph):
                     while not members or members[-1] != node:
                         members.append(stack.pop())
                         on_stack.discard(members[-1])
-                    if len(members) > 1:
+                    if len(members) > 1 or any(b == node for b, _ in graph.get(node, ())):
                         component.update((member, node) for member in members)
     return component
 

@@ -169,7 +169,7 @@ def test_mutant_patch_rot_is_loud(tmp_path, monkeypatch):
                     reason="yowasp-sby not installed")
 def test_counterexample_replays(tmp_path):
     from proofs.replay import read_witness, check_steps, replay_main, _factory
-    from proofs.run import replay_with_z3, report_failures, run_job
+    from proofs.run import read_sby_outcome, replay_with_z3, report_failures, run_job
     import dataclasses
     import json
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
@@ -185,7 +185,7 @@ def test_counterexample_replays(tmp_path):
     assert result["vcd"].endswith("_z3.vcd") and os.path.getsize(result["vcd"]) > 0
     job_dir = os.path.dirname(os.path.dirname(yw))
     props = json.load(open(tmp_path / "work" / job.name / "props.json"))["props"]
-    assert replay_with_z3(job_dir, yw, props)[0] == result["failed"]
+    assert set(result["failed"]) <= set(read_sby_outcome(job_dir, props)["failed"])
     witness = json.load(open(yw))
     witness["steps"] = witness["steps"][:-1]
     cut = tmp_path / "cut.yw"
@@ -550,3 +550,16 @@ def test_counterexample_taken_from_the_replay(monkeypatch):
     run._confirm(result, "sby", {}, None)
     assert result["status"] == "UNCONFIRMED" and result["failed"] == ["a/real", "b/claimed"]
     assert "replay with z3 fails no assertion" in result["detail"]
+
+
+def test_replay_without_a_verdict_is_an_error(tmp_path, monkeypatch):
+    # A replay that gives no verdict (here: z3 not found) is an error, never "fails nothing".
+    from proofs.run import replay_with_z3
+    fake = tmp_path / "smtbmc"
+    fake.write_text("#!/bin/sh\necho \"##   0:00:00  SMT Solver 'z3' not found in path.\"\n"
+                    "exit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("SMTBMC", str(fake))
+    (tmp_path / "trace.yw").write_text('{"steps": [{}, {}]}')
+    with pytest.raises(RuntimeError, match="SMT Solver 'z3' not found"):
+        replay_with_z3(str(tmp_path), str(tmp_path / "trace.yw"), {})

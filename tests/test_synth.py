@@ -151,3 +151,19 @@ def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python -m synth.loops: error: unknown loop 'fast': use one of accumulate, "
         "accumulate_ways, lookahead, lookahead2")
+
+
+def test_loops_of_a_small_graph():
+    # Flip-flops A (data 1 -> out 2), B (3 -> 4), C (5 -> 6) and D (7, its output its own
+    # input); logic 2 -> 1 (A feeds itself), 2 -> 3 and 4 -> 1 (A -> B -> A), 6 -> 3 (C into
+    # the loop from outside), 8 -> 5 (an input).
+    graph = {1: [(2, 1)], 2: [(1, 0), (3, 0)], 3: [(4, 1)], 4: [(1, 0)], 5: [(6, 1)],
+             6: [(3, 0)], 7: [(7, 1)], 8: [(5, 0)]}
+    component = loop_components(graph)
+    assert set(component) == {1, 2, 3, 4, 7} and component[1] == component[4] != component[7]
+    assert loop_registers(graph, component, 2, 2) == 1    # A -> A
+    assert loop_registers(graph, component, 2, 4) == 2    # A -> B, B back to A through A
+    assert loop_registers(graph, component, 4, 2) == 2
+    assert loop_registers(graph, component, 7, 7) == 1
+    assert loop_registers(graph, component, 6, 4) is None  # C is on no loop
+    assert loop_registers(graph, component, 8, 6) is None
