@@ -36,7 +36,7 @@ import sys
 from collections import Counter, defaultdict, deque
 
 from reports.console import ArgumentParser, positive_integer, usage_error
-from .netlist import SEQUENTIAL_ARCS, Netlist
+from .netlist import Netlist
 
 __all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",
            "depth_summary", "main"]
@@ -137,28 +137,16 @@ def path_estimates(netlist):
 def cell_graph(netlist):
     """Every cell's arcs from its input bits to its output bits, flip-flops and memories
     included: ``{bit: [(bit, registers)]}``, ``registers`` 1 where the arc goes through
-    state and 0 where it is combinational (``synth.netlist.SEQUENTIAL_ARCS``). Its cycles are
-    the netlist's loops.
+    state and 0 where it is combinational (``Netlist.arcs``). Its cycles are the netlist's
+    loops.
 
     Every input of a flip-flop counts as an arc through state, its enable and reset as well
     as its data, as each decides the next value: a path into a flip-flop's enable is on a
     loop if the flip-flop reaches that enable's source (with data arcs only, 553 of the 1092
     paths beyond 5 ns on step 10's default netlist would be on no loop, against 249)."""
     graph = defaultdict(list)
-    for cell in netlist.cells.values():
-        directions = cell.get("port_directions", {})
-        combinational = SEQUENTIAL_ARCS.get(cell["type"])
-        outputs = [port for port, d in directions.items() if d == "output"]
-        for port, bits in cell["connections"].items():
-            if directions.get(port) != "input":
-                continue
-            for out in outputs:
-                through_state = combinational is not None and \
-                    out not in combinational.get(port, [])
-                for a in bits:
-                    if isinstance(a, int):
-                        graph[a].extend((b, int(through_state))
-                                        for b in cell["connections"][out] if isinstance(b, int))
+    for a, b, through_state in netlist.arcs():
+        graph[a].append((b, int(through_state)))
     return graph
 
 
@@ -243,20 +231,27 @@ def depth_summary(netlist, count=20):
     ends = path_estimates(netlist)
     graph = cell_graph(netlist)
     component = loop_components(graph)
+    loops = {}                 # (start, end) -> loop_registers, each searched once
+
+    def loop(start, end):
+        if (start, end) not in loops:
+            loops[start, end] = loop_registers(graph, component, start, end)
+        return loops[start, end]
+
     deepest = {}
     for delay, register, start, end in ends:
         deepest.setdefault(register, (delay, start, end))
     rows = [{"register": register, "start": netlist.signal_name(start) or "(unnamed)",
-             "ns": round(delay, 2), "loop": loop_registers(graph, component, start, end)}
+             "ns": round(delay, 2), "loop": loop(start, end)}
             for register, (delay, start, end) in list(deepest.items())[:count]]
-    loops = Counter(min(loop_registers(graph, component, start, end) or 0, 7)
-                    for delay, _, start, end in ends if delay > LIMITS[0])
+    by_loop = Counter(min(loop(start, end) or 0, 7)
+                      for delay, _, start, end in ends if delay > LIMITS[0])
     return {
         "deepest": rows,
         "flip_flops": len(ends),
         "beyond": {limit: sum(1 for d, *_ in ends if d > limit) for limit in LIMITS},
         "beyond_5_by_loop": {("none" if k == 0 else "7+" if k == 7 else str(k)): n
-                             for k, n in sorted(loops.items(), key=lambda kv: kv[0] or 8)},
+                             for k, n in sorted(by_loop.items(), key=lambda kv: kv[0] or 8)},
     }
 
 

@@ -194,11 +194,30 @@ class Netlist:
                          for name, cell in self.cells.items() if cell["type"] == "TRELLIS_FF")
         return dict(groups.most_common())
 
+    def arcs(self):
+        """Every cell's arcs from an input bit to an output bit, flip-flops and memories
+        included: ``(input bit, output bit, through_state)``, ``through_state`` True where the
+        input acts only at the clock edge (see ``SEQUENTIAL_ARCS``)."""
+        for cell in self.cells.values():
+            directions = cell.get("port_directions", {})
+            combinational = SEQUENTIAL_ARCS.get(cell["type"])
+            outputs = [port for port, d in directions.items() if d == "output"]
+            for port, bits in cell["connections"].items():
+                if directions.get(port) != "input":
+                    continue
+                for out in outputs:
+                    through_state = combinational is not None and \
+                        out not in combinational.get(port, [])
+                    for a in bits:
+                        for b in cell["connections"][out]:
+                            if isinstance(a, int) and isinstance(b, int):
+                                yield a, b, through_state
+
     def combinational_io_paths(self):
         """Outputs of the top module reachable from inputs through combinational logic only.
 
-        A walk over the netlist from each input port's bits, through every cell but the
-        sequential ones (see ``SEQUENTIAL_ARCS``).
+        A walk over the netlist from each input port's bits, through the combinational arcs of
+        every cell (:meth:`arcs`).
 
         Returns
         -------
@@ -206,17 +225,9 @@ class Netlist:
             ``{output port: sorted list of input ports}``, only outputs that have such a path.
         """
         readers = defaultdict(list)   # net bit -> output bits of the cells it reaches at once
-        for cell in self.cells.values():
-            directions = cell.get("port_directions", {})
-            arcs = SEQUENTIAL_ARCS.get(cell["type"])
-            outputs = [port for port, d in directions.items() if d == "output"]
-            for port, bits in cell["connections"].items():
-                if directions.get(port) != "input":
-                    continue
-                reached = outputs if arcs is None else arcs.get(port, [])
-                out_bits = [b for out in reached for b in cell["connections"][out]]
-                for bit in bits:
-                    readers[bit].extend(b for b in out_bits if isinstance(b, int))
+        for a, b, through_state in self.arcs():
+            if not through_state:
+                readers[a].append(b)
         ports = self.module["ports"]
         output_of = {bit: name for name, port in ports.items() if port["direction"] == "output"
                      for bit in port["bits"] if isinstance(bit, int)}
