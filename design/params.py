@@ -8,8 +8,9 @@ mistake in a configuration script (or on a command line) is found at once and no
 
 from contextlib import contextmanager
 
-__all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_TAPS", "LFSR_RESET", "EMA_FRACTION_BITS",
-           "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS", "BYPASS_WINDOWS",
+__all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
+           "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
+           "BYPASS_WINDOWS",
            "DISCARD_COUNT_WIDTH", "check_config", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
@@ -30,8 +31,11 @@ DEFAULTS = {
 #: The stochastic mode's random bits: a Galois LFSR of this many bits, shifting right, one step
 #: per stochastic decision: ``state = (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)``.
 LFSR_WIDTH = 32
-#: x^32 + x^22 + x^2 + x + 1 (maximal length, Xilinx XAPP052): bit ``e - 1`` for term ``x^e``.
-LFSR_TAPS = 0x80200003
+#: The LFSR's feedback polynomial, by the exponents of its terms: x^32 + x^22 + x^2 + x + 1
+#: (maximal length, Xilinx XAPP052; ``tests/test_modes.py`` checks that it is primitive).
+LFSR_POLYNOMIAL = (32, 22, 2, 1, 0)
+#: Its Galois feedback mask: bit ``e - 1`` for each term ``x^e`` but the constant.
+LFSR_TAPS = sum(1 << (e - 1) for e in LFSR_POLYNOMIAL if e)
 #: The LFSR state after reset (a seed of 0 also loads this: the all-zero state never moves).
 LFSR_RESET = 1
 #: Fraction bits of the EMA of ``|grad|`` (so its floor rounding loses less than one unit).

@@ -10,6 +10,7 @@ import sys
 
 from amaranth.back import rtlil
 
+from properties.component import ComponentHarness
 from properties.harness import CONFIGS, FormalHarness
 
 
@@ -60,12 +61,11 @@ def sby_text(job):
 
 def generate(job, outdir):
     os.makedirs(outdir, exist_ok=True)
-    harness = FormalHarness(CONFIGS[job["config"]], focus=job["focus"],
-                            fairness=job["fairness"], whole_storage=job["whole_storage"],
-                            reset=job["reset"], covers=job["covers"],
-                            assume_others=job.get("assume_others", True),
-                            stimulus=job.get("stimulus"),
-                            shared_read=job.get("shared_read", False))
+    if job.get("component"):
+        harness = ComponentHarness(job["component"], CONFIGS[job["config"]],
+                                   covers=job["covers"], reset=job["reset"])
+    else:
+        harness = _system_harness(job)
     text = rtlil.convert(harness, ports=[])
     with open(os.path.join(outdir, "design.il"), "w") as f:
         f.write(text)
@@ -76,6 +76,15 @@ def generate(job, outdir):
         json.dump(meta, f, indent=1)
     with open(os.path.join(outdir, "job.sby"), "w") as f:
         f.write(sby_text(job))
+
+
+def _system_harness(job):
+    return FormalHarness(CONFIGS[job["config"]], focus=job["focus"],
+                         fairness=job["fairness"], whole_storage=job["whole_storage"],
+                         reset=job["reset"], covers=job["covers"],
+                         assume_others=job.get("assume_others", True),
+                         stimulus=job.get("stimulus"),
+                         shared_read=job.get("shared_read", False))
 
 
 if __name__ == "__main__":

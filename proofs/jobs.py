@@ -1,22 +1,24 @@
 """The proof jobs: which harness, configuration, mode and depth each one runs."""
 
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, replace
 
+from properties.base import COMPONENT_GROUPS
+from properties.component import COMPONENTS, instances
 from properties.harness import CONFIGS
 
-__all__ = ["Job", "ONE_JOB_EACH", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS", "all_jobs", "job_by_name",
-           "slowest_first"]
+__all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
+           "all_jobs", "job_by_name", "reset_check", "slowest_first"]
 
 #: The safety property groups (properties/base.py GROUPS).
 SAFETY = ["stream", "conservation", "storage", "idle", "valid_count", "overflow", "unique_tag",
-          "l2", "pipeline", "forwarding", "fifo", "queue", "policy", "counters",
-          "dual_threshold", "ema", "bypass"]
+          "pipeline", "forwarding", "policy", "counters", "dual_threshold", "ema", "bypass",
+          "throughput"]
 #: Property groups proven together, one k-induction job each (job name: groups), on the
 #: scaled configurations (``SPLIT``) ...
 SCALED_GROUPS = {"-".join(g): g for g in [
-    ["stream", "l2", "fifo", "queue"], ["conservation"], ["idle", "valid_count", "counters"],
+    ["conservation"], ["stream", "idle", "valid_count", "counters"],
     ["overflow", "unique_tag", "pipeline"], ["forwarding"], ["policy"],
-    ["dual_threshold", "ema", "bypass"]]}
+    ["dual_threshold", "ema", "bypass"], ["throughput"]]}
 #: ... and on the others, where one job proves every safety group but conservation (small:
 #: 19 s, where the six jobs above took 35 s), and conservation and the whole-storage facts
 #: are a job each (on small 62 s as one job, 13 + 23 s as two; 27 Nov 2026). ``storage``
@@ -92,9 +94,14 @@ class Job:
     unroll: bool = True       # smtbmc --unroll (SymbiYosys's default with yices) or --nounroll
     solver: str = None        # "yices" or "z3" (None: proofs.gen.solver's choice)
     shared_read: bool = False  # harness: s3's set read through the tracked set's port (TUNING)
+    component: str = None     # a component proven alone (properties.component), not the system
 
     @property
     def properties(self):
+        if self.component:
+            groups = sorted({g for g, c in COMPONENT_GROUPS.items() if c == self.component})
+            return f"{self.component} alone: " + ("covers" if self.mode == "cover"
+                                                  else "+".join(groups))
         if self.mode in ("cover", "sim"):
             return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
         groups = list(self.focus) if self.focus else list(SAFETY)
@@ -277,7 +284,39 @@ def _cover_jobs():
     return jobs + _directed_jobs() + _simulated_jobs()
 
 
-PROVE_JOBS = _prove_jobs() + _cover_jobs()
+def reset_check(job):
+    """The bounded check from reset that follows a CTI of the k-induction job ``job`` (its
+    properties, from reset in the first cycle only): deep enough to pass INIT (a cycle per
+    set, up to 64 sets) and fill L2, or the component's own BMC depth."""
+    config = CONFIGS[job.config]
+    if job.component:
+        spec = COMPONENTS[job.component]
+        depth = spec.bmc_depth(spec.params(config))
+    else:
+        depth = min(config["sets"], 64) + config["fifo_depth"] + 2 * job.depth + 8
+    return replace(job, name=f"{job.name}-from-reset", mode="bmc", depth=depth,
+                   reset="initial", timeout=max(job.timeout, 1200))
+
+
+def _component_jobs():
+    """Each component proven alone (k-induction, seconds each) and its covers reached from
+    reset, once per distinct set of its parameters among the proven configurations."""
+    jobs = []
+    for name, spec in COMPONENTS.items():
+        for config in instances(name, {c: CONFIGS[c] for c in PROVEN}):
+            jobs.append(Job(f"{name}-{config}", config, "prove", spec.depth, component=name,
+                            timeout=300))
+            # Covers from reset: large's components are default's at twice the size.
+            if spec.covers and config != "large":
+                params = spec.params(CONFIGS[config])
+                jobs.append(Job(f"{name}-{config}-cover", config, "cover",
+                                spec.bmc_depth(params), component=name, covers=True,
+                                reset="initial", timeout=300))
+    return jobs
+
+
+COMPONENT_JOBS = _component_jobs()
+PROVE_JOBS = COMPONENT_JOBS + _prove_jobs() + _cover_jobs()
 BMC_JOBS = _bmc_jobs() + _cover_jobs()[:1]
 COVER_JOBS = _cover_jobs()
 

@@ -28,6 +28,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from reports.console import ArgumentParser, positive_integer, table, usage_error
+from properties.component import COMPONENTS
+from properties.harness import CONFIGS
 from .jobs import Job
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -194,6 +196,27 @@ MUTANTS = {
         "compressor.py",
         "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle)"),
+    "idle_only_under_flush": (
+        "l2", "idle is high only under flush (nothing inside, flush low: idle low)",
+        "compressor.py",
+        "self.idle.eq(l1.idle & ~writeback.holding)",
+        "self.idle.eq(l1.idle & ~writeback.holding & self.flush)"),
+    "l2_bubble_in_burst": (
+        "l2", "a burst refills L2's output register only when empty: a DRAM write every "
+        "second cycle",
+        "writeback.py",
+        "load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),",
+        "load.eq(self.bursting & self.stored & ~self.out_valid),"),
+    # -- throughput ---------------------------------------------------------------------
+    "bubble_after_three_gradients": (
+        "throughput", "grad_in.ready falls for a cycle after three gradients in a row",
+        "l1.py",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
+        "                                          (reserved_next < Q))",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
+        "                                          (reserved_next < Q) &\n"
+        "                                          ~(self.s1_valid & self.s2_valid & "
+        "self.s3_valid))"),
     # -- forwarding -----------------------------------------------------------------------
     "no_forwarding": (
         "forwarding", "s3 ignores the decision of the gradient one stage ahead",
@@ -237,6 +260,22 @@ MUTANTS = {
         "l1.py",
         "self.discard.eq(self.small_miss),",
         "self.discard.eq(self.small_miss | (~self.s3_valid & self.s3_tiny)),"),
+    # the stochastic mode's LFSR (proven alone: properties/lfsr.py)
+    "lfsr_wrong_tap": (
+        "lfsr", "the LFSR's feedback flips a bit the polynomial has no term for",
+        "modes.py",
+        "return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)",
+        "return (state >> 1) ^ Mux(state[0], LFSR_TAPS ^ 4, 0)"),
+    "lfsr_seed_0_loads_0": (
+        "lfsr", "a seed of 0 loads 0 (the LFSR then sticks)",
+        "modes.py",
+        "seeded = Mux(self.seed == 0, LFSR_RESET, self.seed)",
+        "seeded = self.seed"),
+    "lfsr_loads_while_busy": (
+        "lfsr", "the LFSR's seed is loaded whenever lfsr_load is high, not only while idle",
+        "compressor.py",
+        "lfsr.load.eq(self.lfsr_load & self.idle),",
+        "lfsr.load.eq(self.lfsr_load),"),
     # dual threshold, mode stochastic
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
@@ -408,7 +447,29 @@ def jobs_for(name, design_path, config="small"):
     property, then progress and termination under DRAM fairness; for a mutant of :data:`DEEP`
     (:data:`DEEP_LIVENESS`) on the default configuration (of :data:`DEEP_SMALL` on small), every
     safety property (progress and termination) under its directed stimulus; for one of
-    :data:`STALLS`, the liveness check first."""
+    :data:`STALLS`, the liveness check first. A mutant of a component's file is first checked
+    by that component's own proofs (:data:`COMPONENT_FILES`)."""
+    return _component_jobs(name, design_path, config) + _system_jobs(name, design_path, config)
+
+
+#: The design files that hold a component proven alone (properties/component.py), and those
+#: components: a mutant of such a file is first checked by their own proofs.
+COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "modes.py": ["lfsr", "ema"],
+                   "streamer.py": ["streamer"]}
+
+
+def _component_jobs(name, design_path, config):
+    """The bounded checks from reset of the components in the mutant's file, alone."""
+    jobs = []
+    for component in COMPONENT_FILES.get(MUTANTS[name][2], []):
+        spec = COMPONENTS[component]
+        jobs.append(Job(f"mutant-{name}-{component}-{config}", config, "bmc",
+                        spec.bmc_depth(spec.params(CONFIGS[config])), component=component,
+                        design_path=design_path, reset="initial", timeout=600))
+    return jobs
+
+
+def _system_jobs(name, design_path, config):
     _, K, depth, live_depth = next(c for c in CONFIGS_CHECKED if c[0] == config)
     deep_safety = {"default": DEEP, "small": DEEP_SMALL}.get(config, {})
     if name in deep_safety:

@@ -127,7 +127,32 @@ def run_job(job, work=None, quiet=False):
         _confirm(result, sby_dir, meta["props"], max(60, job.timeout - result["seconds"]))
     result["bound"] = meta.get("bound")
     result["solver"] = meta.get("solver")
+    if result["status"] == "CTI":
+        _check_from_reset(job, work, result)
     return result
+
+
+def _check_from_reset(job, work, result):
+    """After an induction CTI, a bounded check of the same properties from reset
+    (:func:`proofs.jobs.reset_check`) tells a bug (its trace becomes the job's, status FAIL)
+    from an induction too weak (status CTI, with how far from reset nothing failed)."""
+    from .jobs import reset_check
+    bmc = reset_check(job)
+    check = run_job(bmc, work)
+    if check["status"] == "FAIL" and check["vcd"]:
+        result.update(status="FAIL", failed=check["failed"], vcd=check["vcd"],
+                      witness=check.get("witness"), log=check["log"], detail=(
+                          f"    a bug: the induction failed, and the bounded check from reset "
+                          f"({bmc.name}, {bmc.depth} steps) fails too; its trace follows"))
+    elif check["status"] == "PASS":
+        result["detail"] = (f"    induction too weak, no bug seen: the bounded check from reset "
+                            f"({bmc.name}) fails nothing in {bmc.depth} steps; the trace below "
+                            f"starts in a state that may be unreachable (an invariant is "
+                            f"missing)")
+    else:
+        result["detail"] = (f"    the bounded check from reset ({bmc.name}) gave "
+                            f"{check['status']}: bug or weak induction not told apart")
+    result["seconds"] += check.get("seconds", 0)
 
 
 def replay_with_z3(sby_dir, witness, props, timeout=None):
@@ -341,9 +366,6 @@ def _report_failure(r, file, table):
         if yw and os.path.exists(yw):
             print(f"    witness: {os.path.relpath(yw)}", file=file)
             print(f"    replay: {replay_command(yw)}", file=file)
-        if r["status"] == "CTI":
-            print("    (induction counterexample: starts in an arbitrary state; an "
-                  "invariant is missing, not necessarily a bug)", file=file)
         if table:
             try:
                 print_table(read_vcd(r["vcd"]), file=file)

@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from amaranth import Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
 
-__all__ = ["PropertySet", "Prop", "GROUPS"]
+__all__ = ["PropertySet", "Prop", "GROUPS", "COMPONENT_GROUPS", "past"]
 
 #: Property groups, by contract.
 GROUPS = {
@@ -44,23 +44,48 @@ GROUPS = {
                     "holds a write for it",
     "fifo":         "L2 is an order-preserving FIFO (one tracked write)",
     "queue":        "L1's output queue is an order-preserving FIFO (one tracked write)",
+    "lfsr":         "the LFSR steps through its polynomial's Galois sequence from any state, "
+                    "loads a seed (0 loads 1), never sticks at 0",
+    "ema_unit":     "the EMA unit's average is the exact EMA of its samples, in range; its "
+                    "threshold is the clamp of its scaled source",
+    "streamer":     "the streamer passes each gradient on with the threshold it is judged "
+                    "against (0 in a bypass window) and the modes' settings",
     "dual_threshold": "a tiny miss (and only it) is discarded: dropped or written as "
                       "+-small_threshold by the random bits' rule, and accounted",
     "ema":          "the EMA is exact, in range, never wraps; the threshold in force is its "
                     "clamp or threshold",
     "bypass":       "a gradient in an enabled window is judged against 0: written once, "
                     "unchanged, as DIRECT",
+    "throughput":   "DRAM always ready, flush never high: grad_in.ready in every cycle after "
+                    "INIT",
     "lemma":        "assumption proven on paper (docs/proofs.md): valid_count covers a row",
     # internal invariants
     "valid_count":  "valid_count == number of valid L1 entries <= sets*ways",
     "overflow":     "no sum/count/pointer overflow, count < max_updates",
     "unique_tag":   "at most one way of a set holds a given tag",
-    "l2":           "L2 level/pointer/full/empty/burst invariants",
+    "l2":           "L2 stream rules, level/pointer/full/empty/burst invariants, a write per "
+                    "cycle in a burst",
     "pipeline":     "L1 pipeline and scan invariants (strengthening)",
     "forwarding":   "each L1 stage works on its set as it is now: rows read, forwarded or "
                     "corrected for s4",
     "cover":        "reachability of interesting situations",
 }
+
+#: The groups that state a component's own contract (:mod:`properties.component`), proven in
+#: that component's harness with every input free, and the component of each. In the system
+#: harness they are assumed in every cycle (unless a job focuses on them): a fact of every
+#: state the component reaches under any inputs holds in every state the system reaches.
+COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "queue": "queue", "lfsr": "lfsr",
+                    "ema_unit": "ema", "streamer": "streamer"}
+
+
+def past(m, value, name):
+    """A register holding ``value`` of the cycle before (0 after reset and at power-up, so a
+    property ``~past(...) | ...`` says nothing in the first cycle)."""
+    value = Value.cast(value)
+    reg = Signal(value.shape(), name=f"{name}_last_cycle")
+    m.d.sync += reg.eq(value)
+    return reg
 
 
 @dataclass
@@ -79,8 +104,13 @@ class Prop:
 
 
 class PropertySet:
-    def __init__(self):
+    """``alone``: the properties of one component proven in its own harness; what the
+    component requires of its inputs (:meth:`require`) is then assumed, where in the system
+    it is asserted."""
+
+    def __init__(self, alone=False):
         self.props = []
+        self.alone = alone
 
     def _add(self, kind, group, name, test, now=(), only_for=None):
         assert group in GROUPS, group
@@ -131,6 +161,11 @@ class PropertySet:
     def assume(self, group, name, test):
         return self._add("assume", group, name, test)
 
+    def require(self, group, name, test):
+        """What a component needs of its inputs: assumed in its own harness, asserted in the
+        system's (ZipCPU's swap)."""
+        return self._add("assume" if self.alone else "assert", group, name, test)
+
     def cover(self, name, test):
         return self._add("cover", "cover", name, test)
 
@@ -180,6 +215,13 @@ class PropertySet:
                     lemmas = [q.test for u in prop.now for q in by_name[u]]
                     test = ~_all(lemmas if guard is None else [guard | t for t in lemmas]) | test
                 stmt = Assert(test if guard is None else (guard | test))
+            elif prop.group in COMPONENT_GROUPS and not self.alone:
+                # A component's contract, proven alone: assumed in every cycle.
+                if assume_others:
+                    stmt = Assume(prop.test if guard is None else (guard | prop.test))
+                    stmt.src_loc = self.src_loc(prop)
+                    m.d.comb += stmt
+                continue
             else:
                 if assume_others and (prop.only_for is None or focus is None or
                                       any(g in focus or any(f.startswith(g + "/") for f in focus)

@@ -22,7 +22,8 @@ from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
 
 from .base import PropertySet
 from . import (assumptions, outputs, invariants, covers, writeback, policy, liveness, modes,
-               pipeline)
+               pipeline, ema, streamer, throughput)
+from .queue import contract as queue_contract
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
@@ -292,8 +293,6 @@ class FormalHarness(Elaboratable):
             m.d.comb += port.addr.eq(i)
         for i, port in enumerate(self.l2_ports):
             m.d.comb += port.addr.eq(i)
-        for i, port in enumerate(self.queue_ports):
-            m.d.comb += port.addr.eq(i)
 
         def current(port, set_, name, shared=False):
             # shared: the tracked set is read through its own port whichever port asks (the
@@ -456,13 +455,22 @@ class FormalHarness(Elaboratable):
         self.s3_chance = chance
 
 
+        # The components' own contracts (proven alone, properties/component.py): assumed.
+        self.fifo_state, self.fifo_ahead = writeback.contract(
+            m, P, wb, pick=self.fifo_pick, track_port=self.l2_track_port)
+        self.queue_pick = Signal(name="queue_pick")
+        self.free(m, self.queue_pick)
+        queue_contract(m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports)
+        ema.contract(m, P, d.ema)
+        streamer.contract(m, P, d.streamer)
+
         assumptions.add(self, m, P)
         policy.add(self, m, P)       # first: the conservation properties use its model
         outputs.add(self, m, P)
         invariants.add(self, m, P)
-        writeback.add(self, m, P)
         pipeline.add(self, m, P)
         modes.add(self, m, P)
+        throughput.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)
         if self.stimulus is not None:

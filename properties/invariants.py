@@ -106,35 +106,8 @@ def add(h, m, P):
     P.check("unique_tag", "tracked_address_in_at_most_one_way", init | (h.l1_n <= 1))
     for i, port in enumerate(h.l1_ports):
         _row_checks(h, P, h.current(port, i, f"every_set{i}_now"), "every_set", ~init)
-    P.check("overflow", "l2_w_ptr_below_depth", wb.w_ptr < D)
-    P.check("overflow", "l2_r_ptr_below_depth", wb.r_ptr < D)
-    P.check("overflow", "l2_count_at_most_depth", wb.count <= D)
     if h.l2_ports:
         P.check("overflow", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
 
-    # -- L2 ---------------------------------------------------------------------------------
-    P.check("l2", "level_eq_count_plus_out_valid", wb.level == wb.count + wb.out_valid)
-    P.check("l2", "level_at_most_depth", wb.level <= D)
-    ptr_sum = Signal(range(2 * D + 1), name="l2_r_ptr_plus_count")
-    m.d.comb += ptr_sum.eq(wb.r_ptr + wb.count)
-    P.check("l2", "w_ptr_eq_r_ptr_plus_count_mod_depth",
-            wb.w_ptr == Mux(ptr_sum >= D, ptr_sum - D, ptr_sum))
-    P.check("l2", "full_iff_level_eq_depth", wb.push.ready == (wb.level != D))
-    P.check("l2", "holding_iff_level_nonzero", wb.holding == (wb.level != 0))
-    P.check("l2", "stored_iff_count_nonzero", wb.stored == (wb.count != 0))
-    P.check("l2", "empty_means_no_output", (wb.level != 0) | ~d.dram_out.valid)
-    P.check("l2", "l2_level_port_is_level", d.l2_level == wb.level)
-    P.check("l2", "bursting_implies_not_empty", ~wb.bursting | (wb.level != 0))
-    P.check("l2", "level_at_burst_size_implies_bursting",
-            (wb.level < d.burst_size) | wb.bursting)
-    last_bursting = Signal(name="l2_bursting_last_cycle")
-    last_flush = Signal(name="flush_last_cycle")
-    last_out_valid = Signal(name="l2_out_valid_last_cycle")
-    last_popped = Signal(name="l2_popped_last_cycle")
-    m.d.sync += [last_bursting.eq(wb.bursting), last_flush.eq(d.flush),
-                 last_out_valid.eq(wb.out_valid), last_popped.eq(h.pop)]
-    P.check("l2", "burst_lasts_until_empty", ~last_bursting | (wb.level == 0) | wb.bursting)
-    P.check("l2", "burst_starts_at_burst_size_or_flush",
-            last_bursting | ~wb.bursting | (wb.level >= d.burst_size) | last_flush)
-    P.check("l2", "writes_loaded_only_during_burst",
-            ~wb.out_valid | (last_out_valid & ~last_popped) | last_bursting)
+    # -- L2's level port (L2's own contract is properties/writeback.py's) ---------------------
+    P.check("counters", "l2_level_port_is_level", d.l2_level == wb.level)

@@ -93,6 +93,9 @@ def add(h, m, P):
             ~(tracked4 & l1.s4_push & (w4.cause == Cause.STOCHASTIC)) |
             (tiny4 & g4.stochastic))
     P.check("dual_threshold", "tiny_miss_allocates_nothing", ~tiny4 | ~l1.s4_write)
+    # The LFSR's seed is loaded only while idle (so never under a pending decision); the LFSR
+    # itself is proven alone (properties/lfsr.py).
+    P.check("dual_threshold", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~(tracked4 & d.discard) |
             ((d.discard_addr == g4.addr) &

@@ -1,8 +1,8 @@
 """Assertions on the outputs (the design's contract).
 
-* ``stream``: ``dram_out`` and the internal L1 -> L2 ``push`` obey the stream rules: once
-  ``valid`` is high and not taken it stays high with the same payload; ``dram_out.valid`` is
-  a register (it cannot wait for ``ready``), and ``push.ready`` depends on L2's level only.
+* ``stream``: the internal L1 -> L2 ``push`` obeys the stream rules: once ``valid`` is high
+  and not taken it stays high with the same payload, and ``push.ready`` depends on L2's level
+  only (``dram_out``'s rules are L2's own contract, :mod:`.writeback`).
 * ``conservation``: for the tracked address ``a`` (an ``AnyConst``), in every cycle
   ``accepted(a) - queued(a) - accounted(a)`` (written into L1's output queue; ``accounted``
   adds up the ``discard_error`` of each ``discard`` for ``a``: dual threshold) equals what
@@ -12,7 +12,8 @@
 * ``storage`` (only with ``whole_storage``): the queue's and L2's shadows for ``a`` match
   their storage, and neither writes ``a`` out unless it holds a write for ``a``.
 * ``idle``: ``idle`` only when no L1 entry is valid (counted in storage), ``valid_count == 0``,
-  L2 empty, nothing in s1 or on either stream; under ``flush`` it stays high once high.
+  L2 empty, nothing in s1 or on either stream, and after INIT whenever nothing accepted is
+  inside; under ``flush`` it stays high once high.
 * ``counters``: each cause strobe is high exactly when a write of that cause enters L2;
   ``l1_hit``/``l1_miss`` only when a small gradient commits; ``accepted_count`` and
   ``dram_write_count`` count the ``grad_in`` and ``dram_out`` handshakes (mod 2**32);
@@ -43,9 +44,8 @@ def add(h, m, P):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
 
     # -- stream rules ------------------------------------------------------------------------
-    _stream(m, P, "dram_out", d.dram_out, [d.dram_out.p.addr, d.dram_out.p.value])
+    # (dram_out's are L2's own contract: properties/writeback.py.)
     _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
-    P.check("stream", "dram_out_valid_is_a_register", d.dram_out.valid == wb.out_valid)
     P.check("stream", "push_ready_is_level_below_depth",
             l1.push.ready == (wb.level < d.fifo_depth))
 
@@ -118,6 +118,14 @@ def add(h, m, P):
             ~d.idle | (h.l1_n == 0))
     if h.l1_ports:
         P.check("idle", "idle_implies_no_valid_entry_in_storage", ~d.idle | (h.l1_total == 0))
+    # ... and the converse: once INIT is over, idle whenever nothing accepted is inside (no
+    # gradient in s1 ... s4, as the harness follows them, no valid L1 entry, no write in the
+    # queue or in L2), under flush or not.
+    nothing_inside = Signal(name="nothing_accepted_inside")
+    m.d.comb += nothing_inside.eq(~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) &
+                                  (l1.queue.level == 0) & (wb.level == 0))
+    P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
+            h.init | ~nothing_inside | d.idle)
     # grad_in.ready is a register: a gradient offered in the first cycle of flush may still be
     # taken (it comes before the barrier); from the second cycle on, none is.
     last_flush = Signal(name="flush_high_last_cycle")

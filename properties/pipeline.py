@@ -1,5 +1,4 @@
-"""L1's pipeline and output queue: the strengthening invariants that k-induction needs, and
-the queue's contract.
+"""L1's pipeline and output queue: the strengthening invariants that k-induction needs.
 
 Every gradient accepted in cycle *t* is in ``s<i>`` in cycle *t + i* (the pipeline never
 stalls); the harness keeps its own copy of each (``h.stage``). The set as it is in cycle *t*
@@ -28,15 +27,13 @@ correction for ``s4``, is its set as it is now and, for the tracked set, the ent
 address; ``s4``'s row is the decided row changed in ``s4``'s way, and its kept entry
 (``s4_holds``, ``s4_way``, ``s4_sum``, ``s4_count``) is the one its row holds for its address.
 
-``queue``: the output queue's pointers and level agree, and it is an order-preserving FIFO,
-proven with one tracked write (``queue_pick``), as L2 is (:mod:`.writeback`).
+The output queue's own contract is :mod:`.queue`'s.
 """
 
 from amaranth import *
 
 from design import L1State
 
-from .writeback import Tracked
 
 __all__ = ["add"]
 
@@ -178,43 +175,6 @@ def add(h, m, P):
             queue.level)
     P.check("pipeline", "reserved_at_most_queue_depth", l1.reserved <= Q)
     P.check("pipeline", "no_write_finds_the_queue_full", ~queue.w.valid | queue.w.ready)
-    P.check("queue", "level_at_most_depth", queue.level <= Q)
-    ptr_sum = Signal(range(2 * Q + 1), name="queue_r_ptr_plus_level")
-    m.d.comb += ptr_sum.eq(queue.r_ptr + queue.level)
-    P.check("queue", "w_ptr_eq_r_ptr_plus_level_mod_depth",
-            queue.w_ptr == Mux(ptr_sum >= Q, ptr_sum - Q, ptr_sum))
-
-    # The queue's contract, on one tracked write (the first taken with queue_pick high).
-    pick = h.queue_pick = Signal(name="queue_pick")
-    h.free(m, pick)
-    state = Signal(Tracked, name="queue_tracked_state")
-    slot = Signal(range(Q), name="queue_tracked_slot")
-    entry = Signal.like(queue.w.payload, name="queue_tracked_write")
-    ahead = Signal(range(Q + 1), name="queue_tracked_ahead")
-    r_fire = queue.r.valid & queue.r.ready
-    with m.Switch(state):
-        with m.Case(Tracked.NONE):
-            with m.If(h.queue_in & pick):
-                m.d.sync += [state.eq(Tracked.STORED), slot.eq(queue.w_ptr),
-                             entry.eq(queue.w.payload), ahead.eq(queue.level - r_fire)]
-        with m.Case(Tracked.STORED):
-            with m.If(r_fire):
-                with m.If(ahead == 0):
-                    m.d.sync += state.eq(Tracked.GONE)
-                with m.Else():
-                    m.d.sync += ahead.eq(ahead - 1)
-    stored = state == Tracked.STORED
-    offset = Signal(range(2 * Q), name="queue_tracked_offset")
-    m.d.comb += offset.eq(Mux(slot >= queue.r_ptr, slot - queue.r_ptr, slot + Q - queue.r_ptr))
-    held = Array(p.data.as_value() for p in h.queue_ports)[slot]
-    P.check("queue", "tracked_write_held_in_its_slot",
-            ~stored | (held == entry.as_value()))
-    P.check("queue", "tracked_write_has_ahead_writes_before_it",
-            ~stored | ((offset < queue.level) & (ahead == offset)))
-    P.check("queue", "tracked_write_leaves_unchanged_after_the_writes_ahead",
-            ~(stored & r_fire & (ahead == 0)) |
-            (queue.r.payload.as_value() == entry.as_value()))
-
     # -- the flush scan and INIT ----------------------------------------------------------
     scan, init, done = h.scan, h.init, l1.state == L1State.DONE
     scanned = h.l1_s2_port.data          # the scanned set, as stored (SCAN: pipeline empty)

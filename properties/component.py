@@ -1,0 +1,130 @@
+"""Each component proven alone, as ZipCPU and ``amaranth.lib.fifo`` do it: the component with
+every input port free (``AnySeq``) and a free reset, its own contract (the properties beside
+its logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`)
+asserted and what it requires of its inputs (:meth:`.base.PropertySet.require`) assumed. The
+system harness (:mod:`.harness`) instantiates the same contracts on its submodules, where
+they are assumed and the requirements asserted (:data:`.base.COMPONENT_GROUPS`).
+
+A component is proven with the parameters it has in each configuration of
+:data:`.harness.CONFIGS` (once per distinct set of parameters: :func:`instances`).
+"""
+
+from dataclasses import dataclass
+from typing import Callable
+
+from amaranth import *
+from amaranth.asserts import AnySeq, Initial
+from amaranth.hdl import Assume
+from amaranth.lib.wiring import In
+
+from design.l1 import L1Accumulator
+from design.layouts import write_layout
+from design.modes import EmaThreshold, Lfsr
+from design.queue import WriteQueue
+from design.streamer import Streamer
+from design.writeback import WritebackBuffer
+
+from . import ema, lfsr, queue, streamer, writeback
+from .base import PropertySet
+
+__all__ = ["COMPONENTS", "ComponentHarness", "instances"]
+
+
+@dataclass(frozen=True)
+class Component:
+    """How to build a component from a configuration and bind its contract."""
+    params: Callable      # configuration -> the component's parameters (a dict)
+    build: Callable       # **params -> the component
+    probes: Callable      # component -> keyword arguments of its contract made before
+                          # elaboration (read ports), or {}
+    contract: Callable    # (m, P, component, **probes)
+    covers: Callable      # (m, P, component), or None: no covers
+    depth: int            # k-induction depth of its proof
+    bmc_depth: Callable   # params -> depth of a BMC from reset that reaches its covers (its
+                          # cover job, and the mutation check's bounded check)
+
+
+def _free_pick():
+    return {"pick": Signal(name="pick")}
+
+
+COMPONENTS = {
+    "l2": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
+                              depth=c["fifo_depth"], burst_size=c["burst_size"]),
+        build=lambda **p: WritebackBuffer(**p),
+        probes=lambda wb: dict(_free_pick(),
+                               track_port=wb.storage.read_port(domain="comb")),
+        contract=writeback.contract, covers=writeback.covers, depth=3,
+        # fill it (depth cycles), then send a write in each of depth cycles
+        bmc_depth=lambda p: 2 * p["depth"] + 4),
+    "queue": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
+        build=lambda addr_width, grad_width: WriteQueue(write_layout(addr_width, grad_width),
+                                                        depth=L1Accumulator.QUEUE_DEPTH),
+        probes=lambda q: dict(_free_pick(), ports=[q.storage.read_port(domain="comb")
+                                                   for _ in range(q.depth)]),
+        contract=queue.contract, covers=queue.covers, depth=3,
+        bmc_depth=lambda p: L1Accumulator.QUEUE_DEPTH + 4),
+    "lfsr": Component(
+        params=lambda c: {}, build=lambda: Lfsr(), probes=lambda _: {},
+        contract=lfsr.contract, covers=lfsr.covers, depth=2, bmc_depth=lambda p: 4),
+    "ema": Component(
+        params=lambda c: dict(grad_width=c["grad_width"]),
+        build=lambda grad_width: EmaThreshold(grad_width=grad_width), probes=lambda _: {},
+        contract=ema.contract, covers=ema.covers, depth=2, bmc_depth=lambda p: 12),
+    "streamer": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
+        build=lambda **p: Streamer(**p), probes=lambda _: {},
+        contract=streamer.contract, covers=None, depth=1, bmc_depth=lambda p: 2),
+}
+
+
+def instances(name, configs):
+    """The configurations (names, in the order of ``configs``) on which component ``name`` is
+    proven: the first one of each distinct set of its parameters."""
+    seen, chosen = set(), []
+    for config_name, config in configs.items():
+        key = tuple(sorted(COMPONENTS[name].params(config).items()))
+        if key not in seen:
+            seen.add(key)
+            chosen.append(config_name)
+    return chosen
+
+
+class ComponentHarness(Elaboratable):
+    """One component alone, with the parameters it has in ``config`` (a
+    :data:`.harness.CONFIGS` entry): every input port free, reset free (or only in the first
+    cycle: ``reset="initial"``, for covers), its contract asserted, its covers emitted if
+    ``covers``."""
+
+    def __init__(self, name, config, *, covers=False, reset="any"):
+        if name not in COMPONENTS:
+            raise ValueError(f"unknown component {name!r}; known: {', '.join(COMPONENTS)}")
+        self.name, self.spec = name, COMPONENTS[name]
+        self.params = self.spec.params(config)
+        self.dut = self.spec.build(**self.params)
+        self.probes = self.spec.probes(self.dut)     # read ports: before elaboration
+        self.covers, self.reset = covers and self.spec.covers is not None, reset
+        self.props = PropertySet(alone=True)
+        self.config, self.bound = dict(config), None
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.dut = dut = self.dut
+        self.rst = ResetSignal()
+        if self.reset == "initial":
+            m.d.comb += Assume(self.rst == Initial())
+        for path, member, value in dut.signature.flatten(dut):
+            if member.flow == In:
+                value = Value.cast(value)
+                m.d.comb += value.eq(AnySeq(value.shape()))
+        for probe in self.probes.values():
+            if isinstance(probe, Signal):
+                m.d.comb += probe.eq(AnySeq(probe.shape()))
+        P = self.props
+        self.spec.contract(m, P, dut, **self.probes)
+        if self.covers:
+            self.spec.covers(m, P, dut)
+        P.emit(m, covers=bool(self.covers), guard=self.rst)
+        return m
