@@ -197,7 +197,7 @@ MUTANTS = {
         "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle)"),
     "idle_only_under_flush": (
-        "l2", "idle is high only under flush (nothing inside, flush low: idle low)",
+        "progress", "idle is high only under flush (nothing inside, flush low: idle low)",
         "compressor.py",
         "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle & ~writeback.holding & self.flush)"),
@@ -207,9 +207,8 @@ MUTANTS = {
         "writeback.py",
         "load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),",
         "load.eq(self.bursting & self.stored & ~self.out_valid),"),
-    # -- throughput ---------------------------------------------------------------------
     "bubble_after_three_gradients": (
-        "throughput", "grad_in.ready falls for a cycle after three gradients in a row",
+        "progress", "grad_in.ready falls for a cycle after three gradients in a row",
         "l1.py",
         "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
         "                                          (reserved_next < Q))",
@@ -351,7 +350,7 @@ DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highe
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
                   "forward_ignores_address", "tiny_bound_inclusive", "stochastic_write_unsigned",
-                  "ema_sampled_in_windows", "bypass_limit_exclusive"]
+                  "ema_sampled_in_windows", "bypass_limit_exclusive", "lfsr_wrong_tap"]
 
 
 def apply_mutant(name, dest):

@@ -46,6 +46,21 @@ def add(h, m, P):
     # -- stream rules ------------------------------------------------------------------------
     # (dram_out's are L2's own contract: properties/writeback.py.)
     _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
+    # The components are joined as their contracts assume: the queue's head is L1's push,
+    # L2 takes it as it is, and L2's output is dram_out.
+    queue = l1.queue
+    # (The payloads where valid: only then do they carry a write.)
+    P.check("stream", "l1_push_is_the_queues_head",
+            (l1.push.valid == queue.r.valid) & (queue.r.ready == l1.push.ready) &
+            (~l1.push.valid | (l1.push.payload.as_value() == queue.r.payload.as_value())))
+    P.check("stream", "l2_takes_l1_push_as_it_is",
+            (wb.push.valid == l1.push.valid) & (l1.push.ready == wb.push.ready) &
+            (~l1.push.valid | ((wb.push.p.addr == l1.push.p.addr) &
+                               (wb.push.p.value == l1.push.p.value))))
+    P.check("stream", "dram_out_is_l2s_output",
+            (d.dram_out.valid == wb.dram_out.valid) & (wb.dram_out.ready == d.dram_out.ready) &
+            (~d.dram_out.valid |
+             (d.dram_out.payload.as_value() == wb.dram_out.payload.as_value())))
     P.check("stream", "push_ready_is_level_below_depth",
             l1.push.ready == (wb.level < d.fifo_depth))
 

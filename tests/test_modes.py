@@ -454,3 +454,37 @@ def test_ema_update_is_the_ema_step_formally(tmp_path, grad_width):
     defined = average + (((magnitude << EMA_FRACTION_BITS) - average) >> shift)
     m.d.comb += equal.eq(ema_update(average, magnitude, shift) == defined[:len(average)])
     assert_always_one(tmp_path, m, [average, magnitude, shift], equal)
+
+
+def test_lfsr_polynomial_is_primitive():
+    # x^32 + x^22 + x^2 + x + 1 is primitive over GF(2): x has order 2**32 - 1 modulo it (so
+    # the LFSR runs through every non-zero state), checked by x^(2**32-1) = 1 and x^((2**32-1)/q)
+    # != 1 for each prime q dividing 2**32 - 1 = 3 * 5 * 17 * 257 * 65537.
+    from design.params import LFSR_POLYNOMIAL, LFSR_WIDTH
+    poly = sum(1 << e for e in LFSR_POLYNOMIAL)
+
+    def mulmod(a, b):
+        product = 0
+        while b:
+            if b & 1:
+                product ^= a
+            b >>= 1
+            a <<= 1
+            if a >> LFSR_WIDTH & 1:
+                a ^= poly
+        return product
+
+    def power(exponent):
+        result, base = 1, 2
+        while exponent:
+            if exponent & 1:
+                result = mulmod(result, base)
+            base = mulmod(base, base)
+            exponent >>= 1
+        return result
+
+    order = 2 ** LFSR_WIDTH - 1
+    assert power(order) == 1
+    for q in (3, 5, 17, 257, 65537):
+        assert order % q == 0 and power(order // q) != 1
+    assert LFSR_TAPS == sum(1 << (e - 1) for e in LFSR_POLYNOMIAL if e)

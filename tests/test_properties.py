@@ -13,6 +13,8 @@ from properties import CONFIGS, FormalHarness, flush_bound
 from properties.harness import progress_bound
 from properties.covers import PROGRESS_COVER
 from proofs.mutants import MUTANTS, apply_mutant, jobs_for
+from properties.base import COMPONENT_GROUPS
+from properties.component import COMPONENTS
 
 
 @pytest.mark.parametrize("config", ["small", "dm", "assoc"])
@@ -23,7 +25,8 @@ def test_harness_converts(config):
     groups = {p.group for p in harness.props.props}
     assert {"input", "stream", "conservation", "idle", "termination", "progress", "counters",
             "policy", "fifo", "valid_count", "overflow", "unique_tag", "l2", "pipeline",
-            "forwarding", "dual_threshold", "ema", "bypass", "cover"} <= groups
+            "forwarding", "dual_threshold", "ema", "bypass", "cover", "queue", "ema_unit",
+            "streamer", "throughput"} <= groups
     assert "lemma" not in groups     # proven directly when the whole storage is read
 
 
@@ -236,7 +239,8 @@ def test_mutant_classes():
     for name, (cls, *_rest) in MUTANTS.items():
         classes.setdefault(cls, []).append(name)
     assert set(classes) == {"policy", "progress", "counters", "power-up", "widths", "l2",
-                            "forwarding", "dual-threshold", "stochastic", "ema", "bypass"}
+                            "forwarding", "dual-threshold", "stochastic", "ema", "bypass",
+                            "lfsr"}
     assert all(len(names) >= 3 for names in classes.values()), classes
     # make mutants checks one mutant of every class on the default configuration too
     assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes)
@@ -258,9 +262,12 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                          "idle_ignores_l2", "scan_does_not_decrement_valid_count",
                          "highest_free_way", "victim_moves_on_free_way_miss",
                          "direct_zero_skipped"}
+    def system_jobs(name, config):
+        # (a mutant of a component's file is first checked by that component alone)
+        return [j for j in jobs_for(name, str(tmp_path), config) if not j.component]
     for name, (stimulus, depth) in DEEP.items():
         assert name in MUTANTS and stimulus in STIMULI
-        [job] = jobs_for(name, str(tmp_path), "default")
+        [job] = system_jobs(name, "default")
         assert (job.mode, job.stimulus, job.depth, job.reset) == ("bmc", stimulus, depth,
                                                                   "initial")
         assert job.focus is None and job.fairness is None and not job.covers
@@ -269,7 +276,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
         assert "smtbmc --nounroll " in text and "memory_map" in text
         # on small, the free-input checks as for every mutant (but those of DEEP_SMALL)
         if name not in DEEP_SMALL:
-            assert [j.stimulus for j in jobs_for(name, str(tmp_path), "small")] == [None, None]
+            assert [j.stimulus for j in system_jobs(name, "small")] == [None, None]
     # on small, the mutants a free-input BMC reaches only slowly, under their stimuli
     assert set(DEEP_SMALL) == {"ready_ignores_l2_full", "l2_push_ready_when_full",
                                "burst_ends_below_burst_size", "evict_strobe_on_flush_writes",
@@ -277,16 +284,16 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
                                "r_ptr_not_advanced", "idle_ignores_l2",
                                "scan_does_not_decrement_valid_count"}
     for name, (stimulus, depth) in DEEP_SMALL.items():
-        [job] = jobs_for(name, str(tmp_path), "small")
+        [job] = system_jobs(name, "small")
         assert (job.mode, job.stimulus, job.depth, job.focus) == ("bmc", stimulus, depth, None)
     # the mutants that only delay: the liveness check first
     for name in STALLS:
-        assert jobs_for(name, str(tmp_path), "small")[0].focus == ["progress", "termination"]
+        assert system_jobs(name, "small")[0].focus == ["progress", "termination"]
     from proofs.mutants import DEEP_LIVENESS
     assert set(DEEP_LIVENESS) == {"done_never_resumes", "no_drain_on_flush"}
     for name, (stimulus, depth) in DEEP_LIVENESS.items():
         assert name in MUTANTS and stimulus in STIMULI and name not in DEEP
-        [job] = jobs_for(name, str(tmp_path), "default")
+        [job] = system_jobs(name, "default")
         assert (job.mode, job.stimulus, job.depth, job.reset) == ("bmc", stimulus, depth,
                                                                   "initial")
         assert job.focus == ["progress", "termination"] and job.fairness == 2
@@ -465,7 +472,7 @@ def test_split_jobs_name_every_property(group):
     assert len(names) == len(listed)
     for config in ("default", "large"):
         jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
-                and any(f.startswith(group + "/") for f in j.focus)]
+                and not j.component and any(f.startswith(group + "/") for f in j.focus)]
         assert len(jobs) == len(ONE_JOB_EACH[group])
 
 
@@ -478,11 +485,19 @@ def test_prove_jobs_assert_every_property(config):
                             whole_storage=config in WHOLE_STORAGE)
     rtlil.convert(harness, ports=[])
     props = [p for p in harness.props.props if p.kind == "assert"]
-    jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"]
+    jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
+            and not j.component]
     tests = [harness.props.focused(j.focus) for j in jobs]
-    missing = {p.full_name for p in props if not any(t(p) for t in tests)}
+    missing = {p.full_name for p in props
+               if p.group not in COMPONENT_GROUPS and not any(t(p) for t in tests)}
     assert not missing
     assert all(j.whole_storage == (config in WHOLE_STORAGE) for j in jobs)
+    # A component's contract is proven alone, with this configuration's parameters.
+    for component in {COMPONENT_GROUPS[p.group] for p in props if p.group in COMPONENT_GROUPS}:
+        spec = COMPONENTS[component]
+        assert any(j.component == component and j.mode == "prove" and
+                   spec.params(CONFIGS[j.config]) == spec.params(CONFIGS[config])
+                   for j in PROVE_JOBS), component
 
 
 def test_focus_pattern_names_a_property_with_a_parameter():
@@ -563,3 +578,36 @@ def test_replay_without_a_verdict_is_an_error(tmp_path, monkeypatch):
     (tmp_path / "trace.yw").write_text('{"steps": [{}, {}]}')
     with pytest.raises(RuntimeError, match="SMT Solver 'z3' not found"):
         replay_with_z3(str(tmp_path), str(tmp_path / "trace.yw"), {})
+
+
+@pytest.mark.parametrize("name", ["l2", "queue", "lfsr", "ema", "streamer"])
+def test_component_harness_frees_every_input(name):
+    # Alone, a component's every input port is free, its contract asserted and what it
+    # requires of its inputs assumed; in the system harness the same contract is assumed
+    # and the requirement asserted.
+    from properties.component import ComponentHarness
+    harness = ComponentHarness(name, CONFIGS["small"], covers=True)
+    text = rtlil.convert(harness, ports=[])
+    assert "$anyseq" in text and "$check" in text
+    groups = {p.group for p in harness.props.props if p.kind == "assert"}
+    assert groups == {g for g, c in COMPONENT_GROUPS.items() if c == name}
+    assumed = [p for p in harness.props.props if p.kind == "assume"]
+    assert all(p.group not in COMPONENT_GROUPS for p in assumed)
+    assert bool(assumed) == (name == "ema")
+
+
+def test_component_proven_once_per_distinct_parameters():
+    from properties.component import instances
+    assert instances("lfsr", CONFIGS) == ["small"]
+    assert instances("l2", CONFIGS) == list(CONFIGS)
+    assert "assoc" not in instances("queue", CONFIGS)   # dm's widths
+
+
+def test_a_cti_is_followed_by_a_check_from_reset():
+    from proofs.jobs import job_by_name, reset_check
+    job = job_by_name("default-throughput")
+    check = reset_check(job)
+    assert (check.mode, check.reset, check.focus) == ("bmc", "initial", job.focus)
+    assert check.depth > CONFIGS["default"]["sets"]       # past INIT
+    l2 = reset_check(job_by_name("l2-small"))
+    assert l2.component == "l2" and l2.mode == "bmc"
