@@ -35,22 +35,21 @@ class Tracked(enum.Enum, shape=2):
     GONE   = 3   # taken by DRAM
 
 
-def contract(m, P, wb, *, pick, track_port, prefix="l2"):
+def contract(m, P, wb, *, pick, track_port):
     """Add the contract of :class:`~design.WritebackBuffer` ``wb`` to ``P``. ``pick``: a free
     one-bit signal (which pushed write the ``fifo`` group follows); ``track_port``: a
-    combinational read port of ``wb.storage``, made before ``wb`` is elaborated. Returns the
-    tracked write's state and ``ahead`` count (for the system's storage properties)."""
+    combinational read port of ``wb.storage``, made before ``wb`` is elaborated."""
     D = wb.depth
     out = wb.dram_out
-    push = Signal(name=f"{prefix}_push_fire")
-    pop = Signal(name=f"{prefix}_pop")
-    load = Signal(name=f"{prefix}_load")
+    push = Signal(name="l2_push_fire")
+    pop = Signal(name="l2_pop")
+    load = Signal(name="l2_load")
     m.d.comb += [
         push.eq(wb.push.valid & wb.push.ready),
         pop.eq(out.valid & out.ready),
         load.eq(wb.bursting & (wb.count != 0) & (~wb.out_valid | out.ready)),
     ]
-    last = {name: past(m, value, f"{prefix}_{name}") for name, value in [
+    last = {name: past(m, value, f"l2_{name}") for name, value in [
         ("waiting", out.valid & ~out.ready), ("payload", out.payload.as_value()),
         ("bursting", wb.bursting), ("flush", wb.flush), ("out_valid", wb.out_valid),
         ("popped", pop),
@@ -69,7 +68,7 @@ def contract(m, P, wb, *, pick, track_port, prefix="l2"):
     P.check("l2", "w_ptr_below_depth", wb.w_ptr < D)
     P.check("l2", "r_ptr_below_depth", wb.r_ptr < D)
     P.check("l2", "count_at_most_depth", wb.count <= D)
-    ptr_sum = Signal(range(2 * D + 1), name=f"{prefix}_r_ptr_plus_count")
+    ptr_sum = Signal(range(2 * D + 1), name="l2_r_ptr_plus_count")
     m.d.comb += ptr_sum.eq(wb.r_ptr + wb.count)
     P.check("l2", "w_ptr_eq_r_ptr_plus_count_mod_depth",
             wb.w_ptr == Mux(ptr_sum >= D, ptr_sum - D, ptr_sum))
@@ -96,10 +95,10 @@ def contract(m, P, wb, *, pick, track_port, prefix="l2"):
             ~last["could_load"] | out.valid)
 
     # -- FIFO order, on one tracked write -----------------------------------------------------
-    state = Signal(Tracked, name=f"{prefix}_tracked_state")
-    slot  = Signal(range(D), name=f"{prefix}_tracked_slot")
-    entry = Signal.like(wb.push.payload, name=f"{prefix}_tracked_write")
-    ahead = Signal(range(D + 1), name=f"{prefix}_tracked_ahead")
+    state = Signal(Tracked, name="l2_tracked_state")
+    slot  = Signal(range(D), name="l2_tracked_slot")
+    entry = Signal.like(wb.push.payload, name="l2_tracked_write")
+    ahead = Signal(range(D + 1), name="l2_tracked_ahead")
     with m.Switch(state):
         with m.Case(Tracked.NONE):
             with m.If(push & pick):
@@ -116,7 +115,7 @@ def contract(m, P, wb, *, pick, track_port, prefix="l2"):
 
     stored, output = state == Tracked.STORED, state == Tracked.OUTPUT
     m.d.comb += track_port.addr.eq(slot)
-    offset = Signal(range(2 * D), name=f"{prefix}_tracked_offset")   # slot - r_ptr, mod D
+    offset = Signal(range(2 * D), name="l2_tracked_offset")   # slot - r_ptr, mod D
     m.d.comb += offset.eq(Mux(slot >= wb.r_ptr, slot - wb.r_ptr, slot + D - wb.r_ptr))
 
     P.check("fifo", "tracked_write_held_in_its_slot",
@@ -130,7 +129,6 @@ def contract(m, P, wb, *, pick, track_port, prefix="l2"):
                        (out.payload.as_value() == entry.as_value())))
     P.check("fifo", "write_leaves_after_exactly_the_writes_ahead_of_it",
             ~(stored & pop) | (ahead != 0))
-    return state, ahead
 
 
 def covers(m, P, wb):
