@@ -3,6 +3,7 @@
     python -m proofs prove [-j 2]        # every k-induction proof and the covers
     python -m proofs bmc   [-j 2]        # bounded checks (a few minutes; part of make test)
     python -m proofs list                # the jobs
+    python -m proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]   # geometry sweep
     python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
     python -m proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
     python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
@@ -16,10 +17,19 @@ import sys
 import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
+from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace import COLUMNS, TraceError, read_vcd, print_table
 from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
+
+
+def power_of_two(text):
+    """An argument that must be a power of two (1, 2, 4, ...)."""
+    value = positive_integer(text)
+    if value & (value - 1):
+        raise argparse.ArgumentTypeError(f"must be a power of two, not {value}")
+    return value
 
 
 def _run(jobs, parallel, title):
@@ -51,6 +61,13 @@ def build_parser():
     s.add_argument("--design", default=None,
                    help="run against a copy of design/ in this directory (e.g. a mutant)")
     sub.add_parser("list")
+    s = sub.add_parser("sweep", help="the geometry sweep, or a slice of it (proofs/sweep.py)")
+    s.add_argument("--sets", type=power_of_two, nargs="+", default=SETS, metavar="N")
+    s.add_argument("--ways", type=power_of_two, nargs="+", default=WAYS, metavar="N")
+    s.add_argument("--depths", type=positive_integer, nargs="+", default=DEPTHS, metavar="N",
+                   help="L2 depths")
+    s.add_argument("-j", "--jobs", type=positive_integer, default=2)
+    s.add_argument("--list", action="store_true", help="list the jobs, run none")
     s = sub.add_parser("trace")
     s.add_argument("vcd")
     s = sub.add_parser("replay")
@@ -97,6 +114,12 @@ def _command(args):
             jobs = [dataclasses.replace(j, design_path=path, name=j.name + "-on-" +
                                         os.path.basename(path)) for j in jobs]
         return _run(jobs, args.jobs, "run")
+    if args.cmd == "sweep":
+        jobs = sweep_jobs(args.sets, args.ways, args.depths)
+        if args.list:
+            print("\n".join(f"{j.name}  {j.properties}" for j in jobs))
+            return 0
+        return _run(jobs, args.jobs, "geometry sweep")
     if args.cmd == "list":
         rows = [[j.name, j.config, j.mode, j.depth, j.properties] for j in all_jobs()]
         print(table(rows, ["job", "config", "mode", "depth", "properties"],

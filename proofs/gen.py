@@ -62,7 +62,7 @@ def sby_text(job):
 def generate(job, outdir):
     os.makedirs(outdir, exist_ok=True)
     if job.get("component"):
-        harness = ComponentHarness(job["component"], CONFIGS[job["config"]],
+        harness = ComponentHarness(job["component"], _parameters(job),
                                    covers=job["covers"], reset=job["reset"])
     else:
         harness = _system_harness(job)
@@ -78,8 +78,12 @@ def generate(job, outdir):
         f.write(sby_text(job))
 
 
+def _parameters(job):
+    return job.get("geometry") or CONFIGS[job["config"]]
+
+
 def _system_harness(job):
-    return FormalHarness(CONFIGS[job["config"]], focus=job["focus"],
+    return FormalHarness(_parameters(job), focus=job["focus"],
                          fairness=job["fairness"], whole_storage=job["whole_storage"],
                          reset=job["reset"], covers=job["covers"],
                          assume_others=job.get("assume_others", True),

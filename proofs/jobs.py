@@ -95,6 +95,13 @@ class Job:
     solver: str = None        # "yices" or "z3" (None: proofs.gen.solver's choice)
     shared_read: bool = False  # harness: s3's set read through the tracked set's port (TUNING)
     component: str = None     # a component proven alone (properties.component), not the system
+    geometry: dict = None     # the configuration's parameters, where ``config`` is not one of
+                              # properties.harness.CONFIGS (the geometry sweep)
+
+    @property
+    def parameters(self):
+        """The configuration's parameters (keyword arguments of GradientCompressor)."""
+        return self.geometry or CONFIGS[self.config]
 
     @property
     def properties(self):
@@ -288,7 +295,7 @@ def reset_check(job):
     """The bounded check from reset that follows a CTI of the k-induction job ``job`` (its
     properties, from reset in the first cycle only): deep enough to pass INIT (a cycle per
     set, up to 64 sets) and fill L2, or the component's own BMC depth."""
-    config = CONFIGS[job.config]
+    config = job.parameters
     if job.component:
         spec = COMPONENTS[job.component]
         depth = spec.bmc_depth(spec.params(config))

@@ -27,6 +27,11 @@ def contract(m, P, queue, *, pick, ports):
     m.d.comb += ptr_sum.eq(queue.r_ptr + queue.level)
     P.check("queue", "w_ptr_eq_r_ptr_plus_level_mod_depth",
             queue.w_ptr == Mux(ptr_sum >= Q, ptr_sum - Q, ptr_sum))
+    w_fire = queue.w.valid & queue.w.ready
+    r_fire = queue.r.valid & queue.r.ready
+    held = Signal(range(Q + 1), name="queue_written_less_read")
+    m.d.sync += held.eq(held + w_fire - r_fire)
+    P.check("queue", "level_counts_writes_in_less_out", queue.level == held)
     P.check("queue", "ready_iff_not_full", queue.w.ready == (queue.level != Q))
     P.check("queue", "valid_iff_not_empty", queue.r.valid == (queue.level != 0))
 
@@ -36,8 +41,6 @@ def contract(m, P, queue, *, pick, ports):
     slot = Signal(range(Q), name="queue_tracked_slot")
     entry = Signal.like(queue.w.payload, name="queue_tracked_write")
     ahead = Signal(range(Q + 1), name="queue_tracked_ahead")
-    w_fire = queue.w.valid & queue.w.ready
-    r_fire = queue.r.valid & queue.r.ready
     with m.Switch(state):
         with m.Case(Tracked.NONE):
             with m.If(w_fire & pick):

