@@ -13,6 +13,7 @@
 
 import argparse
 import os
+import resource
 import sys
 import time
 
@@ -32,7 +33,7 @@ def power_of_two(text):
     return value
 
 
-def _run(jobs, parallel, title):
+def _run(jobs, parallel, title, out=None):
     start = time.time()
     print(f"{title}: {len(jobs)} jobs, {parallel} in parallel "
           f"(work dir {os.path.relpath(work_dir())}/)", flush=True)
@@ -40,9 +41,29 @@ def _run(jobs, parallel, title):
     bad = report_failures(results)
     print()
     print_summary(results)
-    print(f"\n{len(results) - len(bad)}/{len(results)} jobs passed; "
-          f"wall time {time.time() - start:.0f} s")
+    wall = time.time() - start
+    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
+    summary = (f"{len(results) - len(bad)}/{len(results)} jobs passed; wall time {wall:.0f} s "
+               f"({cpu.ru_utime + cpu.ru_stime:.0f} s of CPU)")
+    print("\n" + summary)
+    if out:
+        _write_results(out, title, results, summary)
     return 1 if bad else 0
+
+
+def _write_results(path, title, results, summary):
+    """The run's table as Markdown, with the command, code and date that made it."""
+    import datetime
+    import io
+    from reports.provenance import describe, provenance
+    text = io.StringIO()
+    print_summary(results, file=text)
+    command = "python -m proofs " + " ".join(sys.argv[1:])
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(f"# {title}\n\nMade by `{command}` with {describe(provenance())} on "
+                f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
+                f"{text.getvalue()}")
 
 
 def build_parser():
@@ -55,6 +76,8 @@ def build_parser():
         s = sub.add_parser(name)
         s.add_argument("-j", "--jobs", type=positive_integer, default=2)
         s.add_argument("-k", "--filter", default=None, help="only jobs whose name contains this")
+        s.add_argument("--out", default=None, metavar="FILE.md",
+                       help="also write the table here, with the command, commit and date")
     s = sub.add_parser("run")
     s.add_argument("names", nargs="+")
     s.add_argument("-j", "--jobs", type=positive_integer, default=2)
@@ -68,6 +91,8 @@ def build_parser():
                    help="L2 depths")
     s.add_argument("-j", "--jobs", type=positive_integer, default=2)
     s.add_argument("--list", action="store_true", help="list the jobs, run none")
+    s.add_argument("--out", default=None, metavar="FILE.md",
+                   help="also write the table here, with the command, commit and date")
     s = sub.add_parser("trace")
     s.add_argument("vcd")
     s = sub.add_parser("replay")
@@ -101,7 +126,7 @@ def _command(args):
             jobs = [j for j in jobs if args.filter in j.name]
             if not jobs:
                 raise UsageError(f"-k {args.filter}: no {args.cmd} job's name contains it")
-        return _run(jobs, args.jobs, f"make {args.cmd}")
+        return _run(jobs, args.jobs, f"make {args.cmd}", out=args.out)
     if args.cmd == "run":
         import dataclasses
         try:
@@ -119,7 +144,7 @@ def _command(args):
         if args.list:
             print("\n".join(f"{j.name}  {j.properties}" for j in jobs))
             return 0
-        return _run(jobs, args.jobs, "geometry sweep")
+        return _run(jobs, args.jobs, "geometry sweep", out=args.out)
     if args.cmd == "list":
         rows = [[j.name, j.config, j.mode, j.depth, j.properties] for j in all_jobs()]
         print(table(rows, ["job", "config", "mode", "depth", "properties"],

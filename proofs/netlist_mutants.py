@@ -37,6 +37,7 @@ from amaranth.back import rtlil
 from properties.component import COMPONENTS, ComponentHarness
 from properties.harness import CONFIGS
 from reports.console import ArgumentParser, positive_integer, table, usage_error
+from reports.provenance import describe, provenance
 from .gen import solver
 from .run import _run_group, read_sby_outcome, tool_args, work_dir
 
@@ -142,14 +143,6 @@ def check(component, config, mutation, folder, designs, timeout=300):
     return "error", f"induction: {status}"
 
 
-def _commit():
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main(argv=None):
     p = ArgumentParser(prog="python -m proofs.netlist_mutants",
                        description="Yosys mutate on each component's netlist, checked "
@@ -223,14 +216,14 @@ def main(argv=None):
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         command = "python -m proofs.netlist_mutants " + " ".join(argv or sys.argv[1:])
-        stamp = (f"Made by `{command.strip()}` on commit {_commit()}, "
-                 f"{datetime.date.today().isoformat()}, {seconds:.0f} s.")
+        info = provenance()
+        stamp = (f"Made by `{command.strip()}` with {describe(info)}, "
+                 f"{datetime.date.today().isoformat()}, wall time {seconds:.0f} s.")
         with open(os.path.join(args.out, "netlist-mutants.md"), "w") as f:
             f.write(f"# Yosys `mutate` on each component's netlist\n\n{stamp}\n\n{score}\n\n"
                     f"## Survivors and their triage\n\n{listing}\n")
         with open(os.path.join(args.out, "netlist-mutants.json"), "w") as f:
-            json.dump({"command": command.strip(), "commit": _commit(),
-                       "results": results}, f, indent=1)
+            json.dump({"command": command.strip(), **info, "results": results}, f, indent=1)
     return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
 
 

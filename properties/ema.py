@@ -1,6 +1,7 @@
 """The EMA unit's contract (:class:`design.modes.EmaThreshold`), stated on the unit alone and
 proven in its own harness (:mod:`.component`), every input free but ``magnitude``, which it
-requires to be a gradient's: at most ``2**(grad_width - 1)`` (asserted in the system).
+requires to be a gradient's: at most ``2**(grad_width - 1)``. (The system harness does not
+build this contract: its ``ema`` group proves the EMA exact on the system's own inputs.)
 
 ``ema_unit``: ``average`` equals an exact EMA kept here in arithmetic wide enough never to
 wrap (a sample adds ``((magnitude << 8) - ema) >> shift``, an arithmetic shift: floor), and
@@ -21,7 +22,7 @@ __all__ = ["contract", "covers"]
 def contract(m, P, ema):
     gw, F = ema.grad_width, EMA_FRACTION_BITS
     top = 2 ** (gw - 1) << F            # the largest |grad| << F
-    P.require("ema_unit", "magnitude_at_most_2**(grad_width-1)",
+    P.require("ema", "magnitude_at_most_2**(grad_width-1)",
               ~ema.sample | (ema.magnitude <= 2 ** (gw - 1)))
     exact   = Signal(signed(gw + F + 3), name="ema_unit_exact")
     latched = Signal(signed(gw + F + 3), name="ema_unit_exact_latched")
