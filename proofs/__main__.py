@@ -19,7 +19,7 @@ import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
 from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
-from .run import run_jobs, print_summary, report_failures, progress, work_dir
+from .run import run_jobs, print_summary, report_failures, progress, work_dir, write_results
 from .replay import WitnessError
 from .trace import COLUMNS, TraceError, read_vcd, print_table
 from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
@@ -52,18 +52,10 @@ def _run(jobs, parallel, title, out=None):
 
 
 def _write_results(path, title, results, summary):
-    """The run's table as Markdown, with the command, code and date that made it."""
-    import datetime
     import io
-    from reports.provenance import describe, provenance
     text = io.StringIO()
     print_summary(results, file=text)
-    command = "python -m proofs " + " ".join(sys.argv[1:])
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(f"# {title}\n\nMade by `{command}` with {describe(provenance())} on "
-                f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
-                f"{text.getvalue()}")
+    write_results(path, title, summary, text.getvalue())
 
 
 def build_parser():

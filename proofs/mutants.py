@@ -31,7 +31,7 @@ from reports.console import ArgumentParser, positive_integer, table, usage_error
 from properties.component import COMPONENTS
 from properties.harness import CONFIGS
 from .jobs import Job
-from .run import ROOT, replay_command, run_job, work_dir
+from .run import ROOT, replay_command, run_job, work_dir, write_results
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
@@ -528,6 +528,8 @@ def main(argv=None):
                         "(default) every mutant on small, and on default one per class "
                         "and the deep ones (DEEP, DEEP_LIVENESS: under a directed "
                         "stimulus)")
+    p.add_argument("--out", default=None, metavar="FILE.md",
+                   help="also write the table here, with the command, commit and date")
     args = p.parse_args(argv)
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
     if not names:
@@ -569,11 +571,15 @@ def main(argv=None):
     rows = [[r["mutant"], MUTANTS[r["mutant"]][0], MUTANTS[r["mutant"]][1], r["config"],
              f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",
              f"{r['seconds']:.0f}"] for r in results]
-    print(table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
-                       "seconds"], align=["left", "left", "left", "left", "left", "right"]))
+    text = table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
+                        "seconds"], align=["left", "left", "left", "left", "left", "right"])
+    print(text)
     survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
-    print(f"\n{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
-          f"wall time {time.time() - start:.0f} s")
+    summary = (f"{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
+               f"wall time {time.time() - start:.0f} s")
+    print("\n" + summary)
+    if args.out:
+        write_results(args.out, "Mutation check", summary, text)
     for r in results:
         if r["caught"] and r["result"].get("witness"):
             print(f"  {r['mutant']} ({r['config']}): "

@@ -3,7 +3,7 @@
 mutations, each checked against that component's own proofs.
 
     python -m proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
-                                     [--config small] [--out DIR]
+                                     [--config small] [--out FILE.md]
 
 For each component (``properties.component.COMPONENTS``) with the parameters it has in
 ``--config``, the harness's RTLIL is made once; ``mutate -list`` samples mutations of the
@@ -18,12 +18,9 @@ each mutation is applied after ``proc`` and checked:
 
 Every survivor must be triaged in :data:`TRIAGE` (equivalent, with the reason, or answered by
 a property); the command exits 1 if one is not. The table (score per component, survivors
-with their triage) goes to ``--out`` as ``netlist-mutants.md`` and ``.json``, with the
-command, commit and date.
+with their triage) goes to ``--out`` as Markdown, with the command, commit and date.
 """
 
-import datetime
-import json
 import os
 import re
 import shutil
@@ -36,10 +33,9 @@ from amaranth.back import rtlil
 
 from properties.component import COMPONENTS, ComponentHarness
 from properties.harness import CONFIGS
-from reports.console import ArgumentParser, positive_integer, table, usage_error
-from reports.provenance import describe, provenance
+from reports.console import ArgumentParser, positive_integer, table
 from .gen import solver
-from .run import _run_group, read_sby_outcome, tool_args, work_dir
+from .run import _run_group, read_sby_outcome, tool_args, work_dir, write_results
 
 __all__ = ["sample", "check", "TRIAGE"]
 
@@ -157,10 +153,9 @@ def main(argv=None):
     p.add_argument("--config", choices=list(CONFIGS), default="small",
                    help="the configuration whose parameters the components take")
     p.add_argument("-j", "--jobs", type=positive_integer, default=2)
-    p.add_argument("--out", default=None, help="write netlist-mutants.md and .json here")
+    p.add_argument("--out", default=None, metavar="FILE.md",
+                   help="also write the tables here, with the command, commit and date")
     args = p.parse_args(argv)
-    if args.out and os.path.exists(args.out) and not os.path.isdir(args.out):
-        return usage_error(p.prog, f"--out {args.out}: not a directory")
     components = args.component or list(COMPONENTS)
     root = os.path.join(work_dir(), "netlist-mutants")
     shutil.rmtree(root, ignore_errors=True)
@@ -214,16 +209,9 @@ def main(argv=None):
     print(f"\n{len(results) - len(survivors)}/{len(results)} killed; {len(untriaged)} "
           f"untriaged; wall time {seconds:.0f} s")
     if args.out:
-        os.makedirs(args.out, exist_ok=True)
-        command = "python -m proofs.netlist_mutants " + " ".join(argv or sys.argv[1:])
-        info = provenance()
-        stamp = (f"Made by `{command.strip()}` with {describe(info)}, "
-                 f"{datetime.date.today().isoformat()}, wall time {seconds:.0f} s.")
-        with open(os.path.join(args.out, "netlist-mutants.md"), "w") as f:
-            f.write(f"# Yosys `mutate` on each component's netlist\n\n{stamp}\n\n{score}\n\n"
-                    f"## Survivors and their triage\n\n{listing}\n")
-        with open(os.path.join(args.out, "netlist-mutants.json"), "w") as f:
-            json.dump({"command": command.strip(), **info, "results": results}, f, indent=1)
+        write_results(args.out, "Yosys `mutate` on each component's netlist",
+                      f"{len(results) - len(survivors)}/{len(results)} killed, wall time "
+                      f"{seconds:.0f} s", f"{score}\n\n## Survivors and their triage\n\n{listing}")
     return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
 
 
