@@ -10,14 +10,19 @@ For each component (``properties.component.COMPONENTS``) with the parameters it 
 component's own module (``top.dut``: never the properties; a clock port is never mutated);
 each mutation is applied after ``proc`` and checked:
 
+0. a mutation that sets an input bit to the constant it already is (``const0`` on a bit tied
+   to 0) is **equivalent** by construction, and not run;
 1. a bounded check from reset of the component's contract, at its BMC depth: a failure is a
    counterexample from reset, the mutant is **killed**;
-2. else the contract's k-induction: **survived** if it passes (the mutant keeps the contract:
-   an equivalent mutant, or a gap in the contract), **survived (CTI)** if only the induction
+2. else a miter of the component and the mutant (a bounded check from reset that every output
+   is equal, over twice that depth): if no output differs, the mutant is **equivalent** (mcy's
+   "no output change": a dead bit, a don't-care);
+3. else the contract's k-induction: **survived** if it passes (the mutant changes an output
+   and keeps the contract: a gap in the contract), **survived (CTI)** if only the induction
    step fails (no counterexample within the BMC depth).
 
-Every survivor must be triaged in :data:`TRIAGE` (equivalent, with the reason, or answered by
-a property); the command exits 1 if one is not. The table (score per component, survivors
+Every survivor must be triaged in :data:`TRIAGE` (why it is equivalent after all, or the
+property that now answers it); the command exits 1 if one is not. The table (score per component, survivors
 with their triage) goes to ``--out`` as Markdown, with the command, commit and date.
 """
 
@@ -66,20 +71,68 @@ NETLIST = ["read_rtlil design.il", "hierarchy -top top", "proc", "delete t:$memi
 
 def sample(design_il, count, seed):
     """``count`` mutations of module ``top.dut`` (its clock ports excepted), as ``mutate``
-    commands, sampled by Yosys with ``seed`` from the netlist after ``proc``."""
+    commands, sampled by Yosys with ``seed`` from the netlist after ``proc``; and that netlist
+    (RTLIL text), for :func:`already_constant`."""
     folder = os.path.dirname(design_il)
-    listed = os.path.join(folder, "mutations.txt")
     # Ask for more than needed: the clock-port mutations are dropped.
     shutil.copy(design_il, os.path.join(folder, "design.il"))
-    script = "; ".join(NETLIST + [f"mutate -list {2 * count} -seed {seed} -module top.dut "
+    script = "; ".join(NETLIST + ["write_rtlil netlist.il",
+                                  f"mutate -list {2 * count} -seed {seed} -module top.dut "
                                   f"-o mutations.txt"])
     out = subprocess.run([_yosys(), "-q", "-p", script], cwd=folder, capture_output=True,
                          text=True)
     if out.returncode != 0:
         raise RuntimeError(f"yosys mutate -list: {out.stderr.strip()[-500:]}")
-    with open(listed) as f:
+    with open(os.path.join(folder, "mutations.txt")) as f:
         lines = [line.strip() for line in f if line.strip()]
-    return [line for line in lines if " -port CLK " not in line][:count]
+    with open(os.path.join(folder, "netlist.il")) as f:
+        netlist = f.read()
+    return [line for line in lines if " -port CLK " not in line][:count], netlist
+
+
+_SIGSPEC_PART = re.compile(r"(\d+)'([01xzm-]*)|(-?\d+)|([\\$]\S+)(?:\s+\[(\d+)(?::(\d+))?\])?")
+
+
+def _bits(sigspec, widths):
+    """A sigspec's bits, lowest first: '0' / '1' for a constant bit, None for any other."""
+    bits = []
+    for width, const, number, wire, high, low in _SIGSPEC_PART.findall(sigspec):
+        if width:
+            part = [None if b not in "01" else b for b in reversed(const)]
+        elif number:
+            part = list(reversed(format(int(number) & 0xFFFFFFFF, "032b")))
+        else:
+            n = (int(high) - int(low) + 1 if low else 1) if high else widths.get(wire, 1)
+            part = [None] * n
+        bits = part + bits          # a concatenation lists its parts highest first
+    return bits
+
+
+def already_constant(netlist, mutation):
+    """Whether ``mutation`` sets an input bit to the constant it already is (``const0`` on a
+    bit tied to 0, ``const1`` on one tied to 1): equivalent by construction."""
+    options = dict(zip(mutation.split()[1::2], mutation.split()[2::2]))
+    mode = options.get("-mode")
+    if mode not in ("const0", "const1"):
+        return False
+    module = re.search(r"^module \\" + re.escape(options["-module"]) + r"\n(.*?)^end$", netlist,
+                       re.M | re.S)
+    if not module:
+        return False
+    body = module.group(1)
+    widths = {name: int(width) for width, name in
+              re.findall(r"^\s*wire width (\d+) (?:\S+ )*?(\S+)$", body, re.M)}
+    cell = re.search(r"^\s*cell \S+ " + re.escape(options["-cell"]) + r"\n(.*?)^\s*end$", body,
+                     re.M | re.S)
+    if not cell:
+        return False
+    port = re.search(r"^\s*connect \\" + re.escape(options["-port"]) + r" (.*)$", cell.group(1),
+                     re.M)
+    if not port:
+        return False
+    bits = _bits(port.group(1), widths)
+    bit = int(options.get("-portbit", 0))
+    return bit < len(bits) and bits[bit] == mode[-1]
 
 
 def place(mutation):
@@ -104,11 +157,26 @@ def _sby(mode, depth, mutation, job):
         "opt_expr", "opt_merge", "opt_clean", "", "[files]", "design.il", ""])
 
 
+def _miter_sby(depth, mutation):
+    """A bounded check from reset that the mutant's outputs equal the component's (a miter of
+    two copies of ``top.dut``, the mutation in one; memories start as Amaranth gives them, at
+    0, in both)."""
+    gate = place(mutation).replace("-module top.dut", "-module gate")
+    return "\n".join([
+        "[options]", "mode bmc", f"depth {depth}", "",
+        "[engines]", f"smtbmc {solver({})}", "",
+        "[script]", *[c for c in NETLIST if not c.startswith("delete")],
+        "copy top.dut gold", "copy top.dut gate", "mutate " + gate,
+        "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter",
+        "hierarchy -top miter", "prep -top miter", "", "[files]", "design.il", ""])
+
+
 def _run(folder, design_il, mode, depth, mutation, props, timeout):
     os.makedirs(folder, exist_ok=True)
     shutil.copy(design_il, os.path.join(folder, "design.il"))
     with open(os.path.join(folder, "job.sby"), "w") as f:
-        f.write(_sby(mode, depth, mutation, {}))
+        f.write(_miter_sby(depth, mutation) if mode == "miter" else
+                _sby(mode, depth, mutation, {}))
     out, timed_out = _run_group(tool_args() + ["-f", "job.sby"], folder, timeout)
     with open(os.path.join(folder, "sby.log"), "w") as f:
         f.write(out)
@@ -129,11 +197,19 @@ def check(component, config, mutation, folder, designs, timeout=300):
         return "killed", ", ".join(failed)
     if status != "PASS":
         return "error", f"bounded check: {status}"
+    # Does the mutant change what the component does at all?
+    horizon = 2 * depth + 4
+    status, _ = _run(os.path.join(folder, "miter"), bmc_il, "miter", horizon, mutation, {},
+                     timeout)
+    if status == "PASS":
+        return "equivalent", f"no output differs within {horizon} cycles from reset"
+    if status != "FAIL":
+        return "error", f"miter: {status}"
     prove_il, prove_props = designs["any"]
     status, failed = _run(os.path.join(folder, "prove"), prove_il, "prove", spec.depth,
                           mutation, prove_props, timeout)
     if status == "PASS":
-        return "survived", "the contract holds"
+        return "survived", "changes an output, and the contract still holds"
     if status in ("UNKNOWN", "FAIL"):
         return "survived (CTI)", f"induction fails ({', '.join(failed)}); none in {depth} steps"
     return "error", f"induction: {status}"
@@ -168,15 +244,20 @@ def main(argv=None):
         for reset in ("initial", "any"):
             path = os.path.join(folder, f"design_{reset}.il")
             designs[component][reset] = (path, _design(component, args.config, reset, path))
-        mutations = sample(designs[component]["initial"][0], args.count, args.seed)
-        tasks += [(component, i, m) for i, m in enumerate(mutations)]
+        mutations, netlist = sample(designs[component]["initial"][0], args.count, args.seed)
+        tasks += [(component, i, m, already_constant(netlist, m))
+                  for i, m in enumerate(mutations)]
     print(f"netlist mutants: {len(tasks)} mutations of {', '.join(components)} "
           f"({args.config}'s parameters, seed {args.seed})", flush=True)
 
     def one(task):
-        component, i, mutation = task
+        component, i, mutation, constant = task
         folder = os.path.join(root, component, f"m{i:03d}")
-        verdict, detail = check(component, args.config, mutation, folder, designs[component])
+        if constant:
+            verdict, detail = "equivalent", "sets a bit to the constant it already is"
+        else:
+            verdict, detail = check(component, args.config, mutation, folder,
+                                    designs[component])
         triage = TRIAGE.get((component, place(mutation)))
         if verdict.startswith("survived"):
             print(f"  {verdict:15s} {component:8s} {place(mutation)}"
@@ -191,11 +272,13 @@ def main(argv=None):
     for component in components:
         mine = [r for r in results if r["component"] == component]
         killed = sum(r["verdict"] == "killed" for r in mine)
-        rows.append([component, len(mine), killed, len(mine) - killed,
-                     f"{100 * killed / max(1, len(mine)):.0f} %"])
-    score = table(rows, ["component", "mutants", "killed", "survived", "score"],
-                  align=["left", "right", "right", "right", "right"])
-    survivors = [r for r in results if r["verdict"] != "killed"]
+        constant = sum(r["verdict"] == "equivalent" for r in mine)
+        rows.append([component, len(mine), constant, killed, len(mine) - killed - constant,
+                     f"{100 * killed / max(1, len(mine) - constant):.0f} %"])
+    score = table(rows, ["component", "mutants", "equivalent", "killed", "survived",
+                         "score (killed of the others)"],
+                  align=["left"] + ["right"] * 5)
+    survivors = [r for r in results if r["verdict"] not in ("killed", "equivalent")]
     listing = table([[r["component"], r["mutation"], r["src"].replace(os.getcwd() + "/", ""),
                       r["verdict"], r["triage"] or "UNTRIAGED"] for r in survivors],
                     ["component", "mutation", "source", "verdict", "triage"]) \
@@ -206,12 +289,14 @@ def main(argv=None):
     print(listing)
     untriaged = [r for r in survivors if not r["triage"]]
     seconds = time.time() - start
-    print(f"\n{len(results) - len(survivors)}/{len(results)} killed; {len(untriaged)} "
-          f"untriaged; wall time {seconds:.0f} s")
+    killed = sum(r["verdict"] == "killed" for r in results)
+    summary = (f"{killed}/{len(results) - sum(r['verdict'] == 'equivalent' for r in results)} "
+               f"killed (of {len(results)}, less the equivalent ones), "
+               f"{len(survivors)} survived, {len(untriaged)} untriaged; wall time {seconds:.0f} s")
+    print("\n" + summary)
     if args.out:
-        write_results(args.out, "Yosys `mutate` on each component's netlist",
-                      f"{len(results) - len(survivors)}/{len(results)} killed, wall time "
-                      f"{seconds:.0f} s", f"{score}\n\n## Survivors and their triage\n\n{listing}")
+        write_results(args.out, "Yosys `mutate` on each component's netlist", summary,
+                      f"{score}\n\n## Survivors and their triage\n\n{listing}")
     return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
 
 

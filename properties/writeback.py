@@ -5,8 +5,8 @@ system harness, where the buffer is a submodule.
 * ``l2``: the stream rules on ``dram_out`` (``valid`` is a register, held with the same
   payload until DRAM takes it); ``level == count + out_valid <= depth``, the pointers and the
   registered flags (``room``, ``holding``, ``stored``) agree with the counts; the burst rule (a
-  burst starts at ``burst_size`` writes or on ``flush``, lasts until empty, and writes move
-  to the output only in a burst); **throughput**: in a burst the output register is refilled
+  burst starts at ``burst_size`` writes or on ``flush``, and ``flush`` starts one whenever L2
+  holds a write; it lasts until empty, and writes move to the output only in a burst); **throughput**: in a burst the output register is refilled
   in the cycle DRAM takes it whenever storage holds a write, so a burst sends one write per
   cycle while DRAM is ready.
 * ``fifo``: an order-preserving FIFO, proven with one tracked write (the ZipCPU /
@@ -90,6 +90,8 @@ def contract(m, P, wb, *, pick, track_port):
             ~last["bursting"] | (wb.level == 0) | wb.bursting)
     P.check("l2", "burst_starts_at_burst_size_or_flush",
             last["bursting"] | ~wb.bursting | (wb.level >= wb.burst_size) | last["flush"])
+    P.check("l2", "flush_starts_a_burst_when_l2_holds_a_write",
+            ~last["flush"] | (wb.level == 0) | wb.bursting)
     P.check("l2", "writes_loaded_only_during_burst",
             ~wb.out_valid | (last["out_valid"] & ~last["popped"]) | last["bursting"])
     # Throughput: a burst whose storage held a write, with the output register empty or

@@ -627,3 +627,17 @@ def test_geometry_sweep_jobs_generate(tmp_path):
     for job in sweep_jobs([4], [2], [3]):
         generate(job.to_dict(), str(tmp_path / job.name))
         assert (tmp_path / job.name / "design.il").stat().st_size > 0
+
+
+def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
+    # Yosys' mutate on the LFSR's netlist: a sample, each mutation applied in the job's own
+    # script and checked against the LFSR's contract; the table names command and code.
+    from proofs import netlist_mutants
+    monkeypatch.setenv("GC_PROOFS_WORK", str(tmp_path / "work"))
+    assert netlist_mutants.place(
+        "mutate -mode inv -module top.dut -cell $9 -port A -portbit 1 -wire x -wirebit 0 "
+        "-src a.py:1") == "-mode inv -module top.dut -cell $9 -port A -portbit 1"
+    out = tmp_path / "netlist-mutants.md"
+    assert netlist_mutants.main(["-n", "3", "-c", "lfsr", "-j", "1", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "Made by `python -m" in text and "3/3 killed" in text and "| lfsr" in text
