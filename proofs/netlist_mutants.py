@@ -14,9 +14,9 @@ each mutation is applied after ``proc`` and checked:
    to 0) is **equivalent** by construction, and not run;
 1. a bounded check from reset of the component's contract, at its BMC depth: a failure is a
    counterexample from reset, the mutant is **killed**;
-2. else a miter of the component and the mutant (a bounded check from reset that every output
-   is equal, over twice that depth): if no output differs, the mutant is **equivalent** (mcy's
-   "no output change": a dead bit, a don't-care);
+2. else a miter of the component and the mutant (a bounded check from reset, at that depth,
+   that every output is equal; two minutes at most): if no output differs, the mutant is
+   **equivalent** (mcy's "no output change": a dead bit, a don't-care);
 3. else the contract's k-induction: **survived** if it passes (the mutant changes an output
    and keeps the contract: a gap in the contract), **survived (CTI)** if only the induction
    step fails (no counterexample within the BMC depth).
@@ -159,14 +159,15 @@ def _sby(mode, depth, mutation, job):
 
 def _miter_sby(depth, mutation):
     """A bounded check from reset that the mutant's outputs equal the component's (a miter of
-    two copies of ``top.dut``, the mutation in one; memories start as Amaranth gives them, at
-    0, in both)."""
+    two copies of ``top.dut``, the mutation in one; both start in one state: memories as
+    flip-flops, and every flip-flop without an initial value at 0)."""
     gate = place(mutation).replace("-module top.dut", "-module gate")
     return "\n".join([
         "[options]", "mode bmc", f"depth {depth}", "",
         "[engines]", f"smtbmc {solver({})}", "",
         "[script]", *[c for c in NETLIST if not c.startswith("delete")],
         "copy top.dut gold", "copy top.dut gate", "mutate " + gate,
+        "memory_map", "opt_clean", "setundef -zero -init",
         "miter -equiv -flatten -make_assert -ignore_gold_x gold gate miter",
         "hierarchy -top miter", "prep -top miter", "", "[files]", "design.il", ""])
 
@@ -197,13 +198,13 @@ def check(component, config, mutation, folder, designs, timeout=300):
         return "killed", ", ".join(failed)
     if status != "PASS":
         return "error", f"bounded check: {status}"
-    # Does the mutant change what the component does at all?
-    horizon = 2 * depth + 4
-    status, _ = _run(os.path.join(folder, "miter"), bmc_il, "miter", horizon, mutation, {},
-                     timeout)
+    # Does the mutant change what the component does at all (within the same depth; a miter
+    # of an equivalent mutant is slow for the solver, so it gets a minute or two)?
+    status, _ = _run(os.path.join(folder, "miter"), bmc_il, "miter", depth, mutation, {},
+                     min(timeout, 120))
     if status == "PASS":
-        return "equivalent", f"no output differs within {horizon} cycles from reset"
-    if status != "FAIL":
+        return "equivalent", f"no output differs within {depth} cycles from reset"
+    if status not in ("FAIL", "TIMEOUT"):
         return "error", f"miter: {status}"
     prove_il, prove_props = designs["any"]
     status, failed = _run(os.path.join(folder, "prove"), prove_il, "prove", spec.depth,
