@@ -381,8 +381,9 @@ def write_results(path, title, summary, body):
     spec = getattr(sys.modules["__main__"], "__spec__", None)
     program = (spec.name.removesuffix(".__main__") if spec else os.path.basename(sys.argv[0]))
     command = " ".join(["python -m " + program] + sys.argv[1:])
+    code = describe(provenance())     # before the file is opened: writing it is a change
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        f.write(f"# {title}\n\nMade by `{command}` with {describe(provenance())} on "
+        f.write(f"# {title}\n\nMade by `{command}` with {code} on "
                 f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
                 f"{body.rstrip()}\n")
