@@ -161,10 +161,10 @@ def place(mutation):
     return " ".join(keep)
 
 
-def _sby(mode, depth, mutation, job):
+def _sby(mode, depth, mutation):
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
-        "[engines]", f"smtbmc {solver(job)}", "",
+        "[engines]", f"smtbmc {solver({})}", "",
         "[script]", *NETLIST, "mutate " + place(mutation), "prep -top top", "flatten",
         "opt_expr", "opt_merge", "opt_clean", "", "[files]", "design.il", ""])
 
@@ -189,7 +189,7 @@ def _run(folder, design_il, mode, depth, mutation, props, timeout):
     shutil.copy(design_il, os.path.join(folder, "design.il"))
     with open(os.path.join(folder, "job.sby"), "w") as f:
         f.write(_miter_sby(depth, mutation) if mode == "miter" else
-                _sby(mode, depth, mutation, {}))
+                _sby(mode, depth, mutation))
     out, timed_out = _run_group(tool_args() + ["-f", "job.sby"], folder, timeout)
     with open(os.path.join(folder, "sby.log"), "w") as f:
         f.write(out)
