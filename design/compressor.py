@@ -201,7 +201,7 @@ class GradientCompressor(wiring.Component):
         # -- run-time modes: the threshold in force, bypass windows, random bits --------------
         in_window = Signal()
         # The modes' outputs are registers: no input reaches an output combinationally.
-        m.d.sync += self.bypassed.eq(accept & in_window)
+        m.d.sync += self.bypassed.eq(accept & in_window)  # mutation site: bypassed-strobe
         # current_threshold: the threshold in force, in three steps (register the EMA's value
         # and the settings; multiply; clamp), so that no multiply and clamp share a cycle.
         shown_source = Signal.like(ema.source)
@@ -226,12 +226,13 @@ class GradientCompressor(wiring.Component):
                 shown_threshold[1])),
         ]
         m.d.comb += in_window.eq(Cat(
-            getattr(self, f"bypass{i}_enable") &
+            getattr(self, f"bypass{i}_enable") &  # mutation site: bypass-window-enable
             at_most(getattr(self, f"bypass{i}_base"), self.grad_in.p.addr) &
+            # mutation site: bypass-window-limit
             at_most(self.grad_in.p.addr, getattr(self, f"bypass{i}_limit"))
             for i in range(BYPASS_WINDOWS)).any())
         m.d.comb += [
-            ema.sample.eq(accept & ~in_window),
+            ema.sample.eq(accept & ~in_window),  # mutation site: ema-sample
             ema.magnitude.eq(abs(self.grad_in.p.grad)),
             ema.shift.eq(self.ema_shift),
             ema.scale.eq(self.ema_scale),
@@ -253,7 +254,7 @@ class GradientCompressor(wiring.Component):
             l1.random_next.eq(lfsr.next_state[:random_bits] << (self.grad_width - random_bits)),
             lfsr.seed.eq(self.lfsr_seed),
             # Only while idle: no decision is pending, so a write being offered never changes.
-            lfsr.load.eq(self.lfsr_load & self.idle),
+            lfsr.load.eq(self.lfsr_load & self.idle),  # mutation site: lfsr-load
             lfsr.step.eq(l1.random_step),
         ]
 
@@ -268,11 +269,11 @@ class GradientCompressor(wiring.Component):
             # L1 -> L2: the cause only feeds the event strobes.
             writeback.push.valid.eq(l1.push.valid),
             writeback.push.p.addr.eq(l1.push.p.addr),
-            writeback.push.p.value.eq(l1.push.p.value),
+            writeback.push.p.value.eq(l1.push.p.value),  # mutation site: l1-to-l2-value
             l1.push.ready.eq(writeback.push.ready),
             l1.flush.eq(self.flush),
             writeback.flush.eq(self.flush),
-            self.idle.eq(l1.idle & ~writeback.holding),
+            self.idle.eq(l1.idle & ~writeback.holding),  # mutation site: idle
         ]
 
         pushed = Signal()
@@ -280,6 +281,7 @@ class GradientCompressor(wiring.Component):
         for strobe, cause in [(self.direct_write,      Cause.DIRECT),
                               (self.accum_write,       Cause.ACCUM_THRESHOLD),
                               (self.max_updates_write, Cause.MAX_UPDATES),
+                              # mutation site: cause-strobes
                               (self.evict_write,       Cause.EVICTION),
                               (self.flush_write,       Cause.FLUSH),
                               (self.stochastic_write,  Cause.STOCHASTIC)]:
@@ -310,12 +312,14 @@ class GradientCompressor(wiring.Component):
         with m.Elif(clear):
             m.d.sync += barrier_done.eq(0)
         m.d.sync += [
+            # mutation site: discard-count
             self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),
             self.discard_sum.eq(Mux(clear, 0, self.discard_sum) +
                                 Mux(self.discard, self.discard_error, 0)),
         ]
 
         m.d.sync += [
+            # mutation site: accepted-count
             self.accepted_count.eq(self.accepted_count + (self.grad_in.valid & self.grad_in.ready)),
             self.dram_write_count.eq(self.dram_write_count +
                                      (self.dram_out.valid & self.dram_out.ready)),

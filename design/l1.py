@@ -178,7 +178,7 @@ class L1Accumulator(wiring.Component):
         self.entry_layout = data.StructLayout({
             "valid": 1,
             "tag":   self.tag_width,
-            "sum":   signed(value_width(grad_width)),
+            "sum":   signed(value_width(grad_width)),  # mutation site: sum-width
             "count": range(max_updates + 1),
         })
         self.row_layout = data.StructLayout({
@@ -297,6 +297,7 @@ class L1Accumulator(wiring.Component):
         # The output queue (made here so that the proofs can read its storage).
         self.queue = WriteQueue(write_layout(addr_width, grad_width), depth=self.QUEUE_DEPTH)
         # The flush scan.
+        # mutation site: scan-counter
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
         # The set after it (mod sets), kept in a register so that no adder stands before the
         # read port's address.
@@ -341,6 +342,7 @@ class L1Accumulator(wiring.Component):
         count_inc = Signal()   # the decision in s3 allocates a free way ...
         count_dec = Signal()   # ... or frees its hit way
         m.d.comb += [
+            # mutation site: valid-count
             self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec),
             self.empty.eq(Mux(self.s4_inc == self.s4_dec, self.valid_base_zero,
                               self.valid_base_one & self.s4_dec)),
@@ -367,6 +369,7 @@ class L1Accumulator(wiring.Component):
         m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
                                      (self.s4_valid & ~self.s4_push) - queue_read)
         valid_base_next = Signal.like(self.valid_base)
+        # mutation site: valid-count-in-scan
         m.d.comb += valid_base_next.eq(self.valid_count - scan_push)
         # Whether the next valid_base is 0 or 1 is a test of valid_base against a constant,
         # picked by how far it falls (-1 ... 2: s4's +1 / -1 and the scan's -1), so that no
@@ -381,7 +384,7 @@ class L1Accumulator(wiring.Component):
         m.d.sync += [
             self.reserved.eq(reserved_next),
             self.valid_base.eq(valid_base_next),
-            self.valid_base_zero.eq(becomes(0)),
+            self.valid_base_zero.eq(becomes(0)),  # mutation site: empty-flag
             self.valid_base_one.eq(becomes(1)),
         ]
 
@@ -394,6 +397,7 @@ class L1Accumulator(wiring.Component):
             self.read_row.eq(read.data),
             # Which later row s2 will need: the one s3 decides now (in s4 next cycle), the one
             # s4 writes now (h1 next cycle) or the one h1 holds (h2 next cycle).
+            # mutation site: forward-match
             self.s2_fwd.eq(Cat(self._set(s1.addr) == self._set(s3.addr),
                                self._set(s1.addr) == self.s4_set,
                                self._set(s1.addr) == self.h1_set)),
@@ -430,7 +434,7 @@ class L1Accumulator(wiring.Component):
         with m.Elif(self.s2_fwd[1] & self.h1_valid):
             m.d.comb += [row.eq(self.h1_row), forwarded.eq(self.s2_match_h1),
                          use_forwarded.eq(1)]
-        with m.Elif(self.s2_fwd[2] & self.h2_valid):
+        with m.Elif(self.s2_fwd[2] & self.h2_valid):  # mutation site: forward-from-h2
             m.d.comb += [row.eq(self.h2_row), forwarded.eq(self.s2_match_h2),
                          use_forwarded.eq(1)]
         with m.Else():
@@ -449,7 +453,7 @@ class L1Accumulator(wiring.Component):
             judged = Signal(judgement, name=name)
             m.d.comb += [
                 judged.threshold.eq(threshold),
-                judged.high.eq(threshold - grad_wide),
+                judged.high.eq(threshold - grad_wide),  # mutation site: threshold-bound-width
                 judged.low.eq(-threshold - grad_wide),
                 judged.direct.eq(at_least(magnitude, threshold)),
             ]
@@ -481,10 +485,11 @@ class L1Accumulator(wiring.Component):
             self.s3_hit_ways.eq(s2_hit_ways),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
-            self.s3_tiny.eq(less(magnitude, s2.small_threshold)),
+            self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
             # random * small_threshold < |g| << grad_width, on the product's high half: the
             # same test (the right side's low half is 0), with a compare half as long.
             self.s3_chance.eq(Cat(
+                # mutation site: stochastic-rule
                 less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
                 less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
         ]
@@ -521,10 +526,11 @@ class L1Accumulator(wiring.Component):
         # the entry leaves is kept per way (leaves_way: if that way is the hit way), for the
         # row's valid bits: each takes its own way's outcome, not the hit way's pick.
         def crosses(total):
+            # mutation site: threshold-rule
             return at_least(total, self.s3_high) | at_most(total, self.s3_low)
 
         def fills(count):
-            return count >= self.max_updates - 1
+            return count >= self.max_updates - 1  # mutation site: max-updates-rule
 
         crossed = Signal()
         crossed_way = Cat(crosses(way.sum) for way in self.s3_row.ways)
@@ -550,7 +556,7 @@ class L1Accumulator(wiring.Component):
         ]
         free     = Cat(~way.valid for way in row_now.ways)
         full     = ~free.any()
-        lowest_free = self._lowest_one_hot(free)
+        lowest_free = self._lowest_one_hot(free)  # mutation site: free-way-choice
         free_way = self._lowest(m, lowest_free, "s3_free_way")
         victim_way = row_now.victim
         victim     = row_now.ways[victim_way]
@@ -564,22 +570,24 @@ class L1Accumulator(wiring.Component):
         # What the gradient does: one flag per case, each a few gates from registers, so that
         # every output below is a flat function of them (the tests enter last, in a mux).
         judged_here = self.s3_valid & ~self.s3_direct      # decided by L1 (not direct)
-        c_direct = self.s3_valid & self.s3_direct
-        c_hit    = judged_here & hit
+        c_direct = self.s3_valid & self.s3_direct  # mutation site: direct-decision
+        c_hit    = judged_here & hit  # mutation site: hit-decision
         hit_here = Mux(judged_here, hit_ways, 0)
         c_tiny   = judged_here & ~hit & self.s3_tiny        # (dual threshold: never allocates)
         c_miss   = judged_here & ~hit & ~self.s3_tiny
         c_evict  = c_miss & full
         # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
         # free way is written out at once instead.
-        allocates = c_miss if self.max_updates > 1 else c_evict
+        allocates = c_miss if self.max_updates > 1 else c_evict  # mutation site: allocation
         alloc_here = Mux(allocates, alloc_ways, 0)
 
         # What a tiny miss writes (stochastic mode): made from the registers, not from the
         # decision, as its only other reader (discard_error) counts only for a tiny miss.
+        # mutation site: random-bits-in-use
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
         written = Signal(signed(vw))
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
+                                   # mutation site: stochastic-write-value
                                    Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))
 
         # The new row: the hit way takes its new sum and count (whether the entry stays or
@@ -594,7 +602,7 @@ class L1Accumulator(wiring.Component):
             with m.Elif(hit_here[i]):
                 m.d.comb += [way.valid.eq(~leaves_way[i]), way.sum.eq(way_sum[i]),
                              way.count.eq(way_count[i])]
-        with m.If(c_evict):
+        with m.If(c_evict):  # mutation site: victim-advance
             m.d.comb += new_row.victim.eq(victim_way + 1)
 
         # The write toward L2. Whether there is one waits for the tests (on a hit) last, taken
@@ -621,7 +629,7 @@ class L1Accumulator(wiring.Component):
         with m.Else():
             m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.MAX_UPDATES)]
         m.d.comb += [
-            self.hit.eq(c_hit),
+            self.hit.eq(c_hit),  # mutation site: hit-strobe
             self.miss.eq(c_miss),
             self.small_miss.eq(c_tiny),
             self.random_step.eq(c_tiny & s3.stochastic),
@@ -649,13 +657,13 @@ class L1Accumulator(wiring.Component):
             self.s4_push.eq(d_push),
             self.s4_push_p.eq(d_push_p),
             # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
-            self.s3_same_set.eq(d_write & next_same_set),
+            self.s3_same_set.eq(d_write & next_same_set),  # mutation site: forward-to-s3
             self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
             self.s3_taken.eq(Mux(allocates & next_same_set, alloc_ways, 0)),
             # The dual threshold's accounting, registered.
-            self.discard.eq(self.small_miss),
+            self.discard.eq(self.small_miss),  # mutation site: discard-strobe
             self.discard_addr.eq(s3.addr),
-            self.discard_error.eq(s3.grad - written),
+            self.discard_error.eq(s3.grad - written),  # mutation site: discard-error
         ]
 
         # -- the flush scan ---------------------------------------------------------------------
@@ -691,11 +699,11 @@ class L1Accumulator(wiring.Component):
             with m.Case(L1State.INIT):
                 # Storage has no reset: clear every set before the first gradient.
                 m.d.comb += [
-                    write.en.eq(1),
+                    write.en.eq(1),  # mutation site: init-clear
                     write.addr.eq(self.scan_set),
                     write.data.eq(0),
                 ]
-                with m.If(self.scan_set == self.sets - 1):
+                with m.If(self.scan_set == self.sets - 1):  # mutation site: init-end
                     m.d.comb += state_next.eq(L1State.RUN)
                     scan_from(0)
                 with m.Else():
@@ -752,7 +760,7 @@ class L1Accumulator(wiring.Component):
                         read.en.eq(self.scan_set != self.sets - 1),
                     ]
                     m.d.sync += self.scan_done.eq(0)
-                    with m.If(~self.flush):
+                    with m.If(~self.flush):  # mutation site: scan-ends-when-flush-drops
                         m.d.comb += state_next.eq(L1State.RUN)
                     with m.Elif((self.scan_set == self.sets - 1) | self.empty):
                         m.d.comb += state_next.eq(L1State.DONE)
@@ -760,12 +768,13 @@ class L1Accumulator(wiring.Component):
                         scan_from(self.scan_next)
                         m.d.sync += self.scan_wait.eq(1)
 
-            with m.Case(L1State.DONE):
+            with m.Case(L1State.DONE):  # mutation site: done-resumes
                 with m.If(~self.flush):
                     m.d.comb += state_next.eq(L1State.RUN)
 
         # grad_in.ready is a register: the next cycle is a RUN cycle without flush, and the
         # queue has a place for this gradient once every gradient before it has one.
+        # mutation site: grad-in-ready
         m.d.sync += self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &
                                           (reserved_next < Q))
 

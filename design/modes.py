@@ -73,7 +73,7 @@ def ema_clamp(m, candidate, minimum, maximum, name, values=None):
     """
     above, below, within = values or (maximum, minimum, candidate)
     threshold = Signal(values[0].shape() if values else len(minimum), name=name)
-    with m.If(greater(candidate, maximum)):
+    with m.If(greater(candidate, maximum)):  # mutation site: ema-clamp
         m.d.comb += threshold.eq(above)
     with m.Elif(less(candidate, minimum)):
         m.d.comb += threshold.eq(below)
@@ -104,6 +104,7 @@ def ema_update(average, magnitude, shift):
     # lowest bit, always 0, takes ~rounded_up.
     x, y, z = average, (~shifted)[:width], added[:width]
     partial = Cat(x[i] ^ y[i] ^ z[i] for i in range(width))
+    # mutation site: ema-share-rounding
     carries = Cat(~rounded_up, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
                                  for i in range(width - 1)))
     return (partial + carries)[:width]
@@ -113,7 +114,7 @@ def _lfsr_step(state):
     """The LFSR's next state (of an int, or of a value)."""
     if isinstance(state, int):
         return (state >> 1) ^ (LFSR_TAPS if state & 1 else 0)
-    return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)
+    return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)  # mutation site: lfsr-feedback
 
 
 class Lfsr(wiring.Component):
@@ -148,7 +149,7 @@ class Lfsr(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        seeded = Mux(self.seed == 0, LFSR_RESET, self.seed)
+        seeded = Mux(self.seed == 0, LFSR_RESET, self.seed)  # mutation site: lfsr-seed-0
         with m.If(self.load):
             m.d.sync += [self.state.eq(seeded), self.next_state.eq(_lfsr_step(seeded))]
         with m.Elif(self.step):

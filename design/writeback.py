@@ -101,11 +101,12 @@ class WritebackBuffer(wiring.Component):
         level_next = Signal(range(self.depth + 1))
 
         m.d.comb += [
-            self.push.ready.eq(self.room),
+            self.push.ready.eq(self.room),  # mutation site: l2-push-ready
             push_fire.eq(self.push.valid & self.push.ready),
             self.dram_out.valid.eq(self.out_valid),
             self.dram_out.payload.eq(read.data),
             pop.eq(self.dram_out.valid & self.dram_out.ready),
+            # mutation site: l2-output-load
             load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),
             level_next.eq(step(self.level, push_fire, pop)),
             self.burst_active.eq(self.bursting),
@@ -117,9 +118,9 @@ class WritebackBuffer(wiring.Component):
             read.addr.eq(self.r_ptr),
         ]
         with m.If(push_fire):
-            m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))
+            m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))  # mutation site: l2-write-pointer
         with m.If(load):
-            m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))
+            m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))  # mutation site: l2-read-pointer
         # The tests on the next level (!= 0, >= burst_size, < depth) and count (!= 0) are
         # made on the register for each way it can move, and push_fire, pop and load only pick
         # one, so that they do not reach the tests through an adder.
@@ -138,7 +139,8 @@ class WritebackBuffer(wiring.Component):
             self.stored.eq(becomes_at_least(self.count, 1, push_fire, load)),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
-            self.bursting.eq(nonzero_next &
+            self.bursting.eq(nonzero_next &  # mutation site: l2-burst-end
+                             # mutation site: l2-burst-start
                              (self.bursting | burst_next | self.flush)),
         ]
         return m

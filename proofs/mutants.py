@@ -2,9 +2,11 @@
 
     python -m proofs.mutants [-j 2] [-k NAME] [--config sample|small|default|all]
 
-Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory (the
-patch fails loudly if its target text is not found exactly once, so the check cannot rot
-silently when the RTL changes). The copy shadows ``design`` on ``PYTHONPATH`` while the
+Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory, at a
+*mutation site*: a ``# mutation site: NAME`` comment in the RTL that marks the line where the
+patched text begins. The text is matched whatever its whitespace and comments, and the patch
+fails loudly if the site or its text is not found, so the check cannot rot silently when the
+RTL changes or is reformatted. The copy shadows ``design`` on ``PYTHONPATH`` while the
 harness is generated. Mutants come in classes (policy, progress, counters, power-up, widths,
 l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
 per class. Every mutant is checked by bounded model checking from
@@ -22,6 +24,7 @@ those of the replay). The check fails if some mutant survives on some configurat
 """
 
 import os
+import re
 import shutil
 import sys
 import time
@@ -35,304 +38,294 @@ from .run import ROOT, replay_command, run_job, work_dir, write_results
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
-#: name -> (class, description, file, old text, new text). The classes are the kinds of bug
+#: name -> (class, description, mutation site, old text, new text). The classes are the kinds of bug
 #: the proofs must catch; every class has several mutants.
 MUTANTS = {
     # -- policy: bugs that never change a per-address sum -----------------------------------
     "victim_never_moves": (
         "policy", "the round-robin victim pointer never moves",
-        "l1.py",
-        "m.d.comb += new_row.victim.eq(victim_way + 1)",
-        "m.d.comb += new_row.victim.eq(victim_way)"),
+        "victim-advance",
+        "with m.If(c_evict):\n    m.d.comb += new_row.victim.eq(victim_way + 1)",
+        "with m.If(c_evict):\n    m.d.comb += new_row.victim.eq(victim_way)"),
     "victim_moves_on_free_way_miss": (
         "policy", "the victim pointer also moves on a miss that takes a free way",
-        "l1.py",
-        "with m.If(c_evict):\n            m.d.comb += new_row.victim.eq(victim_way + 1)",
-        "with m.If(c_miss):\n            m.d.comb += new_row.victim.eq(victim_way + 1)"),
+        "victim-advance",
+        "with m.If(c_evict):\n    m.d.comb += new_row.victim.eq(victim_way + 1)",
+        "with m.If(c_miss):\n    m.d.comb += new_row.victim.eq(victim_way + 1)"),
     "highest_free_way": (
         "policy", "a miss takes the highest free way instead of the lowest",
-        "l1.py",
+        "free-way-choice",
         "lowest_free = self._lowest_one_hot(free)",
         "lowest_free = Cat(*reversed(list(self._lowest_one_hot(Cat(*reversed(list(free)))))))"),
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
-        "l1.py",
+        "max-updates-rule",
         "return count >= self.max_updates - 1",
         "return count >= self.max_updates - 2"),
     "direct_zero_skipped": (
         "policy", "a direct write of value 0 is skipped",
-        "l1.py",
-        "c_direct = self.s3_valid & self.s3_direct\n",
-        "c_direct = self.s3_valid & self.s3_direct & (s3.grad != 0)\n"),
+        "direct-decision",
+        "c_direct = self.s3_valid & self.s3_direct",
+        "c_direct = self.s3_valid & self.s3_direct & (s3.grad != 0)"),
     "threshold_strict": (
         "policy", "an accumulated sum is written out only when |sum| > threshold",
-        "l1.py",
+        "threshold-rule",
         "return at_least(total, self.s3_high) | at_most(total, self.s3_low)",
         "return ~at_most(total, self.s3_high) | ~at_least(total, self.s3_low)"),
     "victim_not_replaced": (
         "policy", "evicted victim written out but its way neither freed nor replaced",
-        "l1.py",
+        "allocation",
         "allocates = c_miss if self.max_updates > 1 else c_evict",
         "allocates = (c_miss & ~full) if self.max_updates > 1 else 0"),
     # -- progress: deadlocks and stalls outside a flush --------------------------------------
     "done_never_resumes": (
         "progress", "after a completed flush, L1 never goes back to work",
-        "l1.py",
-        "            with m.Case(L1State.DONE):\n                with m.If(~self.flush):\n"
-        "                    m.d.comb += state_next.eq(L1State.RUN)",
-        "            with m.Case(L1State.DONE):\n                pass"),
+        "done-resumes",
+        "with m.Case(L1State.DONE):\n    with m.If(~self.flush):\n"
+        "        m.d.comb += state_next.eq(L1State.RUN)",
+        "with m.Case(L1State.DONE):\n    pass"),
     "push_only_into_empty_l2": (
         "progress", "L2 takes a write only when empty (s1 then waits forever below a burst)",
-        "writeback.py",
+        "l2-push-ready",
         "self.push.ready.eq(self.room)",
         "self.push.ready.eq(self.level == 0)"),
     "aborted_scan_runs_to_the_end": (
         "progress", "when flush drops during a scan, L1 scans every remaining set first",
-        "l1.py",
-        "                    with m.If(~self.flush):\n"
-        "                        m.d.comb += state_next.eq(L1State.RUN)\n",
-        "                    with m.If(0):\n"
-        "                        pass\n"),
+        "scan-ends-when-flush-drops",
+        "with m.If(~self.flush):\n    m.d.comb += state_next.eq(L1State.RUN)",
+        "with m.If(0):\n    pass"),
     "ready_ignores_l2_full": (
         "progress", "grad_in.ready ignores the queue places reserved (writes overrun the queue)",
-        "l1.py",
-        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
-        "                                          (reserved_next < Q))",
+        "grad-in-ready",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush & (reserved_next < Q))",
         "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush)"),
     # -- strobes and counters -------------------------------------------------------------
     "evict_strobe_on_flush_writes": (
         "counters", "the eviction strobe fires for flush writes",
-        "compressor.py",
+        "cause-strobes",
         "(self.evict_write,       Cause.EVICTION)",
         "(self.evict_write,       Cause.FLUSH)"),
     "accepted_count_counts_valid": (
         "counters", "accepted_count counts offered gradients, not accepted ones",
-        "compressor.py",
+        "accepted-count",
         "self.accepted_count + (self.grad_in.valid & self.grad_in.ready)",
         "self.accepted_count + self.grad_in.valid"),
     # (Was hit_strobe_while_stalled: the pipeline never stalls a decision.)
     "hit_strobe_on_direct": (
         "counters", "l1_hit also strobes for a direct gradient whose address is held",
-        "l1.py",
+        "hit-strobe",
         "self.hit.eq(c_hit),",
         "self.hit.eq(c_hit | (c_direct & hit)),"),
     "valid_count_not_decremented": (
         "counters", "valid_count not decremented when a decision writes an entry out",
-        "l1.py",
+        "valid-count",
         "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
         "self.valid_count.eq(self.valid_base + self.s4_inc)"),
     "empty_flag_a_cycle_late": (
         "counters", "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
-        "l1.py",
+        "empty-flag",
         "self.valid_base_zero.eq(becomes(0)),",
         "self.valid_base_zero.eq(self.valid_base == 0),"),
     "scan_does_not_decrement_valid_count": (
         "counters", "valid_count not decremented when the flush scan writes an entry out",
-        "l1.py",
+        "valid-count-in-scan",
         "valid_base_next.eq(self.valid_count - scan_push)",
         "valid_base_next.eq(self.valid_count)"),
     # -- power-up and reset ---------------------------------------------------------------
     "init_does_not_clear": (
         "power-up", "INIT does not clear the SRAM (passes any check that starts from zeros)",
-        "l1.py",
-        "                    write.en.eq(1),\n                    write.addr.eq(self.scan_set),\n"
-        "                    write.data.eq(0),",
-        "                    write.en.eq(0),\n                    write.addr.eq(self.scan_set),\n"
-        "                    write.data.eq(0),"),
+        "init-clear",
+        "write.en.eq(1), write.addr.eq(self.scan_set), write.data.eq(0),",
+        "write.en.eq(0), write.addr.eq(self.scan_set), write.data.eq(0),"),
     "init_skips_last_set": (
         "power-up", "INIT ends one set early (the last set keeps its power-up contents)",
-        "l1.py",
-        "                with m.If(self.scan_set == self.sets - 1):",
-        "                with m.If(self.scan_set == max(self.sets - 2, 0)):"),
+        "init-end",
+        "with m.If(self.scan_set == self.sets - 1):",
+        "with m.If(self.scan_set == max(self.sets - 2, 0)):"),
     "scan_counter_too_narrow": (
         "power-up", "flush/INIT scan counter one bit too narrow (never reaches the last set)",
-        "l1.py",
+        "scan-counter",
         "self.scan_set  = Signal(range(sets))",
         "self.scan_set  = Signal(range(max(1, sets // 2)))"),
     # -- widths ---------------------------------------------------------------------------
     "value_truncated_to_l2": (
         "widths", "value truncated by one bit on its way to DRAM (L1 -> L2)",
-        "compressor.py",
+        "l1-to-l2-value",
         "writeback.push.p.value.eq(l1.push.p.value),",
         "writeback.push.p.value.eq(l1.push.p.value[:-1]),"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
-        "l1.py",
+        "sum-width",
         '"sum":   signed(value_width(grad_width)),',
         '"sum":   signed(value_width(grad_width) - 2),'),
     "threshold_compared_narrow": (
         "widths", "the bound t - g is kept on grad_width bits (wraps)",
-        "l1.py",
+        "threshold-bound-width",
         "judged.high.eq(threshold - grad_wide),",
         "judged.high.eq((threshold - grad_wide)[:self.grad_width]),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
-        "writeback.py",
+        "l2-write-pointer",
         "m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))",
         "m.d.sync += self.w_ptr.eq(self._next_ptr(self._next_ptr(self.w_ptr)))"),
     "r_ptr_not_advanced": (
         "l2", "L2's read pointer does not move on a load (a write goes out twice)",
-        "writeback.py",
+        "l2-read-pointer",
         "m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))",
         "pass"),
     "burst_ends_below_burst_size": (
         "l2", "a burst ends when fewer than burst_size writes are left, not when empty",
-        "writeback.py",
+        "l2-burst-end",
         "self.bursting.eq(nonzero_next &",
         "self.bursting.eq(burst_next &"),
     "no_drain_on_flush": (
         "l2", "flush does not start an L2 burst (writes below burst_size stay forever)",
-        "writeback.py",
+        "l2-burst-start",
         "(self.bursting | burst_next | self.flush)",
         "(self.bursting | burst_next)"),
     "l2_push_ready_when_full": (
         "l2", "L2 takes a push even when full",
-        "writeback.py",
+        "l2-push-ready",
         "self.push.ready.eq(self.room)",
         "self.push.ready.eq(1)"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
-        "compressor.py",
+        "idle",
         "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle)"),
     "idle_only_under_flush": (
         "progress", "idle is high only under flush (nothing inside, flush low: idle low)",
-        "compressor.py",
+        "idle",
         "self.idle.eq(l1.idle & ~writeback.holding)",
         "self.idle.eq(l1.idle & ~writeback.holding & self.flush)"),
     "l2_bubble_in_burst": (
         "l2", "a burst refills L2's output register only when empty: a DRAM write every "
         "second cycle",
-        "writeback.py",
+        "l2-output-load",
         "load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),",
         "load.eq(self.bursting & self.stored & ~self.out_valid),"),
     "bubble_after_three_gradients": (
         "progress", "grad_in.ready falls for a cycle after three gradients in a row",
-        "l1.py",
-        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
-        "                                          (reserved_next < Q))",
-        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush &\n"
-        "                                          (reserved_next < Q) &\n"
-        "                                          ~(self.s1_valid & self.s2_valid & "
-        "self.s3_valid))"),
+        "grad-in-ready",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush & (reserved_next < Q))",
+        "self.grad_in.ready.eq((state_next == L1State.RUN) & ~self.flush & (reserved_next < Q) "
+        "& ~(self.s1_valid & self.s2_valid & self.s3_valid))"),
     # -- forwarding -----------------------------------------------------------------------
     "no_forwarding": (
         "forwarding", "s3 ignores the decision of the gradient one stage ahead",
-        "l1.py",
-        "self.s3_same_set.eq(d_write & next_same_set),\n"
-        "            self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),\n"
-        "            self.s3_taken.eq(Mux(allocates & next_same_set, alloc_ways, 0)),",
-        "self.s3_same_set.eq(0),\n"
-        "            self.s3_same_addr.eq(0),\n"
-        "            self.s3_taken.eq(0),"),
+        "forward-to-s3",
+        "self.s3_same_set.eq(d_write & next_same_set), "
+        "self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)), "
+        "self.s3_taken.eq(Mux(allocates & next_same_set, alloc_ways, 0)),",
+        "self.s3_same_set.eq(0), self.s3_same_addr.eq(0), self.s3_taken.eq(0),"),
     "forward_ignores_address": (
         "forwarding", "s4's row is forwarded to s2 whatever its set",
-        "l1.py",
+        "forward-match",
         "self.s2_fwd.eq(Cat(self._set(s1.addr) == self._set(s3.addr),",
         "self.s2_fwd.eq(Cat(Const(1, 1),"),
     "forward_stale_row": (
         "forwarding", "the row written in the cycle of the read (h2) is not forwarded",
-        "l1.py",
-        "        with m.Elif(self.s2_fwd[2] & self.h2_valid):",
-        "        with m.Elif(0):"),
+        "forward-from-h2",
+        "with m.Elif(self.s2_fwd[2] & self.h2_valid):",
+        "with m.Elif(0):"),
     # -- run-time modes (design/modes.py), with every mode input and the random bits free ---
     # dual threshold, mode drop
     "tiny_hit_dropped": (
         "dual-threshold", "a tiny gradient that hits in L1 is dropped, not accumulated",
-        "l1.py",
-        "c_hit    = judged_here & hit\n        hit_here = Mux(judged_here, hit_ways, 0)",
-        "c_hit    = judged_here & hit & ~self.s3_tiny\n"
-        "        hit_here = Mux(judged_here & ~self.s3_tiny, hit_ways, 0)"),
+        "hit-decision",
+        "c_hit = judged_here & hit\nhit_here = Mux(judged_here, hit_ways, 0)",
+        "c_hit = judged_here & hit & ~self.s3_tiny\n"
+        "hit_here = Mux(judged_here & ~self.s3_tiny, hit_ways, 0)"),
     "tiny_bound_inclusive": (
         "dual-threshold", "a miss with |g| == small_threshold counts as tiny (<= for <)",
-        "l1.py",
+        "tiny-rule",
         "self.s3_tiny.eq(less(magnitude, s2.small_threshold)),",
         "self.s3_tiny.eq(at_most(magnitude, s2.small_threshold)),"),
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
-        "compressor.py",
+        "discard-count",
         "self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),",
         "self.discard_count.eq(self.discard_count + self.discard),"),
     "discard_on_a_bubble": (
         "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
-        "l1.py",
+        "discard-strobe",
         "self.discard.eq(self.small_miss),",
         "self.discard.eq(self.small_miss | (~self.s3_valid & self.s3_tiny)),"),
     # the stochastic mode's LFSR (proven alone: properties/lfsr.py)
     "lfsr_wrong_tap": (
         "lfsr", "the LFSR's feedback flips a bit the polynomial has no term for",
-        "modes.py",
+        "lfsr-feedback",
         "return (state >> 1) ^ Mux(state[0], LFSR_TAPS, 0)",
         "return (state >> 1) ^ Mux(state[0], LFSR_TAPS ^ 4, 0)"),
     "lfsr_seed_0_loads_0": (
         "lfsr", "a seed of 0 loads 0 (the LFSR then sticks)",
-        "modes.py",
+        "lfsr-seed-0",
         "seeded = Mux(self.seed == 0, LFSR_RESET, self.seed)",
         "seeded = self.seed"),
     "lfsr_loads_while_busy": (
         "lfsr", "the LFSR's seed is loaded whenever lfsr_load is high, not only while idle",
-        "compressor.py",
+        "lfsr-load",
         "lfsr.load.eq(self.lfsr_load & self.idle),",
         "lfsr.load.eq(self.lfsr_load),"),
     # dual threshold, mode stochastic
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
-        "l1.py",
+        "stochastic-write-value",
         "Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))",
         "Mux(0, -s3.small_threshold, s3.small_threshold), 0))"),
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small >> R == |g|",
-        "l1.py",
+        "stochastic-rule",
         "less((self.random * s2.small_threshold)[self.grad_width:], magnitude),",
         "at_most((self.random * s2.small_threshold)[self.grad_width:], magnitude),"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
-        "l1.py",
+        "discard-error",
         "self.discard_error.eq(s3.grad - written),",
         "self.discard_error.eq(s3.grad),"),
     "decision_stale": (
         "stochastic", "s3 decides on the random bits from before the step of the stochastic "
         "decision one stage ahead (two decisions in a row get the same bits)",
-        "l1.py",
+        "random-bits-in-use",
         "self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)",
         "self.s3_chance.bit_select(0, 1)"),
     # dynamic (EMA) threshold
     "ema_sampled_in_windows": (
         "ema", "gradients inside a bypass window update the EMA too",
-        "compressor.py",
+        "ema-sample",
         "ema.sample.eq(accept & ~in_window),",
         "ema.sample.eq(accept),"),
     "ema_share_rounded_down": (
         "ema", "the EMA's update takes floor(ema / 2**shift) off, not the ceiling (it creeps up)",
-        "modes.py",
+        "ema-share-rounding",
         "carries = Cat(~rounded_up,",
         "carries = Cat(Const(1, 1),"),
     "ema_clamp_min_first": (
         "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
-        "modes.py",
-        "    with m.If(greater(candidate, maximum)):\n"
-        "        m.d.comb += threshold.eq(above)\n"
-        "    with m.Elif(less(candidate, minimum)):\n"
-        "        m.d.comb += threshold.eq(below)",
-        "    with m.If(less(candidate, minimum)):\n"
-        "        m.d.comb += threshold.eq(below)\n"
-        "    with m.Elif(greater(candidate, maximum)):\n"
-        "        m.d.comb += threshold.eq(above)"),
+        "ema-clamp",
+        "with m.If(greater(candidate, maximum)):\n"
+        "    m.d.comb += threshold.eq(above)\n"
+        "with m.Elif(less(candidate, minimum)):\n"
+        "    m.d.comb += threshold.eq(below)",
+        "with m.If(less(candidate, minimum)):\n"
+        "    m.d.comb += threshold.eq(below)\n"
+        "with m.Elif(greater(candidate, maximum)):\n"
+        "    m.d.comb += threshold.eq(above)"),
     # bypass windows
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
-        "compressor.py",
+        "bypass-window-limit",
         "at_most(self.grad_in.p.addr, getattr(self, f\"bypass{i}_limit\"))",
         "~at_most(getattr(self, f\"bypass{i}_limit\"), self.grad_in.p.addr)"),
     "bypass_ignores_enable": (
         "bypass", "a window applies even when its enable bit is low",
-        "compressor.py",
-        "            getattr(self, f\"bypass{i}_enable\") &\n",
-        "            1 &\n"),
+        "bypass-window-enable",
+        "getattr(self, f\"bypass{i}_enable\") &",
+        "1 &"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
-        "compressor.py",
+        "bypassed-strobe",
         "self.bypassed.eq(accept & in_window)",
         "self.bypassed.eq(accept)"),
 }
@@ -353,21 +346,68 @@ DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highe
                   "ema_sampled_in_windows", "bypass_limit_exclusive", "lfsr_wrong_tap"]
 
 
+#: A mutation site in the design: a comment ``# mutation site: NAME`` at the end of the line
+#: where the mutated text begins, or alone on the line before it.
+SITE = re.compile(r"#\s*mutation site:\s*([\w-]+)\s*$")
+
+
+def find_sites(design_dir):
+    """``{site: (file name, index of the line the mutated text begins on)}`` of the design
+    package in ``design_dir``; a site named twice is refused."""
+    sites = {}
+    for fname in sorted(os.listdir(design_dir)):
+        if not fname.endswith(".py"):
+            continue
+        with open(os.path.join(design_dir, fname)) as f:
+            lines = f.read().split("\n")
+        for i, line in enumerate(lines):
+            match = SITE.search(line)
+            if not match:
+                continue
+            if match.group(1) in sites:
+                raise RuntimeError(f"mutation site {match.group(1)!r} named twice in design/")
+            alone = not line[:match.start()].strip()
+            sites[match.group(1)] = (fname, i + 1 if alone else i)
+    return sites
+
+
+def _pattern(text):
+    """``text`` as a regular expression that ignores the whitespace and comments between its
+    tokens (words, and each other character): a site's text still matches after reformatting."""
+    tokens = re.findall(r"\w+|[^\w\s]", text)
+    gap = r"(?:\s|#[^\n]*)"
+    pattern = re.escape(tokens[0])
+    for before, token in zip(tokens, tokens[1:]):
+        words = re.match(r"\w", before) and re.match(r"\w", token)
+        pattern += gap + ("+" if words else "*") + re.escape(token)
+    return re.compile(r"(?<!\w)" + pattern + r"(?!\w)")
+
+
 def apply_mutant(name, dest):
-    """Copy design/ into ``dest/design`` with mutant ``name`` applied."""
-    _, desc, fname, old, new = MUTANTS[name]
+    """Copy design/ into ``dest/design`` with mutant ``name`` applied: its old text, which must
+    begin on the line of its mutation site, replaced by its new text (whose continuation lines
+    are indented relative to that line)."""
+    _, desc, site, old, new = MUTANTS[name]
     src = os.path.join(ROOT, "design")
     target = os.path.join(dest, "design")
     shutil.copytree(src, target, ignore=shutil.ignore_patterns("__pycache__"))
+    sites = find_sites(target)
+    if site not in sites:
+        raise RuntimeError(f"mutant {name}: no '# mutation site: {site}' in design/")
+    fname, line = sites[site]
     path = os.path.join(target, fname)
     with open(path) as f:
         text = f.read()
-    n = text.count(old)
-    if n != 1:
-        raise RuntimeError(f"mutant {name}: target text found {n} times in design/{fname} "
-                           f"(expected exactly once): {old!r}")
+    lines = text.split("\n")
+    begin = sum(len(x) + 1 for x in lines[:line])
+    end = begin + len(lines[line])
+    match = _pattern(old).search(text, begin)
+    if not match or match.start() >= end:
+        raise RuntimeError(f"mutant {name}: its text does not begin on the line of site "
+                           f"{site!r} (design/{fname}:{line + 1}): {old!r}")
+    indent = lines[line][:len(lines[line]) - len(lines[line].lstrip())]
     with open(path, "w") as f:
-        f.write(text.replace(old, new))
+        f.write(text[:match.start()] + new.replace("\n", "\n" + indent) + text[match.end():])
     return dest
 
 

@@ -12,7 +12,9 @@ from amaranth.back import rtlil
 from properties import CONFIGS, FormalHarness, flush_bound
 from properties.harness import progress_bound
 from properties.covers import PROGRESS_COVER
-from proofs.mutants import MUTANTS, apply_mutant, jobs_for
+from proofs import mutants
+from proofs.mutants import MUTANTS, apply_mutant, find_sites, jobs_for
+from proofs.run import ROOT
 from properties.base import COMPONENT_GROUPS
 from properties.component import COMPONENTS
 
@@ -78,20 +80,26 @@ def _cover_names(config, **kwargs):
 def test_every_cover_is_reached_by_simulation_on_large_and_by_the_solver_on_default():
     # Large's INIT (1024 cycles) is beyond the solver's covers here: every cover of the
     # harness is named by a simulated job of large (reached there, or the job fails). On
-    # default the solver reaches every one: from free inputs (default-cover), or, the three
-    # deep ones, under a directed stimulus.
+    # default every cover is named by the solver's free-input cover job but the three deep
+    # ones, which simulated jobs name.
     from proofs.jobs import COVER_JOBS, PROVE_JOBS
     simulated = {}
     for job in COVER_JOBS:
         if job.mode == "sim":
             assert job in PROVE_JOBS and job.stimulus
             simulated.setdefault(job.config, set()).update(job.covers)
-    assert simulated == {"large": _cover_names("large") | {PROGRESS_COVER}}
-    solved = {name for job in COVER_JOBS if job.config == "default" and job.mode == "cover"
-              and not job.fairness for name in job.covers}
-    assert solved == _cover_names("default")
+    assert simulated["large"] == _cover_names("large") | {PROGRESS_COVER}
     [free] = [j for j in COVER_JOBS if j.name == "default-cover"]
+    assert set(free.covers) | simulated["default"] == _cover_names("default")
     assert len(free.covers) == len(_cover_names("default")) - 3
+
+
+def test_solver_cover_jobs_assert_nothing():
+    # A cover needs one run; the assertions are the k-induction jobs' to prove.
+    from proofs.jobs import COVER_JOBS
+    for job in COVER_JOBS:
+        if job.mode == "cover" and not job.component:
+            assert job.focus == [] and job.assume_others is False, job.name
 
 
 def _simulated_job(config, stimulus, depth, **kwargs):
@@ -158,14 +166,35 @@ def test_simulated_harness_has_no_free_values():
 @pytest.mark.parametrize("name", sorted(MUTANTS))
 def test_mutant_patch_applies(name, tmp_path):
     apply_mutant(name, str(tmp_path))
-    _, desc, fname, old, new = MUTANTS[name]
-    assert new in (tmp_path / "design" / fname).read_text()
+    _, desc, site, old, new = MUTANTS[name]
+    fname, _ = find_sites(os.path.join(ROOT, "design"))[site]
+    text = (tmp_path / "design" / fname).read_text()
+    assert " ".join(new.split()) in " ".join(text.split())
 
 
 def test_mutant_patch_rot_is_loud(tmp_path, monkeypatch):
-    monkeypatch.setitem(MUTANTS, "rotten", ("policy", "x", "l1.py", "no such text", "y"))
-    with pytest.raises(RuntimeError, match="found 0 times"):
-        apply_mutant("rotten", str(tmp_path))
+    monkeypatch.setitem(MUTANTS, "rotten", ("policy", "x", "victim-advance", "no such text", "y"))
+    with pytest.raises(RuntimeError, match="does not begin on the line of site"):
+        apply_mutant("rotten", str(tmp_path / "a"))
+    monkeypatch.setitem(MUTANTS, "rotten", ("policy", "x", "no-such-site", "x", "y"))
+    with pytest.raises(RuntimeError, match="no '# mutation site: no-such-site'"):
+        apply_mutant("rotten", str(tmp_path / "b"))
+
+
+def test_mutant_patch_survives_reformatting(tmp_path, monkeypatch):
+    """A site's text matches whatever its whitespace and comments: a patch is anchored on its
+    site, not on the exact text."""
+    design = tmp_path / "src" / "design"
+    shutil.copytree(os.path.join(ROOT, "design"), design)
+    l1 = design / "l1.py"
+    text = l1.read_text()
+    old = "m.d.comb += new_row.victim.eq(victim_way + 1)"
+    assert text.count(old) == 1
+    l1.write_text(text.replace(old, "m.d.comb  +=  new_row.victim.eq(  # why\n"
+                                    "                victim_way + 1)"))
+    monkeypatch.setattr(mutants, "ROOT", str(tmp_path / "src"))
+    apply_mutant("victim_never_moves", str(tmp_path / "mutant"))
+    assert "victim.eq(victim_way)" in (tmp_path / "mutant" / "design" / "l1.py").read_text()
 
 
 @pytest.mark.skipif(shutil.which("yowasp-sby") is None and
@@ -367,19 +396,15 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
                                                               "small-safety-bmc"]
 
 
-def test_directed_cover_jobs_check_only_their_last_step():
-    from proofs.gen import sby_text
-    from proofs.jobs import COVER_JOBS, PROVE_JOBS
-    directed = [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
-    assert {j.config for j in directed} >= {"default"}
-    for job in directed:
-        assert job in PROVE_JOBS and job.mode == "cover" and job.reset == "initial"
-        text = sby_text(job.to_dict())
-        assert f"skip {job.depth - 1}\n" in text and "smtbmc --nounroll " in text
+def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
     # Free-input covers check every step, but default's skips its INIT (and the reset cycle)
     # and a progress cover the steps in which the queue and L2 are still filling
-    # (PROGRESS_COVERS); every one is reset in its first cycle only.
-    free = [j for j in COVER_JOBS if not j.stimulus and j.mode == "cover"]
+    # (PROGRESS_COVERS); every one is reset in its first cycle only. The deep covers under a
+    # directed stimulus are simulated jobs.
+    from proofs.gen import sby_text
+    from proofs.jobs import COVER_JOBS
+    assert not [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
+    free = [j for j in COVER_JOBS if j.mode == "cover" and not j.component]
     assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
     assert {j.name: j.skip for j in free if j.skip} == {"default-cover": 33,
                                                         "assoc-progress-cover-K3": 32}
@@ -641,3 +666,10 @@ def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
     assert netlist_mutants.main(["-n", "3", "-c", "lfsr", "-j", "1", "--out", str(out)]) == 0
     text = out.read_text()
     assert "Made by `python -m" in text and "3/3 killed" in text and "| lfsr" in text
+
+
+def test_jobs_tuned_without_unroll_exist():
+    # A renamed job would silently lose its tuning.
+    from proofs.jobs import NO_UNROLL, PROVE_JOBS
+    tuned = {j.name for j in PROVE_JOBS if not j.unroll and j.mode == "prove"}
+    assert tuned == NO_UNROLL
