@@ -6,7 +6,7 @@ from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, discard_error_width,
                       discard_sum_width)
-from .modes import Lfsr, EmaThreshold, ema_candidate, ema_clamp
+from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
 from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_FRACTION_BITS,
                      BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, check_config, checked)
 from .streamer import Streamer
@@ -133,9 +133,7 @@ class GradientCompressor(wiring.Component):
                                          depth=fifo_depth, burst_size=burst_size)
         self.lfsr      = Lfsr()
         self.ema       = EmaThreshold(grad_width=grad_width)
-        # State named here so that properties and traces can refer to it: a flush barrier has
-        # completed and no gradient was accepted since (the discard totals clear at the next).
-        self.barrier_done = Signal()
+        self.discards  = DiscardTotals(grad_width=grad_width)
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
@@ -191,6 +189,7 @@ class GradientCompressor(wiring.Component):
         m.submodules.writeback = writeback = self.writeback
         m.submodules.lfsr      = lfsr      = self.lfsr
         m.submodules.ema       = ema       = self.ema
+        m.submodules.discards  = discards  = self.discards
 
         wiring.connect(m, wiring.flipped(self.grad_in), streamer.grad_in)
         wiring.connect(m, streamer.grad_out, l1.grad_in)
@@ -302,20 +301,14 @@ class GradientCompressor(wiring.Component):
             self.discard_addr.eq(l1.discard_addr),
             self.discard_error.eq(l1.discard_error),
         ]
-        # The step's totals stay readable through the barrier and after it; the first gradient
-        # accepted after a completed barrier clears them (its own decision comes a cycle later).
-        barrier_done = self.barrier_done
-        clear = Signal()
-        m.d.comb += clear.eq(barrier_done & accept)
-        with m.If(self.flush & self.idle):
-            m.d.sync += barrier_done.eq(1)
-        with m.Elif(clear):
-            m.d.sync += barrier_done.eq(0)
-        m.d.sync += [
-            # mutation site: discard-count
-            self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),
-            self.discard_sum.eq(Mux(clear, 0, self.discard_sum) +
-                                Mux(self.discard, self.discard_error, 0)),
+        # The step's totals (held through and after a completed barrier).
+        m.d.comb += [
+            discards.discard.eq(self.discard),
+            discards.error.eq(self.discard_error),
+            discards.accept.eq(accept),
+            discards.barrier.eq(self.flush & self.idle),
+            self.discard_count.eq(discards.count),
+            self.discard_sum.eq(discards.sum),
         ]
 
         m.d.sync += [

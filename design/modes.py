@@ -48,11 +48,13 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .compare import less, greater
-from .params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
+from .layouts import discard_error_width, discard_sum_width
+from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
+                     EMA_FRACTION_BITS,
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int)
 
-__all__ = ["Lfsr", "EmaThreshold", "ema_candidate", "ema_clamp", "ema_update"]
+__all__ = ["Lfsr", "EmaThreshold", "DiscardTotals", "ema_candidate", "ema_clamp", "ema_update"]
 
 
 def ema_candidate(source, scale):
@@ -229,4 +231,59 @@ class EmaThreshold(wiring.Component):
         m.d.comb += candidate.eq(ema_candidate(self.source, self.scale))
         m.d.comb += self.threshold.eq(ema_clamp(m, candidate, self.minimum, self.maximum,
                                                 "clamped"))
+        return m
+
+
+class DiscardTotals(wiring.Component):
+    """The dual threshold's step totals: the number of accounted discards and the sum of their
+    errors since the first gradient accepted after the last completed flush barrier. They
+    hold through the barrier and after it, so that they can be read then; that first
+    gradient clears them (its own decision comes later).
+
+    Parameters
+    ----------
+    grad_width : int
+        Gradient width (``error`` is ``grad_width + 1`` bits, ``sum`` ``grad_width + 33``).
+
+    Members
+    -------
+    discard : ``In(1)``
+        Strobe: a discard is accounted this cycle ...
+    error : ``In(signed(grad_width + 1))``
+        ... with this ``grad - written``.
+    accept : ``In(1)``
+        A gradient is accepted this cycle.
+    barrier : ``In(1)``
+        The flush barrier is complete this cycle (``flush`` and ``idle``).
+    count : ``Out(32)``, sum : ``Out(signed(grad_width + 33))``
+        The step's totals (registers).
+    barrier_done : ``Out(1)``
+        A barrier has completed and no gradient was accepted since (a register).
+    """
+
+    def __init__(self, *, grad_width=DEFAULTS["grad_width"]):
+        with checked(self):
+            self.grad_width = check_int("grad_width", grad_width, minimum=2)
+        super().__init__({
+            "discard":      In(1),
+            "error":        In(signed(discard_error_width(grad_width))),
+            "accept":       In(1),
+            "barrier":      In(1),
+            "count":        Out(DISCARD_COUNT_WIDTH),
+            "sum":          Out(signed(discard_sum_width(grad_width))),
+            "barrier_done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        clear = Signal()
+        m.d.comb += clear.eq(self.barrier_done & self.accept)
+        with m.If(self.barrier):
+            m.d.sync += self.barrier_done.eq(1)
+        with m.Elif(clear):
+            m.d.sync += self.barrier_done.eq(0)
+        m.d.sync += [
+            self.count.eq(Mux(clear, 0, self.count) + self.discard),  # mutation site: discard-count
+            self.sum.eq(Mux(clear, 0, self.sum) + Mux(self.discard, self.error, 0)),
+        ]
         return m

@@ -19,7 +19,8 @@ import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
 from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
-from .run import run_jobs, print_summary, report_failures, progress, work_dir, write_results
+from reports.provenance import write_results
+from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace import COLUMNS, TraceError, read_vcd, print_table
 from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error

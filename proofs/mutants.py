@@ -34,7 +34,8 @@ from reports.console import ArgumentParser, positive_integer, table, usage_error
 from properties.component import COMPONENTS
 from properties.harness import CONFIGS
 from .jobs import Job
-from .run import ROOT, replay_command, run_job, work_dir, write_results
+from reports.provenance import write_results
+from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
@@ -245,8 +246,8 @@ MUTANTS = {
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "discard-count",
-        "self.discard_count.eq(Mux(clear, 0, self.discard_count) + self.discard),",
-        "self.discard_count.eq(self.discard_count + self.discard),"),
+        "self.count.eq(Mux(clear, 0, self.count) + self.discard),",
+        "self.count.eq(self.count + self.discard),"),
     "discard_on_a_bubble": (
         "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
         "discard-strobe",
@@ -493,14 +494,16 @@ def jobs_for(name, design_path, config="small"):
 
 #: The design files that hold a component proven alone (properties/component.py), and those
 #: components: a mutant of such a file is first checked by their own proofs.
-COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "modes.py": ["lfsr", "ema"],
+COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"],
+                   "modes.py": ["lfsr", "ema", "discards"],
                    "streamer.py": ["streamer"]}
 
 
 def _component_jobs(name, design_path, config):
     """The bounded checks from reset of the components in the mutant's file, alone."""
     jobs = []
-    for component in COMPONENT_FILES.get(MUTANTS[name][2], []):
+    fname, _ = find_sites(os.path.join(ROOT, "design"))[MUTANTS[name][2]]
+    for component in COMPONENT_FILES.get(fname, []):
         spec = COMPONENTS[component]
         jobs.append(Job(f"mutant-{name}-{component}-{config}", config, "bmc",
                         spec.bmc_depth(spec.params(CONFIGS[config])), component=component,

@@ -41,7 +41,8 @@ from properties.component import COMPONENTS, ComponentHarness
 from properties.harness import CONFIGS
 from reports.console import ArgumentParser, positive_integer, table
 from .gen import solver
-from .run import _run_group, read_sby_outcome, tool_args, work_dir, write_results
+from reports.provenance import write_results
+from .run import _run_group, read_sby_outcome, tool_args, work_dir
 
 __all__ = ["sample", "check", "TRIAGE"]
 

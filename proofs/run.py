@@ -16,7 +16,7 @@ from xml.etree import ElementTree
 from reports.console import table
 from .trace import read_vcd, print_table
 
-__all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args", "write_results"]
+__all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
 
 #: The folder holding the installed (or checked-out) packages: put on the PYTHONPATH of the
 #: job generator so that it imports the same ``design``.
@@ -162,7 +162,7 @@ def replay_with_z3(sby_dir, witness, props, timeout=None):
 
     Why: the solver that found the counterexample also chose the values it reports, and
     yices 2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that
-    breaks a transition constraint (README, the mutation check): the assertions read from it
+    breaks a transition constraint (docs/proofs.md, the mutation check): the assertions read from it
     named one that holds in every reachable state. The replay takes from the witness only
     the inputs and the initial state, so what fails there is what the design does."""
     with open(witness) as f:
@@ -369,19 +369,3 @@ def _report_failure(r, file, table):
                 print_table(read_vcd(r["vcd"]), file=file)
             except Exception as e:  # a trace must never hide the failure itself
                 print(f"    (could not print the trace: {e})", file=file)
-
-
-def write_results(path, title, summary, body):
-    """A measured table as Markdown at ``path`` (docs/results/), headed by the command that
-    made it (this process's), the code (version, commit) and the date."""
-    import datetime
-    from reports.provenance import describe, provenance
-    spec = getattr(sys.modules["__main__"], "__spec__", None)
-    program = (spec.name.removesuffix(".__main__") if spec else os.path.basename(sys.argv[0]))
-    command = " ".join(["python -m " + program] + sys.argv[1:])
-    code = describe(provenance())     # before the file is opened: writing it is a change
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(f"# {title}\n\nMade by `{command}` with {code} on "
-                f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
-                f"{body.rstrip()}\n")

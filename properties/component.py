@@ -1,6 +1,6 @@
 """Each component proven alone, as ZipCPU and ``amaranth.lib.fifo`` do it: the component with
 every input port free (``AnySeq``) and a free reset, its own contract (the properties beside
-its logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`)
+its logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`, :mod:`.discards`)
 asserted and what it requires of its inputs (:meth:`.base.PropertySet.require`) assumed. The
 system harness (:mod:`.harness`) instantiates the same contracts on its submodules, where
 they are assumed and the requirements asserted (:data:`.base.COMPONENT_GROUPS`).
@@ -19,12 +19,12 @@ from amaranth.lib.wiring import In
 
 from design.l1 import L1Accumulator
 from design.layouts import write_layout
-from design.modes import EmaThreshold, Lfsr
+from design.modes import DiscardTotals, EmaThreshold, Lfsr
 from design.queue import WriteQueue
 from design.streamer import Streamer
 from design.writeback import WritebackBuffer
 
-from . import ema, lfsr, queue, streamer, writeback
+from . import discards, ema, lfsr, queue, streamer, writeback
 from .base import PropertySet
 
 __all__ = ["COMPONENTS", "ComponentHarness", "instances"]
@@ -77,6 +77,11 @@ COMPONENTS = {
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
         build=lambda **p: Streamer(**p), probes=lambda _: {},
         contract=streamer.contract, covers=None, depth=1, bmc_depth=lambda p: 2),
+    "discards": Component(
+        params=lambda c: dict(grad_width=c["grad_width"]),
+        build=lambda grad_width: DiscardTotals(grad_width=grad_width), probes=lambda _: {},
+        # a discard, a barrier, then the first gradient with a discard of its own
+        contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 5),
 }
 
 

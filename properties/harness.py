@@ -21,8 +21,8 @@ from design.layouts import value_width
 from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
 
 from .base import PropertySet
-from . import (assumptions, outputs, invariants, covers, writeback, policy, liveness, modes,
-               pipeline, streamer, throughput)
+from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
+               modes, pipeline, streamer, throughput)
 from .queue import contract as queue_contract
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
@@ -461,6 +461,7 @@ class FormalHarness(Elaboratable):
         self.free(m, self.queue_pick)
         queue_contract(m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports)
         streamer.contract(m, P, d.streamer)
+        discards.contract(m, P, d.discards)
         # (The EMA unit's contract is not assumed here: the ema group proves the EMA exact
         # itself, and the unit's threshold, a multiply the design leaves unused, would only
         # give the solver more to carry.)

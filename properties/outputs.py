@@ -170,22 +170,14 @@ def add(h, m, P):
             d.accepted_count == accepted)
     P.check("counters", "dram_write_count_counts_dram_out_handshakes",
             d.dram_write_count == written)
-    # The step's discard totals: held through and after a completed flush barrier, cleared by
-    # the first gradient accepted after it (design/compressor.py's docstring).
-    barrier = Signal(name="flush_barrier_completed")
-    with m.If(d.flush & d.idle):
-        m.d.sync += barrier.eq(1)
-    with m.Elif(h.accept):
-        m.d.sync += barrier.eq(0)
-    clear = barrier & h.accept
-    count = Signal(len(d.discard_count), name="discards_counted")
-    total = Signal.like(d.discard_sum, name="discards_summed")
-    m.d.sync += [count.eq(Mux(clear, 0, count) + d.discard),
-                 total.eq(Mux(clear, 0, total) + Mux(d.discard, d.discard_error, 0))]
-    P.check("counters", "barrier_completed_is_the_designs", d.barrier_done == barrier)
-    P.check("counters", "discard_count_counts_the_steps_discard_strobes",
-            d.discard_count == count)
-    P.check("counters", "discard_sum_adds_the_steps_discard_errors", d.discard_sum == total)
+    # The step's discard totals (a component: properties/discards.py), joined to the design:
+    # the accounted discards, the accepted gradients and the completed barrier in, the totals
+    # out.
+    t = d.discards
+    P.check("counters", "discard_totals_joined",
+            (t.discard == d.discard) & (t.error == d.discard_error) & (t.accept == h.accept) &
+            (t.barrier == (d.flush & d.idle)) & (d.discard_count == t.count) &
+            (d.discard_sum == t.sum))
     P.check("counters", "hit_miss_and_tiny_miss_strobes_exclusive",
             ~(l1.small_miss & (d.l1_hit | d.l1_miss)))
     P.check("counters", "l1_valid_count_and_l2_level_ports",

@@ -1,11 +1,14 @@
 """Which code made a report: the package version and, when running from a git checkout, the
 commit (so that a figure can be traced back and reproduced)."""
 
+import datetime
+import os
 import subprocess
+import sys
 from importlib import metadata
 from pathlib import Path
 
-__all__ = ["provenance", "describe"]
+__all__ = ["provenance", "describe", "write_results"]
 
 #: The folder above the packages: a git checkout's root when running from one.
 _SOURCE_ROOT = Path(__file__).resolve().parent.parent
@@ -44,3 +47,17 @@ def describe(info):
         text += f", commit {info['commit'][:12]}" + (" with local changes" if info["dirty"]
                                                       else "")
     return text
+
+
+def write_results(path, title, summary, body):
+    """A measured table as Markdown at ``path`` (docs/results/), headed by the command that
+    made it (this process's), the code (version, commit) and the date."""
+    spec = getattr(sys.modules["__main__"], "__spec__", None)
+    program = (spec.name.removesuffix(".__main__") if spec else os.path.basename(sys.argv[0]))
+    command = " ".join(["python -m " + program] + sys.argv[1:])
+    code = describe(provenance())     # before the file is opened: writing it is a change
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(f"# {title}\n\nMade by `{command}` with {code} on "
+                f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
+                f"{body.rstrip()}\n")

@@ -42,15 +42,28 @@ def measure(ops, dram_ready):
     return (last - first + 1) / n, (result.cycles - first) / n
 
 
-def main():
+def main(argv=None):
+    from reports.console import ArgumentParser
+    from reports.provenance import write_results
+    parser = ArgumentParser(prog="python -m simulation.throughput",
+                            description=__doc__.strip().splitlines()[0])
+    parser.add_argument("--out", default=None, metavar="FILE.md",
+                        help="also write the table here, with the command, commit and date")
+    args = parser.parse_args(argv)
     print(__doc__.strip().splitlines()[0])
-    print("configuration: GradientCompressor() defaults ("
-          + ", ".join(f"{k} {v}" for k, v in DEFAULTS.items()) + ")\n")
+    configuration = ("GradientCompressor() defaults ("
+                     + ", ".join(f"{k} {v}" for k, v in DEFAULTS.items()) + ")")
+    print(f"configuration: {configuration}\n")
     rows = [[name, len(ops), *(f"{x:.2f}" for ready in (always, every_other)
                                for x in measure(ops, ready))]
             for name, ops in streams().items()]
-    print(table(rows, ["stream", "gradients", "accept (DRAM always ready)", "end-to-end",
-                       "accept (DRAM ready 1/2)", "end-to-end"]))
+    text = table(rows, ["stream", "gradients", "accept (DRAM always ready)", "end-to-end",
+                        "accept (DRAM ready 1/2)", "end-to-end"])
+    print(text)
+    if args.out:
+        write_results(args.out, "Cycles per accepted gradient",
+                      f"{configuration}, Amaranth simulator, every stream ended by a flush",
+                      text)
     return 0
 
 
