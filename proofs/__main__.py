@@ -90,7 +90,10 @@ def build_parser():
     s.add_argument("vcd")
     s = sub.add_parser("replay")
     s.add_argument("witness")
-    s.add_argument("--pytest", default=None, help="write a pytest regression test here")
+    s.add_argument("--pytest", default=None, metavar="FILE.py",
+                   help="write a pytest regression test here (only if the replay shows a "
+                        "violation; a test that passes now could never fail)")
+    s.add_argument("--force", action="store_true", help="let --pytest replace an existing file")
     s.add_argument("--design", default=None, help="a directory holding a copy of design/")
     s.add_argument("--vcd", default=None, metavar="FILE",
                    help="write the replay as a waveform here (and a .gtkw beside it)")
@@ -154,7 +157,7 @@ def _command(args):
         from .replay import replay_main
         _check_design(args.design)
         return replay_main(args.witness, pytest_path=args.pytest, design_path=args.design,
-                           vcd=args.vcd)
+                           vcd=args.vcd, force=args.force)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from reports.console import UsageError, table
+from reports.console import UsageError, check_writable, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
@@ -313,13 +313,20 @@ def _failed(jobdir, props):
     return ", ".join(read_sby_outcome(os.path.join(jobdir, "job"), props)["failed"])
 
 
-def replay_main(path, *, pytest_path=None, design_path=None, vcd=None):
+def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=False):
     """``python -m proofs replay``: returns the exit status; a bad file raises
-    :class:`WitnessError` or :class:`~reports.console.UsageError`."""
+    :class:`WitnessError` or :class:`~reports.console.UsageError`. ``pytest_path`` is written
+    only if the replay shows a violation (the test asserts there is none: it fails until the
+    bug is fixed), and never over an existing file unless ``force``."""
     if not os.path.isfile(path):
         raise WitnessError(f"{path}: no such file")
-    if vcd and not os.path.isdir(os.path.dirname(os.path.abspath(vcd))):
-        raise UsageError(f"--vcd {vcd}: its folder does not exist")
+    if vcd:
+        check_writable("--vcd", vcd)
+    if pytest_path:
+        if os.path.exists(pytest_path) and not force:
+            raise UsageError(f"--pytest {pytest_path}: the file exists (--force replaces it)")
+        if not os.path.isdir(os.path.dirname(os.path.abspath(pytest_path))):
+            raise UsageError(f"--pytest {pytest_path}: its folder does not exist")
     steps = read_witness(path)
     jobdir = _find_job_dir(path)
     job, meta = {}, {}
@@ -361,6 +368,9 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None):
     if vcd:
         from simulation.waves import gtkw_path_for
         print(f"wrote {vcd}: gtkwave {vcd} {gtkw_path_for(vcd)}")
+    if pytest_path and not errors:
+        raise UsageError(f"--pytest {pytest_path}: not written: the replay shows no contract "
+                         f"violation, so the test could not fail")
     if pytest_path:
         name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
         name = "".join(c if c.isalnum() else "_" for c in name) or "replay"

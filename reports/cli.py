@@ -27,8 +27,8 @@ from model import CAUSES
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, positive_integer,
-                      prepare_out, table, usage_error)
+from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
+                      interrupted, positive_integer, prepare_out, table, usage_error)
 from .console import progress as console_progress
 from .modes import mode_table
 from .provenance import describe, provenance
@@ -363,10 +363,15 @@ def main(argv=None, *, result_filter=None):
     if args.list:
         print("\n".join(workload_names()))
         return 0
+    new_out = not os.path.exists(args.out)
     try:
         return _report(args, argv, result_filter)
     except UsageError as error:
         return usage_error(parser.prog, error)
+    except KeyboardInterrupt:
+        from simulation.waves import gtkw_path_for
+        vcd = [args.vcd, gtkw_path_for(args.vcd)] if args.vcd else []
+        return interrupted(parser.prog, files=vcd, folder=args.out if new_out else None)
 
 
 def _report(args, argv, result_filter):
@@ -384,8 +389,8 @@ def _report(args, argv, result_filter):
     if args.vcd and len(names) != 1:
         raise UsageError(f"--vcd writes one workload's waveform: name one workload, not "
                          f"{len(names)}")
-    if args.vcd and not os.path.isdir(os.path.dirname(os.path.abspath(args.vcd))):
-        raise UsageError(f"--vcd {args.vcd}: no such folder")
+    if args.vcd:
+        check_writable("--vcd", args.vcd)
     try:
         synthetic_params = parse_params(args.param)
         traces = [get_workload(name, **synthetic_params) for name in names]

@@ -86,6 +86,40 @@ def progress(total, label, *, enabled=True, unit="op"):
                 dynamic_ncols=True, mininterval=0.5 if interactive else 10)
 
 
+def check_writable(option, path):
+    """Refuse, before any work, an output file ``path`` that cannot be written:
+    :class:`UsageError` naming ``option``. A folder is refused; the file is probed by opening
+    it for appending (and removed again if it did not exist)."""
+    if os.path.isdir(path):
+        raise UsageError(f"{option} {path}: a folder, not a file")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise UsageError(f"{option} {path}: no such folder")
+    existed = os.path.exists(path)
+    try:
+        with open(path, "a"):
+            pass
+    except OSError as error:
+        raise UsageError(f"{option} {path}: cannot write it ({error.strerror or error})") \
+            from None
+    if not existed:
+        os.remove(path)
+
+
+def interrupted(prog, *, files=(), folder=None):
+    """After Ctrl-C: remove the partial outputs (``files`` that exist; ``folder`` with what is
+    in it, if given: one this run made), print one line and return status 130."""
+    import shutil
+    removed = [str(path) for path in files if path and os.path.isfile(path)]
+    for path in removed:
+        os.remove(path)
+    if folder and os.path.isdir(folder):
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    print(f"{prog}: interrupted" + (f"; removed {', '.join(removed)}" if removed else ""),
+          file=sys.stderr)
+    return 130
+
+
 def prepare_out(path):
     """Create the output folder ``path`` now, before minutes of simulation, and check that a
     file can be written there; raise :class:`UsageError` if not."""

@@ -25,7 +25,8 @@ from model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
-from .console import (ArgumentParser, UsageError, integer, positive_integer, prepare_out, table,
+from .console import (ArgumentParser, UsageError, integer, interrupted, positive_integer,
+                      prepare_out, table,
                       usage_error)
 from . import console
 from .console import progress as console_progress
@@ -176,10 +177,13 @@ def render_markdown(data):
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    new_out = not os.path.exists(args.out)
     try:
         return _sweep(args, argv)
     except UsageError as error:
         return usage_error(parser.prog, error)
+    except KeyboardInterrupt:
+        return interrupted(parser.prog, folder=args.out if new_out else None)
 
 
 def _sweep(args, argv):

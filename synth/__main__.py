@@ -11,6 +11,7 @@ signal and the outputs that an input reaches through combinational logic only.
 
 import argparse
 import gc
+import os
 import shlex
 import sys
 import warnings
@@ -23,8 +24,26 @@ from .report import render_markdown, tool_versions, write_report
 DEFAULT_OUT = "build/synth"
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """Errors in one line (no usage block), exit status 2."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def seed(text):
+    """An argparse ``type``: a nextpnr placement seed, a positive integer."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m synth", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="CONFIG: a comma-separated list of default (the design's defaults, "
@@ -35,7 +54,7 @@ def build_parser():
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1], metavar="SEED",
+    parser.add_argument("--seeds", nargs="+", type=seed, default=[1], metavar="SEED",
                         help="nextpnr placement seeds, one run each (default: 1)")
     parser.add_argument("--freq", type=float, default=200, metavar="MHZ",
                         help="clock constraint for nextpnr in MHz (default: %(default)s)")
@@ -44,6 +63,19 @@ def build_parser():
     parser.add_argument("--synth-only", action="store_true",
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
     return parser
+
+
+def _make_out(path):
+    """Make the output folder ``path``; :class:`UsageError` if it cannot be written."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"--out {path}: a file, not a folder")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out {path}: cannot make the folder ({error.strerror or error})") \
+            from None
+    if not os.access(path, os.W_OK):
+        raise UsageError(f"--out {path}: cannot write there")
 
 
 def main(argv=None):
@@ -55,6 +87,7 @@ def main(argv=None):
     try:
         for text in args.configs:
             configs.append(parse_configuration(text))
+        _make_out(args.out)      # now, before minutes of synthesis
     except UsageError as error:
         # The configurations before the bad one were built and will not be elaborated: let
         # them go now, without Amaranth's warning that they were never used.

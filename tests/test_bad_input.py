@@ -41,6 +41,9 @@ def run_module(module, *args, cwd=None):
     (["synthetic-tiled", "--param", "steps"], "bad --param 'steps': use KEY=VALUE"),
     (["no-such-workload"], "unknown workload 'no-such-workload'"),
     (["/nonexistent/trace.npz"], "no such trace file"),
+    (["--vcd", "/proc/x.vcd"], "--vcd /proc/x.vcd: cannot write it"),
+    (["--vcd", "/nonexistent/x.vcd"], "--vcd /nonexistent/x.vcd: no such folder"),
+    (["--vcd", "."], "--vcd .: a folder, not a file"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -133,3 +136,47 @@ def test_verilog_export_bad_input(tmp_path):
     done = run_module("design.verilog", "-o", "/proc/no/gc.v")
     assert "-o /proc/no/gc.v: cannot write it" in _one_line_error(done, "python -m design.verilog")
     assert not (tmp_path / "gc.v").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--seeds", "-1"], "argument --seeds: must be at least 1, not -1"),
+    (["--seeds", "x"], "argument --seeds: not an integer: 'x'"),
+    (["--freq", "0"], "--freq must be a positive number of MHz, not 0"),
+    (["--out", "FILE"], "a file, not a folder"),
+    (["--out", "/proc/x"], "--out /proc/x: cannot make the folder"),
+    (["7x4"], "7x4"),
+])
+def test_synth_bad_input_before_any_tool(args, message, tmp_path):
+    (tmp_path / "FILE").write_text("kept")
+    args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
+    done = run_module("synth", *args, "--synth-only", cwd=tmp_path)
+    assert message in _one_line_error(done, "python -m synth")
+    assert (tmp_path / "FILE").read_text() == "kept"
+    assert not (tmp_path / "build").exists()
+
+
+@pytest.mark.parametrize("module, args", [
+    ("reports.cli", ["tiny-embed", "--sim", "amaranth", "--vcd", "VCD", "--no-plots"]),
+    ("reports.sweep", ["tiny-embed", "--engine", "rtl", "--sim", "amaranth"]),
+])
+def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tmp_path):
+    # Ctrl-C (SIGINT) in the middle of a simulation: one line, status 130, and neither the
+    # new output folder nor a truncated waveform is left behind.
+    import signal
+    import time
+    out, vcd = tmp_path / "out", tmp_path / "w.vcd"
+    args = [str(vcd) if a == "VCD" else a for a in args] + ["--out", str(out), "-q"]
+    proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while not out.exists() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    time.sleep(2)                  # inside the simulation by now
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    [line] = err.strip().splitlines()
+    assert line.startswith(f"compressor-{module.split('.')[1].replace('cli', 'report')}: "
+                           f"interrupted"), line
+    assert not out.exists() and not vcd.exists()

@@ -241,6 +241,24 @@ def test_counterexample_replays(tmp_path):
     errors, _ = check_steps(_factory(config), steps)
     assert errors == [], errors
 
+    # --pytest: written only where the replay shows a violation, never over a file unless
+    # --force; the written test fails on the mutant and passes on the design.
+    from reports.console import UsageError
+    test_file = tmp_path / "test_cex.py"
+    assert replay_main(yw, pytest_path=str(test_file)) == 1
+    text = test_file.read_text()
+    assert "def test_cex():" in text and "STEPS = [" in text
+    with pytest.raises(UsageError, match="the file exists"):
+        replay_main(yw, pytest_path=str(test_file))
+    assert replay_main(yw, pytest_path=str(test_file), force=True) == 1
+    job_json = tmp_path / "work" / job.name / "job.json"
+    recorded = json.loads(job_json.read_text())
+    job_json.write_text(json.dumps(dict(recorded, design_path=None)))  # the real design
+    with pytest.raises(UsageError, match="no contract violation"):
+        replay_main(yw, pytest_path=str(tmp_path / "test_none.py"))
+    assert not (tmp_path / "test_none.py").exists()
+    job_json.write_text(json.dumps(recorded))
+
     # The runner writes the failure, with its trace table, into the job folder (CI uploads
     # it), and a GTKWave save file beside SymbiYosys's VCD.
     report_failures([result], file=io.StringIO())

