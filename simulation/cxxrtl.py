@@ -405,6 +405,10 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
             fcntl.flock(lock, fcntl.LOCK_EX)
             try:
                 if not binary.exists():
+                    # Said before it starts: a progress bar around it would show no progress.
+                    print(f"building the compiled simulator of {params['sets']} x "
+                          f"{params['ways']} (first use of this configuration: seconds to a "
+                          f"few minutes; cached in {cache})", file=sys.stderr, flush=True)
                     _compile(il_text, folder, include, defines, verbose)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)

@@ -221,3 +221,16 @@ def test_numpy_trace():
     expected = simulate_compiled(params, ops, gap=lambda i: i % 2, dram_ready=every_other)
     assert_same(expected, simulate_compiled(params, array, gap=lambda i: i % 2,
                                             dram_ready=every_other))
+
+
+@needs_compiler
+def test_first_build_says_so_before_it_starts(tmp_path, capsys):
+    # A build takes seconds to minutes: it is announced, once, with where it is cached.
+    build(dict(SMALL), cache_dir=tmp_path)
+    err = capsys.readouterr().err
+    assert f"building the compiled simulator of {SMALL['sets']} x {SMALL['ways']}" in err
+    assert str(tmp_path) in err
+    import simulation.cxxrtl as cxxrtl
+    cxxrtl._built.clear()
+    build(dict(SMALL), cache_dir=tmp_path)          # from the cache: nothing to say
+    assert "building" not in capsys.readouterr().err
