@@ -10,6 +10,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import (Cause, classified_layout, write_layout, value_width,
                       discard_error_width)
+from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
 from .modes import ema_candidate, ema_clamp
 from .queue import WriteQueue
@@ -305,18 +306,6 @@ class L1Accumulator(wiring.Component):
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
         self.scan_wait = Signal()                 # the scanned set's row is still being read
 
-    def _lowest(self, m, bits, name):
-        """Index of the lowest set bit of ``bits`` (0 if none)."""
-        index = Signal(range(self.ways), name=name)
-        for i in reversed(range(self.ways)):
-            with m.If(bits[i]):
-                m.d.comb += index.eq(i)
-        return index
-
-    def _lowest_one_hot(self, bits):
-        """The lowest set bit of ``bits`` alone (0 if none)."""
-        return Cat(bits[i] & ~bits[:i].any() for i in range(self.ways))
-
     def _set(self, addr):
         return addr[:self.set_bits]
 
@@ -470,10 +459,10 @@ class L1Accumulator(wiring.Component):
 
         read_match = self._match(s2_tag, self.read_row)
         s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
-        s2_hit_way = Mux(use_forwarded, self._lowest(m, forwarded, "s2_forwarded_way"),
-                         self._lowest(m, read_match, "s2_read_way"))
-        s2_hit_ways = Mux(use_forwarded, self._lowest_one_hot(forwarded),
-                          self._lowest_one_hot(read_match))
+        s2_hit_way = Mux(use_forwarded, lowest_index(m, forwarded, "s2_forwarded_way"),
+                         lowest_index(m, read_match, "s2_read_way"))
+        s2_hit_ways = Mux(use_forwarded, lowest_one_hot(forwarded),
+                          lowest_one_hot(read_match))
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
@@ -556,8 +545,8 @@ class L1Accumulator(wiring.Component):
         ]
         free     = Cat(~way.valid for way in row_now.ways)
         full     = ~free.any()
-        lowest_free = self._lowest_one_hot(free)  # mutation site: free-way-choice
-        free_way = self._lowest(m, lowest_free, "s3_free_way")
+        lowest_free = lowest_one_hot(free)  # mutation site: free-way-choice
+        free_way = lowest_index(m, lowest_free, "s3_free_way")
         victim_way = row_now.victim
         victim     = row_now.ways[victim_way]
         # The way a miss allocates, one-hot, made from the row alone: the case flags below
@@ -668,7 +657,7 @@ class L1Accumulator(wiring.Component):
 
         # -- the flush scan ---------------------------------------------------------------------
         pending   = Cat(way.valid & ~done for way, done in zip(self.read_row.ways, self.scan_done))
-        scan_ways = self._lowest_one_hot(pending)
+        scan_ways = lowest_one_hot(pending)
         # The entry written out, picked one-hot (an AND-OR rather than an index's mux tree).
         scan_entry = Signal(self.entry_layout)
         m.d.comb += scan_entry.eq(functools.reduce(operator.or_, (

@@ -56,8 +56,8 @@ MUTANTS = {
     "highest_free_way": (
         "policy", "a miss takes the highest free way instead of the lowest",
         "free-way-choice",
-        "lowest_free = self._lowest_one_hot(free)",
-        "lowest_free = Cat(*reversed(list(self._lowest_one_hot(Cat(*reversed(list(free)))))))"),
+        "lowest_free = lowest_one_hot(free)",
+        "lowest_free = Cat(*reversed(list(lowest_one_hot(Cat(*reversed(list(free)))))))"),
     "max_updates_one_early": (
         "policy", "an entry is written out one update before max_updates",
         "max-updates-rule",

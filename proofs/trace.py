@@ -3,6 +3,8 @@ tables."""
 
 from vcd.reader import TokenKind, VCDParseError, tokenize
 
+from simulation.waves import COLUMNS
+
 __all__ = ["read_vcd", "Trace", "TraceError", "print_table", "COLUMNS"]
 
 
@@ -97,46 +99,6 @@ def read_vcd(path):
             signals = {n: (w, v[:steps]) for n, (w, v) in signals.items()}
     return Trace(signals, steps)
 
-
-#: (header, signal name (suffix), signed, format)
-COLUMNS = [
-    ("rst",    "rst",                      False),
-    ("in.v",   "in_valid",                 False),
-    ("in.rdy", "dut.grad_in__ready",       False),
-    ("addr",   "in_addr",                  False),
-    ("grad",   "in_grad",                  True),
-    ("thr",    "in_thresh",                False),
-    ("flush",  "in_flush",                 False),
-    ("|L1 st", "dut.l1.state",             False),
-    ("s1.v",   "dut.l1.s1_valid",          False),
-    ("s2.v",   "dut.l1.s2_valid",          False),
-    ("fwd",    "dut.l1.s2_fwd",            False),
-    ("s3.v",   "dut.l1.s3_valid",          False),
-    ("s3.a",   "dut.l1.s3.addr",           False),
-    ("s3.g",   "dut.l1.s3.grad",           True),
-    ("s4.v",   "dut.l1.s4_valid",          False),
-    ("rsv",    "dut.l1.reserved",          False),
-    ("scan",   "dut.l1.scan_set",          False),
-    ("vcnt",   "dut.l1.valid_count",       False),
-    ("|push.v", "dut.l1.push__valid",      False),
-    ("p.rdy",  "dut.l1.push__ready",       False),
-    ("p.a",    "dut.l1.push__payload.addr", False),
-    ("p.val",  "dut.l1.push__payload.value", True),
-    ("cause",  "dut.l1.push__payload.cause", False),
-    ("|L2 lvl", "dut.writeback.level",     False),
-    ("burst",  "dut.writeback.bursting",   False),
-    ("|dram.v", "dut.dram_out__valid",     False),
-    ("d.rdy",  "in_ready",                 False),
-    ("d.a",    "dut.dram_out__payload.addr", False),
-    ("d.val",  "dut.dram_out__payload.value", True),
-    ("idle",   "dut.idle",                 False),
-    ("|track", "track",                    False),
-    ("bal",    "balance",                  True),
-    ("l1",     "l1_sum",                   True),
-    ("pipe",   "stages_sum",               True),
-    ("queue",  "queue_sum",                True),
-    ("l2",     "l2_sum",                   True),
-]
 
 STATES = {0: "INIT", 1: "RUN", 2: "SCAN", 3: "DONE"}
 CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU", 5: "STO"}

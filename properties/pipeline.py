@@ -33,17 +33,10 @@ The output queue's own contract is :mod:`.queue`'s.
 from amaranth import *
 
 from design import L1State
+from design.bits import lowest_index
 
 
 __all__ = ["add"]
-
-
-def _lowest(m, bits, width, name):
-    index = Signal(range(width), name=name)
-    for i in reversed(range(width)):
-        with m.If(bits[i]):
-            m.d.comb += index.eq(i)
-    return index
 
 
 def _match(tag, row):
@@ -122,7 +115,7 @@ def add(h, m, P):
     P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
     match3 = _match(tag3, l1.s3_row)
-    way3 = _lowest(m, match3, W, "s3_row_hit_way")
+    way3 = lowest_index(m, match3, "s3_row_hit_way")
     P.check("forwarding", "s3_hit_is_its_rows",
             ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
                             (~l1.s3_hit | (l1.s3_hit_way == way3))))
@@ -135,7 +128,7 @@ def add(h, m, P):
     P.check("forwarding", "s3_decides_on_its_set_now",
             ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
     match_now = _match(tag3, now3)
-    way_now = _lowest(m, match_now, W, "s3_now_hit_way_expected")
+    way_now = lowest_index(m, match_now, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]
     P.check("forwarding", "s3_decides_on_the_entry_of_its_address_now",
             ~(l1.s3_valid & (set3 == h.track_set)) |

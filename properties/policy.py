@@ -25,17 +25,10 @@ As the tracked set is arbitrary (``AnyConst``), this holds for every set.
 from amaranth import *
 
 from design import L1State
+from design.bits import lowest_index
 from design.layouts import Cause
 
 __all__ = ["add"]
-
-
-def _lowest(m, bits, width, name):
-    index = Signal(range(width), name=name)
-    for i in reversed(range(width)):
-        with m.If(bits[i]):
-            m.d.comb += index.eq(i)
-    return index
 
 
 def add(h, m, P):
@@ -56,8 +49,8 @@ def add(h, m, P):
     tag = g_addr[h.set_bits:]
     match = Cat(w.valid & (w.tag == tag) for w in model.ways)
     free  = Cat(~w.valid for w in model.ways)
-    hit_way  = _lowest(m, match, W, "model_hit_way")
-    free_way = _lowest(m, free, W, "model_free_way")
+    hit_way  = lowest_index(m, match, "model_hit_way")
+    free_way = lowest_index(m, free, "model_free_way")
     hit      = model.ways[hit_way]
     victim   = model.ways[model.victim]
     hit_sum   = Signal(signed(h.vw + 1), name="model_hit_sum")
@@ -164,7 +157,7 @@ def add(h, m, P):
     scanning = Signal(name="model_set_scanned")
     m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
     held = Cat(w.valid for w in model.ways)
-    flush_way = _lowest(m, held, W, "model_flush_way")
+    flush_way = lowest_index(m, held, "model_flush_way")
     flushed = model.ways[flush_way]
 
     with m.If(commit):

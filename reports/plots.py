@@ -26,12 +26,17 @@ def plot_causes(metrics, path, geometry):
         if any(values):
             ax1.bar(xs, values, bottom=bottom, label=cause, color=COLOURS[cause])
             bottom = [b + v for b, v in zip(bottom, values)]
-    ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
+    # One tick per step (a run of one step would otherwise get fractional ticks), and room
+    # above the bars for the legend.
+    ax1.set_xticks(xs, [str(x) for x in xs] if len(xs) <= 20 else None)
+    if len(xs) > 20:
+        ax1.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax1.set_xlim(-0.6, len(steps) - 0.4)
+    ax1.set_ylim(0, max(bottom + [1]) * 1.3)
     ax1.set_xlabel("training step (flush at the end of each)")
     ax1.set_ylabel("DRAM writes")
     ax1.set_title(f"{metrics['workload']}: writes per step by cause ({geometry})")
-    ax1.legend(fontsize=8)
+    ax1.legend(fontsize=8, loc="upper center", ncol=3)
     # Totals: none / RTL / oracle, stacked by cause.
     refs = metrics["reference_points"]
     columns = [("no compression", {"DIRECT": metrics["gradients"]}, True),
@@ -99,7 +104,7 @@ def plot_summary(all_metrics, path, geometry):
 
 def plot_sweep(points, oracle, path, title, engine_note):
     """Compression ratio against L1 entries, one line per (ways, threshold), oracle as lines."""
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, ax = plt.subplots(figsize=(10.5, 5))
     thresholds = sorted({p["threshold"] for p in points})
     ways_list = sorted({p["ways"] for p in points})
     cmap = plt.get_cmap("viridis")
@@ -129,7 +134,8 @@ def plot_sweep(points, oracle, path, title, engine_note):
     ax.set_ylabel("compression ratio after flush (gradients / DRAM writes)")
     ax.set_title(title, fontsize=10)
     ax.text(0.01, 0.01, engine_note, transform=ax.transAxes, fontsize=7, va="bottom")
-    ax.legend(fontsize=7, loc="best")
+    # Beside the plot, not over its lines.
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -1,5 +1,5 @@
 """GTKWave save files (``.gtkw``) for the project's VCD waveforms, with the signal groups of the
-trace table (:data:`proofs.trace.COLUMNS`), so that ``gtkwave trace.vcd trace.gtkw`` opens a
+trace table (:data:`COLUMNS`), so that ``gtkwave trace.vcd trace.gtkw`` opens a
 readable view of any of them: a counterexample from SymbiYosys, ``python -m proofs replay
 --vcd``, ``compressor-report --vcd`` (Amaranth or compiled CXXRTL simulator).
 
@@ -17,9 +17,49 @@ from pathlib import Path
 from vcd.gtkw import GTKWSave
 from vcd.reader import TokenKind, VCDParseError, tokenize
 
-from proofs.trace import COLUMNS
+__all__ = ["read_vcd_header", "vcd_summary", "write_gtkw", "gtkw_path_for", "ALIASES", "GROUPS",
+           "COLUMNS"]
 
-__all__ = ["read_vcd_header", "vcd_summary", "write_gtkw", "gtkw_path_for", "ALIASES", "GROUPS"]
+#: The trace table's columns (``python -m proofs trace``, and the groups of every save file):
+#: (header, signal name (suffix), signed); a header starting with ``|`` opens a group.
+COLUMNS = [
+    ("rst",    "rst",                      False),
+    ("in.v",   "in_valid",                 False),
+    ("in.rdy", "dut.grad_in__ready",       False),
+    ("addr",   "in_addr",                  False),
+    ("grad",   "in_grad",                  True),
+    ("thr",    "in_thresh",                False),
+    ("flush",  "in_flush",                 False),
+    ("|L1 st", "dut.l1.state",             False),
+    ("s1.v",   "dut.l1.s1_valid",          False),
+    ("s2.v",   "dut.l1.s2_valid",          False),
+    ("fwd",    "dut.l1.s2_fwd",            False),
+    ("s3.v",   "dut.l1.s3_valid",          False),
+    ("s3.a",   "dut.l1.s3.addr",           False),
+    ("s3.g",   "dut.l1.s3.grad",           True),
+    ("s4.v",   "dut.l1.s4_valid",          False),
+    ("rsv",    "dut.l1.reserved",          False),
+    ("scan",   "dut.l1.scan_set",          False),
+    ("vcnt",   "dut.l1.valid_count",       False),
+    ("|push.v", "dut.l1.push__valid",      False),
+    ("p.rdy",  "dut.l1.push__ready",       False),
+    ("p.a",    "dut.l1.push__payload.addr", False),
+    ("p.val",  "dut.l1.push__payload.value", True),
+    ("cause",  "dut.l1.push__payload.cause", False),
+    ("|L2 lvl", "dut.writeback.level",     False),
+    ("burst",  "dut.writeback.bursting",   False),
+    ("|dram.v", "dut.dram_out__valid",     False),
+    ("d.rdy",  "in_ready",                 False),
+    ("d.a",    "dut.dram_out__payload.addr", False),
+    ("d.val",  "dut.dram_out__payload.value", True),
+    ("idle",   "dut.idle",                 False),
+    ("|track", "track",                    False),
+    ("bal",    "balance",                  True),
+    ("l1",     "l1_sum",                   True),
+    ("pipe",   "stages_sum",               True),
+    ("queue",  "queue_sum",                True),
+    ("l2",     "l2_sum",                   True),
+]
 
 #: Names a trace-table column's signal has in a simulation of the compressor (rather than in
 #: the proof harness). The harness's ``in_*`` wires are the compressor's inputs.
