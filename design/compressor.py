@@ -12,7 +12,57 @@ from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
-__all__ = ["GradientCompressor"]
+__all__ = ["GradientCompressor", "signature"]
+
+
+def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+              sets=DEFAULTS["sets"], ways=DEFAULTS["ways"], fifo_depth=DEFAULTS["fifo_depth"],
+              **_):
+    """The :class:`GradientCompressor` signature of a configuration (its members' shapes),
+    without building one; other parameters are accepted and ignored."""
+    return wiring.Signature({
+        "grad_in":           In(stream.Signature(gradient_layout(addr_width, grad_width))),
+        "threshold":         In(grad_width),
+        "dram_out":          Out(stream.Signature(dram_layout(addr_width, grad_width))),
+        "flush":             In(1),
+        "idle":              Out(1),
+        "direct_write":      Out(1),
+        "accum_write":       Out(1),
+        "max_updates_write": Out(1),
+        "evict_write":       Out(1),
+        "flush_write":       Out(1),
+        "l1_hit":            Out(1),
+        "l1_miss":           Out(1),
+        "l1_valid_count":    Out(range(sets * ways + 1)),
+        "l2_level":          Out(range(fifo_depth + 1)),
+        "burst_active":      Out(1),
+        "accepted_count":    Out(32),
+        "dram_write_count":  Out(32),
+        # run-time modes (design/modes.py)
+        "small_threshold":   In(grad_width),
+        "stochastic":        In(1),
+        "lfsr_seed":         In(LFSR_WIDTH),
+        "lfsr_load":         In(1),
+        "ema_enable":        In(1),
+        "ema_per_step":      In(1),
+        "ema_shift":         In(EMA_SHIFT_WIDTH),
+        "ema_scale":         In(EMA_SCALE_WIDTH),
+        "ema_min":           In(grad_width),
+        "ema_max":           In(grad_width),
+        **{f"bypass{i}_{field}": In(width)
+           for i in range(BYPASS_WINDOWS)
+           for field, width in [("base", addr_width), ("limit", addr_width),
+                                ("enable", 1)]},
+        "current_threshold": Out(grad_width),
+        "ema_average":       Out(grad_width + EMA_FRACTION_BITS),
+        "stochastic_write":  Out(1),
+        "discard":           Out(1),
+        "discard_addr":      Out(addr_width),
+        "discard_error":     Out(signed(discard_error_width(grad_width))),
+        "discard_count":     Out(DISCARD_COUNT_WIDTH),
+        "discard_sum":       Out(signed(discard_sum_width(grad_width))),
+        "bypassed":          Out(1),
+    })
 
 
 class GradientCompressor(wiring.Component):
@@ -138,49 +188,8 @@ class GradientCompressor(wiring.Component):
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
 
-        super().__init__({
-            "grad_in":           In(stream.Signature(gradient_layout(addr_width, grad_width))),
-            "threshold":         In(grad_width),
-            "dram_out":          Out(stream.Signature(dram_layout(addr_width, grad_width))),
-            "flush":             In(1),
-            "idle":              Out(1),
-            "direct_write":      Out(1),
-            "accum_write":       Out(1),
-            "max_updates_write": Out(1),
-            "evict_write":       Out(1),
-            "flush_write":       Out(1),
-            "l1_hit":            Out(1),
-            "l1_miss":           Out(1),
-            "l1_valid_count":    Out(range(sets * ways + 1)),
-            "l2_level":          Out(range(fifo_depth + 1)),
-            "burst_active":      Out(1),
-            "accepted_count":    Out(32),
-            "dram_write_count":  Out(32),
-            # run-time modes (design/modes.py)
-            "small_threshold":   In(grad_width),
-            "stochastic":        In(1),
-            "lfsr_seed":         In(LFSR_WIDTH),
-            "lfsr_load":         In(1),
-            "ema_enable":        In(1),
-            "ema_per_step":      In(1),
-            "ema_shift":         In(EMA_SHIFT_WIDTH),
-            "ema_scale":         In(EMA_SCALE_WIDTH),
-            "ema_min":           In(grad_width),
-            "ema_max":           In(grad_width),
-            **{f"bypass{i}_{field}": In(width)
-               for i in range(BYPASS_WINDOWS)
-               for field, width in [("base", addr_width), ("limit", addr_width),
-                                    ("enable", 1)]},
-            "current_threshold": Out(grad_width),
-            "ema_average":       Out(grad_width + EMA_FRACTION_BITS),
-            "stochastic_write":  Out(1),
-            "discard":           Out(1),
-            "discard_addr":      Out(addr_width),
-            "discard_error":     Out(signed(discard_error_width(grad_width))),
-            "discard_count":     Out(DISCARD_COUNT_WIDTH),
-            "discard_sum":       Out(signed(discard_sum_width(grad_width))),
-            "bypassed":          Out(1),
-        })
+        super().__init__(signature(addr_width=addr_width, grad_width=grad_width, sets=sets,
+                                   ways=ways, fifo_depth=fifo_depth))
 
     def elaborate(self, platform):
         m = Module()

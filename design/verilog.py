@@ -25,6 +25,7 @@ from amaranth import ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
+from .registers import CompressorWithRegisters
 from .params import DEFAULTS, MODES_OFF
 
 __all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
@@ -57,20 +58,36 @@ EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "fl
           "discard_error", "discard_count", "discard_sum", "bypassed")
 
 
+#: The AXI4-Lite channels of :class:`~design.registers.CompressorWithRegisters`, as ``s_axi_<name>``.
+AXI = ("awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid",
+       "bready", "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready")
+AXI_INPUTS = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid",
+              "rready")
+
+
 def flat_ports(dut):
-    """Wrap ``dut`` in a module whose ports have flat names; return ``(module, ports)``."""
+    """Wrap ``dut`` (a :class:`GradientCompressor`, or a :class:`CompressorWithRegisters`:
+    its data streams and AXI4-Lite channels only) in a module whose ports have flat names;
+    return ``(module, ports)``."""
     m = Module()
     m.submodules.compressor = dut
     sync = m.domains.sync = ClockDomain("sync")
     ports = [sync.clk, sync.rst]
-    members = dict(PORTS, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
+    if isinstance(dut, CompressorWithRegisters):
+        members = {name: path for name, path in PORTS.items()
+                   if path[0] in ("grad_in", "dram_out")}
+        members.update({f"s_axi_{name}": (name,) for name in AXI})
+        inputs = (*INPUTS, *(f"s_axi_{name}" for name in AXI_INPUTS))
+    else:
+        members = dict(PORTS, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
+        inputs = INPUTS
     for name, path in members.items():
         member = dut
         for step in path:
             member = getattr(member, step)
         member = Value.cast(member)
         port = Signal(member.shape(), name=name)
-        m.d.comb += (member.eq(port) if name in INPUTS else port.eq(member))
+        m.d.comb += (member.eq(port) if name in inputs else port.eq(member))
         ports.append(port)
     return m, ports
 
@@ -106,13 +123,16 @@ def main(argv=None):
     parser.add_argument("-o", "--output", default="build/gradient_compressor.v",
                         help="Verilog file to write (default: %(default)s)")
     parser.add_argument("--name", default="gradient_compressor", help="top module name")
+    parser.add_argument("--registers", action="store_true",
+                        help="the compressor behind its AXI4-Lite register file "
+                             "(s_axi_* ports; docs/registers.md) instead of flat setting ports")
     for param, default in DEFAULTS.items():
         parser.add_argument("--" + param.replace("_", "-"), dest=param, type=int,
                             default=default, help=f"default: {default}")
     args = parser.parse_args(argv)
-    params = {k: v for k, v in vars(args).items() if k not in ("output", "name")}
+    params = {k: v for k, v in vars(args).items() if k not in ("output", "name", "registers")}
     try:
-        dut = GradientCompressor(**params)
+        dut = (CompressorWithRegisters if args.registers else GradientCompressor)(**params)
     except (TypeError, ValueError) as error:    # one line, exit 2, as every command here
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2

@@ -324,6 +324,27 @@ MUTANTS = {
         "bypass-window-enable",
         "getattr(self, f\"bypass{i}_enable\") &",
         "1 &"),
+    # the register interface (proven alone: properties/registers.py)
+    "register_write_ignores_strobes": (
+        "registers", "a register write takes every byte, whatever WSTRB says",
+        "register-strobes",
+        "mask = Cat(self.wstrb[i].replicate(8) for i in range(4))",
+        "mask = Const(-1, 32)"),
+    "register_response_dropped_unread": (
+        "registers", "the write response is withdrawn after a cycle, taken or not",
+        "register-write-response",
+        "with m.Elif(self.bready):",
+        "with m.Else():"),
+    "register_unmapped_read_okay": (
+        "registers", "a read of an address without a register answers OKAY",
+        "register-read-response",
+        "self.rresp.eq(Mux(unmapped, SLVERR, OKAY))",
+        "self.rresp.eq(OKAY)"),
+    "register_read_drops_high_half": (
+        "registers", "a read returns only the low 16 bits of its register's word",
+        "register-read-data",
+        "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register))",
+        "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
         "bypassed-strobe",
@@ -344,7 +365,8 @@ DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highe
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
                   "forward_ignores_address", "tiny_bound_inclusive", "stochastic_write_unsigned",
-                  "ema_sampled_in_windows", "bypass_limit_exclusive", "lfsr_wrong_tap"]
+                  "ema_sampled_in_windows", "bypass_limit_exclusive", "lfsr_wrong_tap",
+                  "register_write_ignores_strobes"]
 
 
 #: A mutation site in the design: a comment ``# mutation site: NAME`` at the end of the line
@@ -494,7 +516,7 @@ def jobs_for(name, design_path, config="small"):
 
 #: The design files that hold a component proven alone (properties/component.py), and those
 #: components: a mutant of such a file is first checked by their own proofs.
-COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"],
+COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py": ["registers"],
                    "modes.py": ["lfsr", "ema", "discards"],
                    "streamer.py": ["streamer"]}
 

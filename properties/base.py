@@ -50,6 +50,8 @@ GROUPS = {
                     "threshold is the clamp of its scaled source",
     "streamer":     "the streamer passes each gradient on with the threshold it is judged "
                     "against (0 in a bypass window) and the modes' settings",
+    "registers":    "the AXI4-Lite register file: handshakes, responses; a write lands only in "
+                    "its field; a read returns what was written or counted",
     "discard_totals": "the step's discard count and sum add up the accounted discards since the "
                       "first gradient accepted after the last completed flush barrier",
     "dual_threshold": "a tiny miss (and only it) is discarded: dropped or written as "
@@ -80,7 +82,8 @@ GROUPS = {
 #: holds in every state the system reaches). Assumed in every cycle instead, they slowed some
 #: of default's jobs four-fold.
 COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "queue": "queue", "lfsr": "lfsr",
-                    "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards"}
+                    "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards",
+                    "registers": "registers"}
 
 
 def past(m, value, name):

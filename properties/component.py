@@ -19,12 +19,14 @@ from amaranth.lib.wiring import In
 
 from design.l1 import L1Accumulator
 from design.layouts import write_layout
+from design.compressor import signature as compressor_signature
 from design.modes import DiscardTotals, EmaThreshold, Lfsr
+from design.registers import RegisterFile, member_shapes, register_map
 from design.queue import WriteQueue
 from design.streamer import Streamer
 from design.writeback import WritebackBuffer
 
-from . import discards, ema, lfsr, queue, streamer, writeback
+from . import discards, ema, lfsr, queue, registers, streamer, writeback
 from .base import PropertySet
 
 __all__ = ["COMPONENTS", "ComponentHarness", "instances"]
@@ -82,7 +84,19 @@ COMPONENTS = {
         build=lambda grad_width: DiscardTotals(grad_width=grad_width), probes=lambda _: {},
         # a discard, a barrier, then the first gradient with a discard of its own
         contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 5),
+    "registers": Component(
+        # the widths of the counters and the status follow the whole geometry
+        params=lambda c: dict(c),
+        build=lambda **p: _register_file(p), probes=lambda _: {},
+        # a write, its response, a read of it, its data taken
+        contract=registers.contract, covers=registers.covers, depth=2,
+        bmc_depth=lambda p: 6),
 }
+
+
+def _register_file(params):
+    members = compressor_signature(**params)
+    return RegisterFile(register_map(members), member_shapes(members))
 
 
 def instances(name, configs):

@@ -289,7 +289,7 @@ def test_mutant_classes():
         classes.setdefault(cls, []).append(name)
     assert set(classes) == {"policy", "progress", "counters", "power-up", "widths", "l2",
                             "forwarding", "dual-threshold", "stochastic", "ema", "bypass",
-                            "lfsr"}
+                            "lfsr", "registers"}
     assert all(len(names) >= 3 for names in classes.values()), classes
     # make mutants checks one mutant of every class on the default configuration too
     assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes)
