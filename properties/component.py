@@ -44,6 +44,9 @@ class Component:
     depth: int            # k-induction depth of its proof
     bmc_depth: Callable   # params -> depth of a BMC from reset that reaches its covers (its
                           # cover job, and the mutation check's bounded check)
+    pins_outputs: bool = False  # the contract states every output as a function of the
+                                # inputs so far: a mutant that keeps it (by induction) has
+                                # the component's outputs in every reachable state
 
 
 def _free_pick():
@@ -70,20 +73,24 @@ COMPONENTS = {
         bmc_depth=lambda p: L1Accumulator.QUEUE_DEPTH + 4),
     "lfsr": Component(
         params=lambda c: {}, build=lambda: Lfsr(), probes=lambda _: {},
-        contract=lfsr.contract, covers=lfsr.covers, depth=2, bmc_depth=lambda p: 4),
+        contract=lfsr.contract, covers=lfsr.covers, depth=2, bmc_depth=lambda p: 4,
+        pins_outputs=True),     # state and next_state
     "ema": Component(
         params=lambda c: dict(grad_width=c["grad_width"]),
         build=lambda grad_width: EmaThreshold(grad_width=grad_width), probes=lambda _: {},
-        contract=ema.contract, covers=ema.covers, depth=2, bmc_depth=lambda p: 12),
+        contract=ema.contract, covers=ema.covers, depth=2, bmc_depth=lambda p: 12,
+        pins_outputs=True),     # average, latched_average, source, threshold
     "streamer": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
         build=lambda **p: Streamer(**p), probes=lambda _: {},
-        contract=streamer.contract, covers=None, depth=1, bmc_depth=lambda p: 2),
+        contract=streamer.contract, covers=None, depth=1, bmc_depth=lambda p: 2,
+        pins_outputs=True),     # grad_in.ready, grad_out's valid and every payload field
     "discards": Component(
         params=lambda c: dict(grad_width=c["grad_width"]),
         build=lambda grad_width: DiscardTotals(grad_width=grad_width), probes=lambda _: {},
         # a discard, a barrier, then the first gradient with a discard of its own
-        contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 5),
+        contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 5,
+        pins_outputs=True),     # count, sum, barrier_done
     "registers": Component(
         # the widths of the counters and the status follow the whole geometry
         params=lambda c: dict(c),
