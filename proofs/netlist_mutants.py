@@ -208,6 +208,15 @@ def check(component, config, mutation, folder, designs, timeout=300):
         return "killed", ", ".join(failed)
     if status != "PASS":
         return "error", f"bounded check: {status}"
+    prove_il, prove_props = designs["any"]
+    induction = None
+    if spec.pins_outputs:
+        # The contract states every output from the inputs so far: if the mutant keeps it in
+        # every reachable state (k-induction), its outputs are the component's.
+        induction = _run(os.path.join(folder, "prove"), prove_il, "prove", spec.depth,
+                         mutation, prove_props, timeout)
+        if induction[0] == "PASS":
+            return "equivalent", "the contract pins every output and holds by induction"
     # Does the mutant change what the component does at all (within the same depth; a miter
     # of an equivalent mutant is slow for the solver, so it gets a minute or two)?
     status, _ = _run(os.path.join(folder, "miter"), bmc_il, "miter", depth, mutation, {},
@@ -216,14 +225,8 @@ def check(component, config, mutation, folder, designs, timeout=300):
         return "equivalent", f"no output differs within {depth} cycles from reset"
     if status not in ("FAIL", "TIMEOUT"):
         return "error", f"miter: {status}"
-    prove_il, prove_props = designs["any"]
-    status, failed = _run(os.path.join(folder, "prove"), prove_il, "prove", spec.depth,
-                          mutation, prove_props, timeout)
-    if status == "PASS" and spec.pins_outputs:
-        # The contract states every output from the inputs so far, and the mutant keeps it
-        # in every reachable state: its outputs are the component's (the miter, bounded and
-        # out of time, could not show it).
-        return "equivalent", "the contract pins every output and holds by induction"
+    status, failed = induction or _run(os.path.join(folder, "prove"), prove_il, "prove",
+                                       spec.depth, mutation, prove_props, timeout)
     if status == "PASS":
         return "survived", "changes an output, and the contract still holds"
     if status in ("UNKNOWN", "FAIL"):
