@@ -20,8 +20,9 @@ test: $(STAMP)
 	$(PYTHON) -m proofs.mutants
 
 # Formal proofs (docs/proofs.md): unbounded k-induction proofs + covers + default-config BMC.
+# PROVE_ARGS: e.g. --out docs/results/prove.md (the table, with the command, commit and date).
 prove: $(STAMP)
-	$(PYTHON) -m proofs prove
+	$(PYTHON) -m proofs prove $(PROVE_ARGS)
 
 # Bounded model checks (a few minutes).
 bmc: $(STAMP)

@@ -88,8 +88,9 @@ COMPONENTS = {
     "discards": Component(
         params=lambda c: dict(grad_width=c["grad_width"]),
         build=lambda grad_width: DiscardTotals(grad_width=grad_width), probes=lambda _: {},
-        # a discard, a barrier, then the first gradient with a discard of its own
-        contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 5,
+        # a discard, a barrier, then the first gradient with a discard of its own; and deep
+        # enough for the count's bit 2 (four discards)
+        contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 8,
         pins_outputs=True),     # count, sum, barrier_done
     "registers": Component(
         # the widths of the counters and the status follow the whole geometry

@@ -3,8 +3,9 @@ register file alone and proven in its own harness (:mod:`.component`), every inp
 
 ``registers``:
 
-* AXI4-Lite's handshakes: a write's address and data are taken together, and only when no
-  response is waiting; the response (``BVALID``) comes the cycle after a write is taken, and
+* AXI4-Lite's handshakes: a write's address and data are taken together, whenever both are
+  offered and no response is waiting (and only then); a read whenever it is offered and no
+  read data is waiting; the response (``BVALID``) comes the cycle after a write is taken, and
   only then, and is held, unchanged, until taken; likewise a read's data (``RVALID``) the cycle
   after a read is taken, held, unchanged, until taken;
 * the responses: ``SLVERR`` for an address that holds no register (the map's offsets, decoded
@@ -66,6 +67,8 @@ def _write_channel(m, P, r, write):
     held = past(m, r.bvalid & ~r.bready, "axi_bresp_waiting")
     bresp = past(m, r.bresp, "axi_bresp")
     P.check("registers", "address_and_data_taken_together", r.awready == r.wready)
+    P.check("registers", "write_taken_whenever_offered_and_no_response_waits",
+            r.awready == (r.awvalid & r.wvalid & ~r.bvalid))
     P.check("registers", "no_write_taken_while_a_response_waits", ~(r.bvalid & r.awready))
     P.check("registers", "write_response_the_cycle_after_a_write_and_only_then",
             r.bvalid == (wrote | held))
@@ -87,6 +90,8 @@ def _read_channel(m, P, r, read, shadows):
     took = past(m, read, "axi_read_taken")
     held = past(m, r.rvalid & ~r.rready, "axi_rdata_waiting")
     P.check("registers", "no_read_taken_while_data_waits", ~(r.rvalid & r.arready))
+    P.check("registers", "read_taken_whenever_offered_and_no_data_waits",
+            r.arready == (r.arvalid & ~r.rvalid))
     P.check("registers", "read_data_the_cycle_after_a_read_and_only_then",
             r.rvalid == (took | held))
     P.check("registers", "read_returns_the_register_as_it_was_when_taken",
