@@ -28,7 +28,7 @@ class ArgumentParser(argparse.ArgumentParser):
     """Errors in one line (no usage block), exit status 2."""
 
     def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def seed(text):

@@ -166,8 +166,11 @@ def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tm
     import time
     out, vcd = tmp_path / "out", tmp_path / "w.vcd"
     args = [str(vcd) if a == "VCD" else a for a in args] + ["--out", str(out), "-q"]
+    # SIGINT as a terminal's Ctrl-C gives it (a pytest-xdist worker ignores SIGINT, and a
+    # child would inherit that: Python then never raises KeyboardInterrupt).
     proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while not out.exists() and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)

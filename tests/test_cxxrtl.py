@@ -226,11 +226,12 @@ def test_numpy_trace():
 @needs_compiler
 def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     # A build takes seconds to minutes: it is announced, once, with where it is cached.
+    import simulation.cxxrtl as cxxrtl
+    cxxrtl._built.clear()          # not the build another test of this process made
     build(dict(SMALL), cache_dir=tmp_path)
     err = capsys.readouterr().err
     assert f"building the compiled simulator of {SMALL['sets']} x {SMALL['ways']}" in err
     assert str(tmp_path) in err
-    import simulation.cxxrtl as cxxrtl
     cxxrtl._built.clear()
     build(dict(SMALL), cache_dir=tmp_path)          # from the cache: nothing to say
     assert "building" not in capsys.readouterr().err
