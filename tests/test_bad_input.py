@@ -171,12 +171,17 @@ def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tm
     proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.time() + 60
-    while not out.exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    time.sleep(2)                  # inside the simulation by now
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.time() + 60
+        while not out.exists() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        time.sleep(2)                  # inside the simulation by now
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:                           # never leave it running, whatever failed
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 130, err
     assert "Traceback" not in err
     [line] = err.strip().splitlines()
