@@ -172,13 +172,11 @@ class RegisterFile(wiring.Component):
                 members[field.member] = (Out if field.access == "rw" else In)(shapes[field.member])
         super().__init__(members)
 
-    def word(self, register, value_of=None):
-        """``register``'s 32-bit word: each field's bits in place (``value_of(field)``: the
-        field's bits; by default the member's)."""
+    def word(self, register):
+        """``register``'s 32-bit word: each field's bits of its member in place."""
         word = Const(0, 32)
         for field in register.fields:
-            bits = (value_of(field) if value_of else
-                    Value.cast(getattr(self, field.member))[field.member_lsb:][:field.width])
+            bits = Value.cast(getattr(self, field.member))[field.member_lsb:][:field.width]
             if field.extends and field.lsb + field.width < 32:
                 bits = Cat(bits, bits[-1].replicate(32 - field.lsb - field.width))
             word = word | (bits.as_unsigned() << field.lsb)

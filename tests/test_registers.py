@@ -41,19 +41,23 @@ def test_map_reaches_every_setting_and_shows_every_status():
             "l1_valid_count", "l2_level", "current_threshold"} <= shown
 
 
+async def until_taken(ctx, ready, what):
+    """Tick until ``ready`` is high in a cycle (the offer is taken at its end)."""
+    for _ in range(LIMIT):
+        taken = ctx.get(ready)
+        await ctx.tick()
+        if taken:
+            return
+    raise AssertionError(f"{what} not taken")
+
+
 async def axi_write(ctx, dut, address, data, strobes=0b1111):
     ctx.set(dut.awaddr, address)
     ctx.set(dut.wdata, data)
     ctx.set(dut.wstrb, strobes)
     ctx.set(dut.awvalid, 1)
     ctx.set(dut.wvalid, 1)
-    for _ in range(LIMIT):
-        taken = ctx.get(dut.awready)
-        await ctx.tick()
-        if taken:
-            break
-    else:
-        raise AssertionError("write not taken")
+    await until_taken(ctx, dut.awready, "write")
     ctx.set(dut.awvalid, 0)
     ctx.set(dut.wvalid, 0)
     ctx.set(dut.bready, 1)
@@ -70,13 +74,7 @@ async def axi_write(ctx, dut, address, data, strobes=0b1111):
 async def axi_read(ctx, dut, address):
     ctx.set(dut.araddr, address)
     ctx.set(dut.arvalid, 1)
-    for _ in range(LIMIT):
-        taken = ctx.get(dut.arready)
-        await ctx.tick()
-        if taken:
-            break
-    else:
-        raise AssertionError("read not taken")
+    await until_taken(ctx, dut.arready, "read")
     ctx.set(dut.arvalid, 0)
     ctx.set(dut.rready, 1)
     for _ in range(LIMIT):
@@ -107,13 +105,7 @@ def test_compressor_driven_through_its_registers():
             ctx.set(dut.grad_in.payload.addr, i)
             ctx.set(dut.grad_in.payload.grad, i + 1)
             ctx.set(dut.grad_in.valid, 1)
-            for _ in range(LIMIT):
-                taken = ctx.get(dut.grad_in.ready)
-                await ctx.tick()
-                if taken:
-                    break
-            else:
-                raise AssertionError("gradient not accepted")
+            await until_taken(ctx, dut.grad_in.ready, "gradient")
         ctx.set(dut.grad_in.valid, 0)
         # The flush barrier, by register; wait for idle, by register.
         assert await axi_write(ctx, dut, regs["CONTROL"], 1) == OKAY
