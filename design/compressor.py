@@ -12,7 +12,23 @@ from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
-__all__ = ["GradientCompressor", "signature"]
+__all__ = ["GradientCompressor", "signature", "connect_random"]
+
+
+def connect_random(m, lfsr, l1):
+    """Feed ``l1``'s random bits from ``lfsr`` (an :class:`~design.modes.Lfsr`, or a stand-in
+    with its ``state``, ``next_state`` and ``step``), which steps when L1 uses them.
+
+    The random bits are the LFSR's low ``R = min(grad_width, 32)`` bits, placed at the top of
+    L1's ``grad_width``-bit input (so L1's test ``u * small < |g| * 2**grad_width`` is the same
+    as ``u * small < |g| * 2**R`` on the ``R`` bits)."""
+    width = len(l1.random)
+    random_bits = min(width, LFSR_WIDTH)
+    m.d.comb += [
+        l1.random.eq(lfsr.state[:random_bits] << (width - random_bits)),
+        l1.random_next.eq(lfsr.next_state[:random_bits] << (width - random_bits)),
+        lfsr.step.eq(l1.random_step),
+    ]
 
 
 def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
@@ -253,17 +269,11 @@ class GradientCompressor(wiring.Component):
             streamer.small_threshold.eq(self.small_threshold),
             streamer.stochastic.eq(self.stochastic),
         ]
-        # The random bits are the LFSR's low R = min(grad_width, 32) bits, placed at the top of
-        # L1's grad_width-bit input (so L1's test u * small < |g| * 2**grad_width is the same as
-        # u * small < |g| * 2**R on the R bits).
-        random_bits = min(self.grad_width, LFSR_WIDTH)
+        connect_random(m, lfsr, l1)
         m.d.comb += [
-            l1.random.eq(lfsr.state[:random_bits] << (self.grad_width - random_bits)),
-            l1.random_next.eq(lfsr.next_state[:random_bits] << (self.grad_width - random_bits)),
             lfsr.seed.eq(self.lfsr_seed),
             # Only while idle: no decision is pending, so a write being offered never changes.
             lfsr.load.eq(self.lfsr_load & self.idle),  # mutation site: lfsr-load
-            lfsr.step.eq(l1.random_step),
         ]
 
         m.d.comb += [

@@ -88,7 +88,8 @@ def _system_harness(job):
                          reset=job["reset"], covers=job["covers"],
                          assume_others=job.get("assume_others", True),
                          stimulus=job.get("stimulus"),
-                         shared_read=job.get("shared_read", False))
+                         shared_read=job.get("shared_read", False),
+                         alone=job.get("alone", False))
 
 
 if __name__ == "__main__":

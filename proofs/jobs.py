@@ -4,7 +4,7 @@ from dataclasses import dataclass, asdict, replace
 
 from properties.base import COMPONENT_GROUPS
 from properties.component import COMPONENTS, instances
-from properties.harness import CONFIGS
+from properties.harness import CONFIGS, L1_GROUPS
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
            "all_jobs", "job_by_name", "reset_check", "slowest_first"]
@@ -13,18 +13,26 @@ __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "C
 SAFETY = ["stream", "conservation", "storage", "idle", "valid_count", "overflow", "unique_tag",
           "pipeline", "forwarding", "policy", "counters", "dual_threshold", "ema", "bypass",
           "throughput"]
+#: The system's own safety groups: proven on the whole compressor, with L1's contract
+#: (``L1_GROUPS``, proven on L1 alone: ``alone`` jobs, named ``l1-...``) and every other
+#: component's assumed.
+SYSTEM_SAFETY = [g for g in SAFETY if g not in L1_GROUPS]
 #: Property groups proven together, one k-induction job each (job name: groups), on the
-#: scaled configurations (``SPLIT``) ...
-SCALED_GROUPS = {"-".join(g): g for g in [
-    ["conservation"], ["stream", "idle", "valid_count", "counters"],
-    ["overflow", "unique_tag", "pipeline"], ["forwarding"], ["policy"],
-    ["dual_threshold", "ema", "bypass"], ["throughput"]]}
-#: ... and on the others, where one job proves every safety group but conservation (small:
-#: 19 s, where the six jobs above took 35 s), and conservation and the whole-storage facts
-#: are a job each (on small 62 s as one job, 13 + 23 s as two; 27 Nov 2026). ``storage``
-#: exists only where the whole storage is read (``WHOLE_STORAGE``).
-SMALL_GROUPS = {"safety": [g for g in SAFETY if g not in ("conservation", "storage")],
-                "conservation": ["conservation"], "storage": ["storage"]}
+#: scaled configurations (``SPLIT``), on L1 alone and on the system ...
+SCALED_GROUPS = {"conservation": ["conservation"],
+                 "pipeline": ["pipeline", "valid_count", "overflow", "unique_tag",
+                              "dual_threshold"],
+                 "forwarding": ["forwarding"], "policy": ["policy"]}
+SCALED_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "throughput"],
+                        "modes": ["ema", "bypass"]}
+#: ... and on the others, where one job proves every group of L1's but conservation, and
+#: conservation is a job of its own (on small as one job 62 s, 13 + 23 s as two; 27 Nov 2026);
+#: on the system, one job proves its groups, and the whole-storage facts are a job of their own.
+#: ``storage`` exists only where the whole storage is read (``WHOLE_STORAGE``).
+SMALL_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"],
+                "conservation": ["conservation"]}
+SMALL_SYSTEM_GROUPS = {"safety": [g for g in SYSTEM_SAFETY if g != "storage"],
+                       "storage": ["storage"]}
 #: On the scaled configurations (``SPLIT``) these groups are proven in several jobs, each
 #: entry one job: a property, or a tuple of properties that are quick together (the others
 #: assumed for the past cycles, as in every focused job; properties/base.py). Apart they take
@@ -67,9 +75,9 @@ TUNING = {("large", "conservation/model_decision_conserves_the_tracked_address")
 #: measured two at a time on this machine: large-policy-0 30 s against 53, large-forwarding
 #: 21 against 39, large-termination-K2-0 22 against 31 (others 3-8 s quicker). On the
 #: liveness jobs of assoc and large it was slower (assoc-progress-K3 72 s against 37).
-NO_UNROLL = {"large-policy-0", "large-policy-2", "large-forwarding", "large-termination-K2-0",
-             "large-termination-K2-3", "default-policy-1", "default-policy-3",
-             "default-conservation-2"}
+NO_UNROLL = {"l1-large-policy-0", "l1-large-policy-2", "l1-large-forwarding",
+             "large-termination-K2-0", "large-termination-K2-3", "l1-default-policy-1",
+             "l1-default-policy-3", "l1-default-conservation-2"}
 #: Liveness groups (with DRAM fairness K).
 LIVENESS = [["progress"], ["termination"]]
 #: Configurations proven by k-induction, and their DRAM fairness K.
@@ -104,6 +112,7 @@ class Job:
     component: str = None     # a component proven alone (properties.component), not the system
     geometry: dict = None     # the configuration's parameters, where ``config`` is not one of
                               # properties.harness.CONFIGS (the geometry sweep)
+    alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
 
     @property
     def parameters(self):
@@ -118,6 +127,8 @@ class Job:
                                                   else "+".join(groups))
         if self.mode in ("cover", "sim"):
             return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
+        if self.alone:
+            return "l1 alone: " + _named(list(self.focus or L1_GROUPS))
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
             groups += ["progress", "termination"]
@@ -128,18 +139,22 @@ class Job:
             left = [g for g in SAFETY if g not in safety]
             named = (["safety" + (f" but {', '.join(left)}" if left else "")] +
                      [g for g in named if g not in SAFETY])
-        # Properties of one group: the group named once ("policy/a, b").
-        text = []
-        for name in named:
-            group, _, prop = name.partition("/")
-            if text and prop and text[-1].startswith(group + "/"):
-                text[-1] += f", {prop}"
-            else:
-                text.append(name)
-        return "+".join(text) + (f" except {','.join(but)}" if but else "")
+        return _named(named) + (f" except {','.join(but)}" if but else "")
 
     def to_dict(self):
         return asdict(self)
+
+
+def _named(names):
+    """Groups and properties, each group named once ("policy/a, b")."""
+    text = []
+    for name in names:
+        group, _, prop = name.partition("/")
+        if text and prop and text[-1].startswith(group + "/"):
+            text[-1] += f", {prop}"
+        else:
+            text.append(name)
+    return "+".join(text)
 
 
 def liveness_depth(config, K):
@@ -163,21 +178,26 @@ def _prove_jobs_as_named():
     jobs = []
     for config, K in PROVEN.items():
         whole = config in WHOLE_STORAGE
-        for job_name, g in (SCALED_GROUPS if config in SPLIT else SMALL_GROUPS).items():
-            if g == ["storage"] and not whole:
-                continue
-            split = [x for x in g if config in SPLIT and x in ONE_JOB_EACH]
-            rest = [x for x in g if x not in split]
-            if rest:
-                jobs.append(Job(f"{config}-{job_name}", config, "prove", 3, focus=rest,
-                                whole_storage=whole, timeout=900))
-            for group in split:
-                for i, entry in enumerate(ONE_JOB_EACH[group]):
-                    focus = [f"{group}/{name}" for name in _names(entry)]
-                    jobs.append(Job(f"{config}-{group}-{i}", config, "prove", 3, focus=focus,
-                                    whole_storage=whole, timeout=900,
-                                    **(TUNING.get((config, focus[0]), {}) if len(focus) == 1
-                                       else {})))
+        scaled = config in SPLIT
+        for alone, groups in ((True, SCALED_GROUPS if scaled else SMALL_GROUPS),
+                              (False, SCALED_SYSTEM_GROUPS if scaled else SMALL_SYSTEM_GROUPS)):
+            prefix = f"l1-{config}" if alone else config
+            for job_name, g in groups.items():
+                if g == ["storage"] and not whole:
+                    continue
+                split = [x for x in g if scaled and x in ONE_JOB_EACH]
+                rest = [x for x in g if x not in split]
+                if rest:
+                    jobs.append(Job(f"{prefix}-{job_name}", config, "prove", 3, focus=rest,
+                                    whole_storage=whole, timeout=900, alone=alone))
+                for group in split:
+                    for i, entry in enumerate(ONE_JOB_EACH[group]):
+                        focus = [f"{group}/{name}" for name in _names(entry)]
+                        jobs.append(Job(f"{prefix}-{group}-{i}", config, "prove", 3,
+                                        focus=focus, whole_storage=whole, timeout=900,
+                                        alone=alone,
+                                        **(TUNING.get((config, focus[0]), {})
+                                           if len(focus) == 1 else {})))
         for g in LIVENESS:
             depth = liveness_depth(CONFIGS[config], K)
             if config in SPLIT and g[0] in ONE_JOB_EACH:
@@ -219,24 +239,16 @@ def _bmc_jobs():
 
 
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
-#: skipped (not checked). Reset comes in the first cycle only (step 0), so INIT ends one step
-#: later than in the induction jobs: a cover needs one run, and a run reset only at its start
-#: is one. With reset free as well the solver also searches the runs reset again later, which
-#: took default-cover 469 s against 51 (27 Nov 2026). On default, INIT takes 32 cycles (steps
-#: 1-32, skipped: no cover can be reached there), and the deeper covers (a max-updates write
-#: after 255 updates, L2 full, a flush of 128 valid entries) lie beyond what BMC reaches here
-#: (every other cover is reached on default: 86 s); large's INIT alone takes 1024. The depths
-#: follow the pipeline (a gradient accepted in cycle t writes in t + 4): mid's flush with
-#: every way valid completes in step 32, default's first eviction is in step 42 (the fifth
-#: miss to one set, accepted in step 38), its first flush write in step 41.
+#: skipped (not checked). Reset comes in the first cycle only (step 0): a cover needs one run,
+#: and a run reset only at its start is one. With reset free as well the solver also searches
+#: the runs reset again later, which took default's cover job 469 s against 51 (27 Nov 2026).
+#: The depths follow the pipeline (a gradient accepted in cycle t writes in t + 4): mid's
+#: flush with every way valid completes in step 32. On default and large, where INIT alone
+#: takes 32 and 1024 cycles, every cover is reached by simulation (``SIMULATED``): default's
+#: free-input cover job (depth 43, its first eviction in step 42) took 44-52 s of the 8
+#: minutes, where its simulations take a second each.
 COVERS = [("small", 24, None, 0), ("dm", 24, None, 0), ("assoc", 24, None, 0),
-          ("mid", 33, None, 0),
-          ("default", 43, ["cause_direct_write", "cause_accum_write", "cause_evict_write",
-                           "cause_flush_write", "hit_on_entry_written_the_cycle_before",
-                           "s2_row_forwarded_from_s4", "s2_row_forwarded_from_h1",
-                           "s2_row_forwarded_from_h2", "cause_stochastic_write",
-                           "tiny_miss_dropped", "bypassed_gradient_written_direct",
-                           "ema_threshold_judged_between_its_bounds"], 33)]
+          ("mid", 33, None, 0)]
 #: Progress-bound covers (with DRAM fairness): the bound N met with equality, from reset (in
 #: step 0) with free inputs: configuration, depth, steps skipped. N is exact on each: default
 #: (INIT, N = sets + 1 = 33, step 33), dm and mid (INIT, N = 5, step 5), small (a scan that
@@ -259,6 +271,10 @@ PROGRESS_COVERS = [("default", 36, 0), ("small", 16, 0), ("dm", 8, 0), ("mid", 8
 #: stops when every cover is in.
 SIMULATED = [("default", "one_address", None, 400), ("default", "l2_full", None, 200),
              ("default", "fill_then_flush", None, 500),
+             ("default", "cross_threshold", None, 100), ("default", "evict_in_one_set", None, 100),
+             ("default", "discard_then_flush", None, 100),
+             ("default", "stochastic_rounding", None, 100),
+             ("default", "bypass_window", None, 100), ("default", "ema_threshold", None, 100),
              ("large", "one_address", None, 1300), ("large", "l2_full", None, 1110),
              ("large", "cross_threshold", None, 1050), ("large", "evict_in_one_set", None, 1050),
              ("large", "fill_then_flush", None, 11300),
@@ -335,14 +351,13 @@ BMC_JOBS = _bmc_jobs() + _cover_jobs()[:1]
 COVER_JOBS = _cover_jobs()
 
 
-#: The longest jobs (measured on 27 Nov 2026: 35-100 s each, most jobs take seconds), longest
-#: first. ``make prove`` and ``make bmc`` start them first, so that no core runs one alone at
-#: the end.
-SLOWEST = ["assoc-conservation-bmc", "default-cover",
-           "small-safety-bmc", "default-progress-K2",
-           "assoc-progress-cover-K3", "large-progress-K2", "small-conservation-bmc",
-           "default-forwarding", "assoc-safety-bmc", "assoc-progress-K3", "default-policy-0",
-           "mid-cover", "large-sim-fill-then-flush"]
+#: The longest jobs (35-80 s each; most jobs take seconds), longest first. ``make prove`` and
+#: ``make bmc`` start them first, so that no core runs one alone at the end.
+SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "assoc-progress-cover-K3",
+           "default-progress-K2", "small-conservation-bmc", "l1-large-policy-0",
+           "large-progress-K2", "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
+           "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",
+           "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush"]
 
 
 def slowest_first(jobs):

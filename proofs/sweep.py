@@ -5,13 +5,14 @@ ways and L2 depths 1 to 64, every mode input free, as a job matrix (the schedule
     python -m proofs sweep [--sets 1 2 ...] [--ways 1 2 ...] [--depths 1 2 ...] [-j 2] [--list]
 
 A geometry is named ``s<sets>w<ways>d<depth>``: addresses of ``log2(sets) + 2`` bits (a 2-bit
-tag), 4-bit gradients, ``max_updates`` 3, bursts of ``max(1, depth // 2)``. Each is proven as
-the small configurations are: the safety properties but conservation in one k-induction job,
-conservation in another, progress and termination under DRAM fairness K = 2 in a job each,
-and L2 alone at that depth.
+tag), 4-bit gradients, ``max_updates`` 3, bursts of ``max(1, depth // 2)``. L1's contract is
+proven alone once per sets x ways (it has no L2: ``s<sets>w<ways>-l1-...``), as on the small
+configurations: its groups but conservation in one k-induction job, conservation in another.
+Each L2 depth then proves the system's safety groups in one job, progress and termination
+under DRAM fairness K = 2 in a job each, and L2 alone at that depth.
 """
 
-from .jobs import SAFETY, Job, liveness_depth
+from .jobs import SMALL_GROUPS, SYSTEM_SAFETY, Job, liveness_depth
 
 __all__ = ["SETS", "WAYS", "DEPTHS", "geometry", "sweep_jobs"]
 
@@ -39,11 +40,14 @@ def sweep_jobs(sets=SETS, ways=WAYS, depths=DEPTHS):
                 def job(suffix, mode="prove", depth=3, **kw):
                     return Job(f"{name}-{suffix}", name, mode, depth, geometry=config,
                                timeout=3600, **kw)
+                if d == depths[0]:
+                    # L1 has no L2: its contract once per sets x ways.
+                    jobs += [Job(f"s{s}w{w}-l1-{suffix}", name, "prove", 3, geometry=config,
+                                 timeout=3600, focus=groups, alone=True)
+                             for suffix, groups in SMALL_GROUPS.items()]
                 live = liveness_depth(config, K)
                 jobs += [
-                    job("safety", focus=[g for g in SAFETY
-                                         if g not in ("conservation", "storage")]),
-                    job("conservation", focus=["conservation"]),
+                    job("safety", focus=[g for g in SYSTEM_SAFETY if g != "storage"]),
                     job("progress", depth=live, focus=["progress"], fairness=K),
                     job("termination", depth=live, focus=["termination"], fairness=K),
                     job("l2", component="l2"),

@@ -34,7 +34,8 @@ GROUPS = {
     "stream":       "stream rules on dram_out and on the internal L1->L2 push",
     "conservation": "accepted = written + accounted discard for the tracked address, every "
                     "cycle; at idle exactly",
-    "idle":         "idle only when L1, pipeline and L2 are empty; stays up under flush",
+    "idle":         "idle only when L1, pipeline and L2 are empty; stays up under flush; L2 "
+                    "empty during INIT; the LFSR loads only while idle",
     "termination":  "flush: the measure of work left falls every K+1 cycles; idle within B",
     "progress":     "flush low, DRAM fair: an offered gradient is accepted within N cycles",
     "counters":     "event strobes and running counters count the right events",
@@ -76,7 +77,9 @@ GROUPS = {
 }
 
 #: The groups that state a component's own contract (:mod:`properties.component`), proven in
-#: that component's harness with every input free, and the component of each. The system's
+#: that component's harness with every input free, and the component of each. (L1's contract,
+#: :data:`properties.harness.L1_GROUPS`, is proven on L1 alone by the system's harness itself,
+#: built with ``alone=True``.) The system's
 #: jobs do not assert them; like every property outside a job's focus they are assumed there
 #: for the past cycles (sound: a fact of every state the component reaches under any inputs
 #: holds in every state the system reaches). Assumed in every cycle instead, they slowed some

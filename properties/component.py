@@ -5,6 +5,10 @@ asserted and what it requires of its inputs (:meth:`.base.PropertySet.require`) 
 system harness (:mod:`.harness`) instantiates the same contracts on its submodules, where
 they are assumed and the requirements asserted (:data:`.base.COMPONENT_GROUPS`).
 
+L1's contract is proven alone too, by the system harness built around L1 alone
+(:class:`.harness.L1Alone`): its properties read the harness's views (the gradients as
+accepted, the policy model), which this small harness does not make.
+
 A component is proven with the parameters it has in each configuration of
 :data:`.harness.CONFIGS` (once per distinct set of parameters: :func:`instances`).
 """

@@ -9,13 +9,19 @@ too (``in_random``, in place of the LFSR: :class:`FreeRandom`), and the tracked 
 is a free input too (``rst``): unless ``reset="initial"``, the design may be reset at any cycle
 and every property must still hold. Assertions are not checked in a cycle in which ``rst`` is
 high, and the "previous cycle" registers of the stream rules are cleared by reset.
+
+Built with ``alone=True`` the same harness holds L1 alone (:class:`L1Alone`), for L1's own
+contract (:data:`L1_GROUPS`): every input of L1 free, no L2, streamer or mode input. Each
+property module adds L1's groups in both and the system's only in the system
+(``h.system``), where L1's are assumed like every component's.
 """
 
 from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
 
-from design import GradientCompressor, L1State
+from design import GradientCompressor, L1Accumulator, L1State
+from design.compressor import connect_random
 from design.compare import at_most
 from design.layouts import value_width
 from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
@@ -27,8 +33,8 @@ from .queue import contract as queue_contract
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
-__all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "mode_inputs", "flush_bound",
-           "progress_bound", "measure_max"]
+__all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "L1Alone", "L1_GROUPS", "mode_inputs",
+           "flush_bound", "progress_bound", "measure_max"]
 
 
 def mode_inputs(dut):
@@ -59,6 +65,43 @@ class FreeRandom(Elaboratable):
         m.d.comb += self.next_state.eq(self.source)
         with m.If(self.step | self.load):
             m.d.sync += self.state.eq(self.next_state)
+        return m
+
+
+#: The property groups of L1's own contract: proven on L1 alone (:class:`L1Alone`), assumed in
+#: the system's jobs (for the past cycles, as every property outside a job's focus).
+L1_GROUPS = ["conservation", "valid_count", "overflow", "unique_tag", "pipeline", "forwarding",
+             "policy", "dual_threshold"]
+
+
+class L1Alone(Elaboratable):
+    """L1 alone, for the proof of its own contract (:data:`L1_GROUPS`): an
+    :class:`~design.l1.L1Accumulator` whose every input is free (the harness drives them: the
+    whole classified payload, ``flush``, ``push.ready``), with the system's names for what L1's
+    properties read (``grad_in`` is L1's, ``idle`` L1's, ``l1_hit`` its ``hit``, ...) and its
+    random bits fed as the compressor feeds them (:func:`design.compressor.connect_random`),
+    from a :class:`FreeRandom` that loads only while L1 is idle (what L1 requires of its
+    random source; the system's ``idle`` group proves the compressor does so)."""
+
+    def __init__(self, *, addr_width, grad_width, sets, ways, max_updates, fifo_depth,
+                 burst_size, l1_class=L1Accumulator):
+        self.addr_width, self.grad_width = addr_width, grad_width
+        self.sets, self.ways, self.max_updates = sets, ways, max_updates
+        self.fifo_depth, self.burst_size = fifo_depth, burst_size
+        self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
+                           ways=ways, max_updates=max_updates)
+        self.lfsr = FreeRandom()
+        l1 = self.l1
+        self.grad_in, self.flush, self.idle = l1.grad_in, l1.flush, l1.idle
+        self.l1_hit, self.l1_miss = l1.hit, l1.miss
+        self.discard, self.discard_addr, self.discard_error = (
+            l1.discard, l1.discard_addr, l1.discard_error)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.l1 = self.l1
+        m.submodules.lfsr = self.lfsr
+        connect_random(m, self.lfsr, self.l1)
         return m
 
 
@@ -115,6 +158,9 @@ class FormalHarness(Elaboratable):
     shared_read : bool
         Read the set ``s3`` decides on through the tracked set's port when the two are equal
         (the same memory word; a solver aid for some jobs, ``proofs/jobs.py`` ``TUNING``).
+    alone : bool
+        L1 alone (:class:`L1Alone`, for its own contract, :data:`L1_GROUPS`) instead of the
+        whole compressor: every input of L1 free; no L2, streamer, EMA unit or mode inputs.
     simulate : bool
         Build the harness for the Amaranth simulator (``proofs/simulate.py``) instead of a
         solver: the free inputs (``AnySeq``, ``AnyConst``) are left undriven (the stimulus
@@ -125,7 +171,7 @@ class FormalHarness(Elaboratable):
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
-                 stimulus=None, shared_read=False, simulate=False):
+                 stimulus=None, shared_read=False, simulate=False, alone=False):
         self.stimulus = check_stimulus(stimulus)
         if simulate and stimulus is None:
             raise ValueError("simulate: needs a stimulus to drive the inputs (else every input "
@@ -134,8 +180,16 @@ class FormalHarness(Elaboratable):
         self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read
         self.config = dict(config)
-        cls = GradientCompressor if design is None else design.GradientCompressor
-        self.dut = cls(**self.config)
+        self.system = not alone
+        if alone and (fairness is not None or stimulus is not None or covers):
+            self._MustUse__silence = True       # never elaborated
+            raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
+        if alone:
+            l1_class = L1Accumulator if design is None else design.L1Accumulator
+            self.dut = L1Alone(l1_class=l1_class, **self.config)
+        else:
+            cls = GradientCompressor if design is None else design.GradientCompressor
+            self.dut = cls(**self.config)
         # The random bits are free in the proofs (elaborate() drives them): the LFSR is replaced
         # before the design is elaborated.
         self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
@@ -161,16 +215,19 @@ class FormalHarness(Elaboratable):
                                            d.burst_size)
 
         # Read ports: added here, before the design is elaborated.
-        l1, wb = d.l1, d.writeback
+        l1 = d.l1
         self.l1_track_port = l1.storage.read_port(domain="comb")   # the tracked set
         self.l1_s2_port    = l1.storage.read_port(domain="comb")   # the set s2 or the scan has
         self.l1_s3_port    = l1.storage.read_port(domain="comb")   # the set s3 decides on
         self.l1_write_port = l1.storage.read_port(domain="comb")   # the set being written
-        self.l2_track_port = wb.storage.read_port(domain="comb")   # the tracked L2 entry
         self.l1_ports = ([l1.storage.read_port(domain="comb") for _ in range(d.sets)]
                          if whole_storage else [])
-        self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
-                         if whole_storage else [])
+        self.l2_ports = []
+        if self.system:
+            wb = d.writeback
+            self.l2_track_port = wb.storage.read_port(domain="comb")   # the tracked L2 entry
+            self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
+                             if whole_storage else [])
         # L1's output queue is small (QUEUE_DEPTH writes): every entry is read in every job.
         self.queue_ports = [l1.queue.storage.read_port(domain="comb")
                             for _ in range(l1.queue.depth)]
@@ -179,7 +236,8 @@ class FormalHarness(Elaboratable):
         m = Module()
         m.submodules.dut = d = self.dut
         P = self.props
-        l1, wb = d.l1, d.writeback
+        l1 = d.l1
+        wb = d.writeback if self.system else None
 
         # -- free inputs -------------------------------------------------------------------
         self.rst = ResetSignal()
@@ -201,10 +259,12 @@ class FormalHarness(Elaboratable):
             d.grad_in.valid.eq(self.in_valid),
             d.grad_in.p.addr.eq(self.in_addr),
             d.grad_in.p.grad.eq(self.in_grad),
-            d.threshold.eq(self.in_thresh),
             d.flush.eq(self.in_flush),
-            d.dram_out.ready.eq(self.in_ready),
         ]
+        if self.system:
+            m.d.comb += [d.threshold.eq(self.in_thresh), d.dram_out.ready.eq(self.in_ready)]
+        else:
+            self._free_l1_inputs(m)
         # The run-time modes (design/modes.py) are free too, every one of them an AnySeq, so
         # they may change in any cycle: any threshold trajectory (``threshold`` or the EMA's),
         # any small_threshold and dual-threshold mode, any EMA settings, any bypass windows.
@@ -212,7 +272,7 @@ class FormalHarness(Elaboratable):
         # to 0, and a proof would then pass for nothing: tests/test_properties.py checks that
         # every input of the design is driven from here.
         self.in_modes = {}
-        for name, width in mode_inputs(d).items():
+        for name, width in (mode_inputs(d) if self.system else {}).items():
             sig = Signal(width, name=f"in_{name}")
             self.in_modes[name] = sig
             self.free(m, sig)
@@ -231,7 +291,7 @@ class FormalHarness(Elaboratable):
         m.d.comb += [
             self.accept.eq(d.grad_in.valid & d.grad_in.ready),
             self.push_fire.eq(l1.push.valid & l1.push.ready),
-            self.pop.eq(d.dram_out.valid & d.dram_out.ready),
+            self.pop.eq(d.dram_out.valid & d.dram_out.ready if self.system else 0),
         ]
         self.track_set = self.set_of(self.track)
         self.track_tag = self.track[self.set_bits:]
@@ -259,11 +319,12 @@ class FormalHarness(Elaboratable):
         # (over 6 minutes against 8 s). That they equal the operators at these widths is
         # proven once, by tests/test_compare.py (Yosys' SAT solver).
         self.in_window = Signal()
-        m.d.comb += self.in_window.eq(Cat(
-            self.in_modes[f"bypass{i}_enable"] &
-            at_most(self.in_modes[f"bypass{i}_base"], self.in_addr) &
-            at_most(self.in_addr, self.in_modes[f"bypass{i}_limit"])
-            for i in range(BYPASS_WINDOWS)).any())
+        if self.system:
+            m.d.comb += self.in_window.eq(Cat(
+                self.in_modes[f"bypass{i}_enable"] &
+                at_most(self.in_modes[f"bypass{i}_base"], self.in_addr) &
+                at_most(self.in_addr, self.in_modes[f"bypass{i}_limit"])
+                for i in range(BYPASS_WINDOWS)).any())
 
         layout = l1.grad_in.payload.shape()
         self.stage_valid = [None]
@@ -363,23 +424,24 @@ class FormalHarness(Elaboratable):
             self.queue_real_n.eq(sum(q_match)),
         ]
 
-        # Shadow of L2 for the tracked address: pushed by L1 minus written to DRAM.
-        self.l2_sum = Signal(signed(self.bw))
-        self.l2_n   = Signal(range(d.fifo_depth + 1))
-        out_t = self.pop & (d.dram_out.p.addr == self.track)
-        m.d.sync += [
-            self.l2_sum.eq(self.l2_sum + Mux(in_t, l1.push.p.value, 0)
-                           - Mux(out_t, d.dram_out.p.value, 0)),
-            self.l2_n.eq(self.l2_n + in_t - out_t),
-        ]
-        # Balance: accepted minus written to DRAM minus accounted discards (dual threshold: a
-        # tiny miss dropped, or the rounding error of its stochastic write), as the design
-        # reports them, for the tracked address.
-        self.balance = Signal(signed(self.bw))
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
-        m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
-                                    - Mux(out_t, d.dram_out.p.value, 0)
-                                    - Mux(disc_t, d.discard_error, 0))
+        if self.system:
+            # Shadow of L2 for the tracked address: pushed by L1 minus written to DRAM.
+            self.l2_sum = Signal(signed(self.bw))
+            self.l2_n   = Signal(range(d.fifo_depth + 1))
+            out_t = self.pop & (d.dram_out.p.addr == self.track)
+            m.d.sync += [
+                self.l2_sum.eq(self.l2_sum + Mux(in_t, l1.push.p.value, 0)
+                               - Mux(out_t, d.dram_out.p.value, 0)),
+                self.l2_n.eq(self.l2_n + in_t - out_t),
+            ]
+            # Balance: accepted minus written to DRAM minus accounted discards (dual
+            # threshold: a tiny miss dropped, or the rounding error of its stochastic write),
+            # as the design reports them, for the tracked address.
+            self.balance = Signal(signed(self.bw))
+            m.d.sync += self.balance.eq(self.balance + Mux(acc_t, d.grad_in.p.grad, 0)
+                                        - Mux(out_t, d.dram_out.p.value, 0)
+                                        - Mux(disc_t, d.discard_error, 0))
         # Accepted minus written into the queue minus accounted, for the tracked address: what
         # L1 and its pipeline must hold.
         # (Its change per cycle is named, l1_delta: the conservation proofs restate it.)
@@ -456,23 +518,27 @@ class FormalHarness(Elaboratable):
 
 
         # The components' own contracts (proven alone, properties/component.py): assumed.
-        writeback.contract(m, P, wb, pick=self.fifo_pick, track_port=self.l2_track_port)
         self.queue_pick = Signal(name="queue_pick")
         self.free(m, self.queue_pick)
         queue_contract(m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports)
-        streamer.contract(m, P, d.streamer)
-        discards.contract(m, P, d.discards)
-        # (The EMA unit's contract is not assumed here: the ema group proves the EMA exact
-        # itself, and the unit's threshold, a multiply the design leaves unused, would only
-        # give the solver more to carry.)
+        if self.system:
+            writeback.contract(m, P, wb, pick=self.fifo_pick, track_port=self.l2_track_port)
+            streamer.contract(m, P, d.streamer)
+            discards.contract(m, P, d.discards)
+            # (The EMA unit's contract is not assumed here: the ema group proves the EMA exact
+            # itself, and the unit's threshold, a multiply the design leaves unused, would
+            # only give the solver more to carry.)
 
+        # Each module adds L1's contract (L1_GROUPS) and, in the system (self.system), the
+        # system's groups; L1's are assumed there.
         assumptions.add(self, m, P)
         policy.add(self, m, P)       # first: the conservation properties use its model
         outputs.add(self, m, P)
         invariants.add(self, m, P)
         pipeline.add(self, m, P)
         modes.add(self, m, P)
-        throughput.add(self, m, P)
+        if self.system:
+            throughput.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)
         if self.stimulus is not None:
@@ -492,6 +558,25 @@ class FormalHarness(Elaboratable):
         P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
                assume_others=self.assume_others)
         return m
+
+    def _free_l1_inputs(self, m):
+        """L1 alone: the payload's other fields (named ``in_<field>``), ``push.ready``
+        (``in_ready``) and the random source's load (``in_lfsr_load``, taken only while L1 is
+        idle) are free."""
+        d = self.dut
+        payload = d.grad_in.p
+        m.d.comb += [payload.threshold.eq(self.in_thresh), d.l1.push.ready.eq(self.in_ready)]
+        self.in_payload = {}
+        for name in ("small_threshold", "stochastic", "ema", "ema_source", "ema_scale",
+                     "ema_min", "ema_max"):
+            field = getattr(payload, name)
+            sig = Signal(len(field), name=f"in_{name}")
+            self.in_payload[name] = sig
+            self.free(m, sig)
+            m.d.comb += field.eq(sig)
+        load = Signal(name="in_lfsr_load")
+        self.free(m, load)
+        m.d.comb += d.lfsr.load.eq(load & d.l1.idle)
 
     def free(self, m, signal, kind=AnySeq):
         """Drive ``signal`` from a free value (``kind``: ``AnySeq``, or ``AnyConst``), except

@@ -22,7 +22,6 @@ inductive: each one, holding for k cycles, implies itself in the next).
 
 from amaranth import *
 
-from design import L1State
 
 __all__ = ["add"]
 
@@ -42,9 +41,8 @@ def _row_checks(h, P, row, where, active):
 
 
 def add(h, m, P):
-    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    d, l1 = h.dut, h.dut.l1
     S, W, D = d.sets, d.ways, d.fifo_depth
-    state = l1.state
     scan, init = h.scan, h.init
 
     # -- valid_count ------------------------------------------------------------------------
@@ -106,8 +104,11 @@ def add(h, m, P):
     P.check("unique_tag", "tracked_address_in_at_most_one_way", init | (h.l1_n <= 1))
     for i, port in enumerate(h.l1_ports):
         _row_checks(h, P, h.current(port, i, f"every_set{i}_now"), "every_set", ~init)
+    if not h.system:
+        return
+    # -- the system's: L2's tracked writes and level port (L2's own contract is
+    # properties/writeback.py's) ----------------------------------------------------------
+    wb = d.writeback
     if h.l2_ports:
-        P.check("overflow", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
-
-    # -- L2's level port (L2's own contract is properties/writeback.py's) ---------------------
+        P.check("storage", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
     P.check("counters", "l2_level_port_is_level", d.l2_level == wb.level)

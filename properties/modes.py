@@ -1,7 +1,7 @@
 """The run-time modes' contracts (design/modes.py), with every mode input free (``AnySeq``) and
 the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`):
 
-* ``dual_threshold``: a tiny miss (a small gradient, ``|g| < small_threshold``, whose tag is in
+* ``dual_threshold`` (L1's contract, proven on L1 alone): a tiny miss (a small gradient, ``|g| < small_threshold``, whose tag is in
   no valid way of its set as L1 reads it) is what ``discard`` strobes for, and nothing else is; it allocates
   nothing; in mode drop it writes nothing, in mode stochastic it writes ``sign(g) *
   small_threshold`` (``Cause.STOCHASTIC``) exactly when ``u * small_threshold < |g| * 2**R``
@@ -24,7 +24,6 @@ the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`)
 
 from amaranth import *
 
-from design import L1State
 from design.layouts import Cause
 from design.params import EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS, LFSR_WIDTH
 
@@ -53,10 +52,9 @@ def ema_clamp(candidate, minimum, maximum):
 
 
 def add(h, m, P):
+    """The dual threshold (L1's contract); in the system (``h.system``) the EMA and the bypass
+    windows too."""
     d, l1 = h.dut, h.dut.l1
-    mo = h.in_modes
-    s3 = l1.s3
-    acc = l1.grad_in.p                    # the payload of the gradient accepted now
     g3, g4 = h.stage[3], h.stage[4]       # the gradients in s3 and s4, as accepted
     w4 = l1.s4_push_p                     # s4's write into the queue
 
@@ -93,13 +91,26 @@ def add(h, m, P):
             ~(tracked4 & l1.s4_push & (w4.cause == Cause.STOCHASTIC)) |
             (tiny4 & g4.stochastic))
     P.check("dual_threshold", "tiny_miss_allocates_nothing", ~tiny4 | ~l1.s4_write)
-    # The LFSR's seed is loaded only while idle (so never under a pending decision); the LFSR
-    # itself is proven alone (properties/lfsr.py).
-    P.check("dual_threshold", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~(tracked4 & d.discard) |
             ((d.discard_addr == g4.addr) &
              (d.discard_error == g4.grad - Mux(l1.s4_push, w4.value, 0))))
+    if h.system:
+        _system(h, m, P)
+
+
+def _system(h, m, P):
+    """The EMA and the bypass windows (the streamer and the EMA unit with L1), and what L1
+    requires of its random source."""
+    d, l1 = h.dut, h.dut.l1
+    mo = h.in_modes
+    s3 = l1.s3
+    acc = l1.grad_in.p
+    g3, g4 = h.stage[3], h.stage[4]
+    w4 = l1.s4_push_p
+    # The LFSR's seed is loaded only while idle (so never under a pending decision: what L1's
+    # contract is proven under); the LFSR itself is proven alone (properties/lfsr.py).
+    P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
 
     # -- EMA ---------------------------------------------------------------------------------
     # The exact EMA, in arithmetic wide enough never to wrap: a gradient accepted outside the

@@ -1,4 +1,5 @@
-"""Assertions on the outputs (the design's contract).
+"""Assertions on the outputs (the design's contract); ``conservation`` is L1's own (proven on L1
+alone, :data:`.harness.L1_GROUPS`), the rest the system's.
 
 * ``stream``: the internal L1 -> L2 ``push`` obeys the stream rules: once ``valid`` is high
   and not taken it stays high with the same payload, and ``push.ready`` depends on L2's level
@@ -41,28 +42,14 @@ def _stream(m, P, name, stream, fields):
 
 
 def add(h, m, P):
-    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    """L1's contract (conservation), and in the system (``h.system``) the system's groups."""
+    _conservation(h, m, P)
+    if h.system:
+        _system(h, m, P)
 
-    # -- stream rules ------------------------------------------------------------------------
-    # (dram_out's are L2's own contract: properties/writeback.py.)
-    _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
-    # The components are joined as their contracts assume: the queue's head is L1's push,
-    # L2 takes it as it is, and L2's output is dram_out.
-    queue = l1.queue
-    # (The payloads where valid: only then do they carry a write.)
-    P.check("stream", "l1_push_is_the_queues_head",
-            (l1.push.valid == queue.r.valid) & (queue.r.ready == l1.push.ready) &
-            (~l1.push.valid | (l1.push.payload.as_value() == queue.r.payload.as_value())))
-    P.check("stream", "l2_takes_l1_push_as_it_is",
-            (wb.push.valid == l1.push.valid) & (l1.push.ready == wb.push.ready) &
-            (~l1.push.valid | ((wb.push.p.addr == l1.push.p.addr) &
-                               (wb.push.p.value == l1.push.p.value))))
-    P.check("stream", "dram_out_is_l2s_output",
-            (d.dram_out.valid == wb.dram_out.valid) & (wb.dram_out.ready == d.dram_out.ready) &
-            (~d.dram_out.valid |
-             (d.dram_out.payload.as_value() == wb.dram_out.payload.as_value())))
-    P.check("stream", "push_ready_is_level_below_depth",
-            l1.push.ready == (wb.level < d.fifo_depth))
+
+def _conservation(h, m, P):
+    d = h.dut
 
     # -- conservation for the tracked address --------------------------------------------
     # On the policy model (the tracked set as it is: the policy group's), so that this is
@@ -111,6 +98,33 @@ def add(h, m, P):
     # unchanged, in order), composed in docs/proofs.md. (The queue's shadow sum against its
     # contents, as whole_storage checks L2's below, did not finish its induction on small in
     # 2 minutes; its count does, and it is asserted here.)
+
+
+def _system(h, m, P):
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+
+    # -- stream rules ------------------------------------------------------------------------
+    # (dram_out's are L2's own contract: properties/writeback.py.)
+    _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
+    # The components are joined as their contracts assume: the queue's head is L1's push,
+    # L2 takes it as it is, and L2's output is dram_out.
+    queue = l1.queue
+    # (The payloads where valid: only then do they carry a write.)
+    P.check("stream", "l1_push_is_the_queues_head",
+            (l1.push.valid == queue.r.valid) & (queue.r.ready == l1.push.ready) &
+            (~l1.push.valid | (l1.push.payload.as_value() == queue.r.payload.as_value())))
+    P.check("stream", "l2_takes_l1_push_as_it_is",
+            (wb.push.valid == l1.push.valid) & (l1.push.ready == wb.push.ready) &
+            (~l1.push.valid | ((wb.push.p.addr == l1.push.p.addr) &
+                               (wb.push.p.value == l1.push.p.value))))
+    P.check("stream", "dram_out_is_l2s_output",
+            (d.dram_out.valid == wb.dram_out.valid) & (wb.dram_out.ready == d.dram_out.ready) &
+            (~d.dram_out.valid |
+             (d.dram_out.payload.as_value() == wb.dram_out.payload.as_value())))
+    P.check("stream", "push_ready_is_level_below_depth",
+            l1.push.ready == (wb.level < d.fifo_depth))
+
+
     if h.l2_ports:
         # Only with the whole storage read (group storage): on default the queue's count
         # against its contents did not finish its induction in 2.5 minutes (the FIFO contract

@@ -185,7 +185,10 @@ def add(h, m, P):
             l1.scan_next == (l1.scan_set + 1)[:len(l1.scan_next)])
     P.check("pipeline", "done_holds_nothing", ~done | (l1.valid_count == 0))
     P.check("pipeline", "init_holds_nothing",
-            ~init | ((d.writeback.level == 0) & (l1.reserved == 0) & (h.balance == 0)))
+            ~init | ((l1.reserved == 0) & (h.l1_balance == 0)))
+    if h.system:
+        P.check("idle", "init_holds_nothing_in_l2",
+                ~init | ((d.writeback.level == 0) & (h.balance == 0)))
     track = h.l1_track_port.data
     P.check("pipeline", "init_passed_tracked_set_cleared",
             ~init | (h.track_set >= l1.scan_set) | (track.as_value() == 0))

@@ -16,6 +16,7 @@ from proofs import mutants
 from proofs.mutants import MUTANTS, apply_mutant, find_sites, jobs_for
 from proofs.run import ROOT
 from properties.base import COMPONENT_GROUPS
+from properties.harness import L1_GROUPS
 from properties.component import COMPONENTS
 
 
@@ -77,11 +78,10 @@ def _cover_names(config, **kwargs):
     return {p.name for p in harness.props.props if p.kind == "cover"}
 
 
-def test_every_cover_is_reached_by_simulation_on_large_and_by_the_solver_on_default():
-    # Large's INIT (1024 cycles) is beyond the solver's covers here: every cover of the
-    # harness is named by a simulated job of large (reached there, or the job fails). On
-    # default every cover is named by the solver's free-input cover job but the three deep
-    # ones, which simulated jobs name.
+def test_every_cover_is_reached_by_simulation_on_default_and_large():
+    # INIT (32 and 1024 cycles) makes the solver's covers slow or out of reach there: every
+    # cover of the harness is named by a simulated job (reached there, or the job fails); the
+    # progress cover by the solver on default, by simulation on large.
     from proofs.jobs import COVER_JOBS, PROVE_JOBS
     simulated = {}
     for job in COVER_JOBS:
@@ -89,9 +89,9 @@ def test_every_cover_is_reached_by_simulation_on_large_and_by_the_solver_on_defa
             assert job in PROVE_JOBS and job.stimulus
             simulated.setdefault(job.config, set()).update(job.covers)
     assert simulated["large"] == _cover_names("large") | {PROGRESS_COVER}
-    [free] = [j for j in COVER_JOBS if j.name == "default-cover"]
-    assert set(free.covers) | simulated["default"] == _cover_names("default")
-    assert len(free.covers) == len(_cover_names("default")) - 3
+    assert simulated["default"] == _cover_names("default")
+    assert [j.name for j in COVER_JOBS if j.config == "default" and j.mode == "cover"] == \
+        ["default-progress-cover-K2"]
 
 
 def test_solver_cover_jobs_assert_nothing():
@@ -415,17 +415,15 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
 
 
 def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
-    # Free-input covers check every step, but default's skips its INIT (and the reset cycle)
-    # and a progress cover the steps in which the queue and L2 are still filling
-    # (PROGRESS_COVERS); every one is reset in its first cycle only. The deep covers under a
-    # directed stimulus are simulated jobs.
+    # Free-input covers check every step, but assoc's progress cover skips the steps in which
+    # the queue and L2 are still filling (PROGRESS_COVERS); every one is reset in its first
+    # cycle only. The covers under a directed stimulus are simulated jobs.
     from proofs.gen import sby_text
     from proofs.jobs import COVER_JOBS
     assert not [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
     free = [j for j in COVER_JOBS if j.mode == "cover" and not j.component]
     assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
-    assert {j.name: j.skip for j in free if j.skip} == {"default-cover": 33,
-                                                        "assoc-progress-cover-K3": 32}
+    assert {j.name: j.skip for j in free if j.skip} == {"assoc-progress-cover-K3": 32}
     assert all(j.reset == "initial" for j in free)
 
 
@@ -525,18 +523,30 @@ def test_split_jobs_name_every_property(group):
 def test_prove_jobs_assert_every_property(config):
     # However the jobs group the properties (proofs/jobs.py), each assertion of the harness
     # is asserted in some k-induction job of each proven configuration.
+    # L1's contract (L1_GROUPS) is asserted in L1's own jobs (alone), the rest in the
+    # system's.
     from proofs.jobs import PROVE_JOBS, PROVEN, WHOLE_STORAGE
-    harness = FormalHarness(CONFIGS[config], fairness=PROVEN[config],
-                            whole_storage=config in WHOLE_STORAGE)
+    whole = config in WHOLE_STORAGE
+    harness = FormalHarness(CONFIGS[config], fairness=PROVEN[config], whole_storage=whole)
     rtlil.convert(harness, ports=[])
-    props = [p for p in harness.props.props if p.kind == "assert"]
-    jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
-            and not j.component]
-    tests = [harness.props.focused(j.focus) for j in jobs]
-    missing = {p.full_name for p in props
-               if p.group not in COMPONENT_GROUPS and not any(t(p) for t in tests)}
-    assert not missing
-    assert all(j.whole_storage == (config in WHOLE_STORAGE) for j in jobs)
+    alone = FormalHarness(CONFIGS[config], whole_storage=whole, alone=True)
+    rtlil.convert(alone, ports=[])
+    assert {p.group for p in alone.props.props if p.kind == "assert"} == \
+        set(L1_GROUPS) | {"queue"}
+    for h, is_alone in ((harness, False), (alone, True)):
+        props = [p for p in h.props.props if p.kind == "assert" and
+                 p.group not in COMPONENT_GROUPS and (p.group in L1_GROUPS) == is_alone]
+        jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
+                and not j.component and j.alone == is_alone]
+        tests = [h.props.focused(j.focus) for j in jobs]
+        missing = {p.full_name for p in props if not any(t(p) for t in tests)}
+        assert props and not missing
+        assert all(j.whole_storage == whole for j in jobs)
+        # No system job asserts L1's contract (it is assumed there), nor an L1 job another.
+        for job in jobs:
+            test = h.props.focused(job.focus)
+            assert all((p.group in L1_GROUPS) == is_alone for p in h.props.props
+                       if p.kind == "assert" and test(p) and p.group not in COMPONENT_GROUPS)
     # A component's contract is proven alone, with this configuration's parameters.
     for component in {COMPONENT_GROUPS[p.group] for p in props if p.group in COMPONENT_GROUPS}:
         spec = COMPONENTS[component]
@@ -641,6 +651,23 @@ def test_component_harness_frees_every_input(name):
     assert bool(assumed) == (name == "ema")
 
 
+def test_l1_alone_frees_every_input_of_l1():
+    # L1's own proof: every input of L1 free (its payload's every field, flush, push.ready),
+    # the random bits from a free source that loads only while L1 is idle; no L2, streamer
+    # or mode input.
+    harness = FormalHarness(CONFIGS["small"], alone=True)
+    text = rtlil.convert(harness, ports=[])
+    l1 = harness.dut.l1
+    payload_fields = [name for name, _ in l1.grad_in.payload.shape()]
+    for name in payload_fields:
+        if name not in ("addr", "grad", "threshold"):
+            assert f"\\in_{name}" in text, name
+    assert text.count("$anyseq") >= len(payload_fields) + 5
+    assert not hasattr(harness.dut, "writeback") and harness.in_modes == {}
+    with pytest.raises(ValueError, match="alone"):
+        FormalHarness(CONFIGS["small"], alone=True, fairness=2)
+
+
 def test_component_proven_once_per_distinct_parameters():
     from properties.component import instances
     assert instances("lfsr", CONFIGS) == ["small"]
@@ -650,7 +677,7 @@ def test_component_proven_once_per_distinct_parameters():
 
 def test_a_cti_is_followed_by_a_check_from_reset():
     from proofs.jobs import job_by_name, reset_check
-    job = job_by_name("default-throughput")
+    job = job_by_name("default-safety")
     check = reset_check(job)
     assert (check.mode, check.reset, check.focus) == ("bmc", "initial", job.focus)
     assert check.depth > CONFIGS["default"]["sets"]       # past INIT
@@ -664,7 +691,9 @@ def test_geometry_sweep_jobs_generate(tmp_path):
     from proofs.gen import generate
     from proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
     jobs = sweep_jobs()
-    assert len(jobs) == 5 * len(SETS) * len(WAYS) * len(DEPTHS)
+    # L1 alone once per sets x ways (two jobs), the system and L2 per depth (four).
+    assert len(jobs) == len(SETS) * len(WAYS) * (2 + 4 * len(DEPTHS))
+    assert sum(j.alone for j in jobs) == 2 * len(SETS) * len(WAYS)
     for job in jobs:
         check_config(**job.parameters)
     for job in sweep_jobs([4], [2], [3]):
