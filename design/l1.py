@@ -1,5 +1,6 @@
 import functools
 import operator
+from dataclasses import dataclass
 
 from amaranth.lib import enum
 
@@ -16,7 +17,7 @@ from .modes import ema_candidate, ema_clamp
 from .queue import WriteQueue
 from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
 
-__all__ = ["L1Accumulator", "L1State"]
+__all__ = ["L1Accumulator", "L1State", "L1Probe"]
 
 
 class L1State(enum.Enum, shape=2):
@@ -28,6 +29,38 @@ class L1State(enum.Enum, shape=2):
     SCAN = 2
     #: Flush barrier: every entry written out; waits for ``flush`` to drop.
     DONE = 3
+
+
+@dataclass(frozen=True)
+class L1Probe:
+    """What is observed of L1 beyond its ports: by the system's proofs (the groups of
+    ``properties/`` other than L1's own contract, which reads L1's internals, as
+    ``amaranth.lib.fifo``'s invariants read the FIFO's) and by the trace tables. Existing
+    signals, named; no logic.
+    """
+    #: :class:`L1State`.
+    state: Signal
+    #: Places of the output queue taken: the gradients in ``s1`` ... ``s4`` and the writes
+    #: queued.
+    reserved: Signal
+    #: Whether ``s1``, ``s2``, ``s3``, ``s4`` hold a gradient (one gradient per stage, the one
+    #: accepted 1, 2, 3, 4 cycles before: the pipeline never stalls).
+    in_stage: tuple
+    #: The gradient deciding in ``s3`` (its classified payload, with the threshold it is
+    #: judged against) ...
+    deciding: Signal
+    #: ... and whether it is direct (``|g| >= threshold``).
+    deciding_direct: Signal
+    #: The decision leaving ``s4`` (made in ``s3`` the cycle before): it pushes ``write``
+    #: into the output queue if ``pushes``, and writes its set's row if ``writes_row``.
+    pushes: Signal
+    write: Signal
+    writes_row: Signal
+    #: The set INIT clears or the flush scan reads, and whether the scan waits for its row.
+    scan_set: Signal
+    scan_wait: Signal
+    #: The output queue (a :class:`~design.queue.WriteQueue`, with a contract of its own).
+    queue: object
 
 
 class L1Accumulator(wiring.Component):
@@ -156,6 +189,11 @@ class L1Accumulator(wiring.Component):
         Strobe (a register, a cycle after ``small_miss``): a tiny miss was accounted ...
     discard_addr : ``Out(addr_width)``, discard_error : ``Out(signed(grad_width + 1))``
         ... at this address, with this ``grad - written``.
+
+    Attributes
+    ----------
+    probe : :class:`L1Probe`
+        What the system's proofs and the traces observe of L1 beyond its ports.
     """
 
     #: Writes the output queue holds. A gradient is reserved a place from its acceptance
@@ -305,6 +343,13 @@ class L1Accumulator(wiring.Component):
         self.scan_next = Signal(range(sets), init=1 % sets)
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
         self.scan_wait = Signal()                 # the scanned set's row is still being read
+
+        self.probe = L1Probe(
+            state=self.state, reserved=self.reserved,
+            in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
+            deciding=self.s3, deciding_direct=self.s3_direct,
+            pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write,
+            scan_set=self.scan_set, scan_wait=self.scan_wait, queue=self.queue)
 
     def _set(self, addr):
         return addr[:self.set_bits]

@@ -90,8 +90,9 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size):
 
 def add(h, m, P):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
     S, K = d.sets, h.fairness
-    state = l1.state
+    state = probe.state
     run, scan, done, init = (state == L1State.RUN), (state == L1State.SCAN), \
         (state == L1State.DONE), h.init
 
@@ -108,25 +109,25 @@ def add(h, m, P):
             ~(offered & ~d.grad_in.ready) | (wait < N - 1))
     # INIT is the one long wait (a cycle per set): the induction carries it with this
     # invariant; every other wait is shorter than the induction window.
-    P.check("progress", "init_wait_at_most_sets_cleared", ~init | (wait <= l1.scan_set))
+    P.check("progress", "init_wait_at_most_sets_cleared", ~init | (wait <= probe.scan_set))
 
     # -- termination: the measure of work left --------------------------------------------
-    M_bits = (measure_max(S, d.ways, d.fifo_depth, l1.queue.depth) + 1).bit_length()
+    M_bits = (measure_max(S, d.ways, d.fifo_depth, probe.queue.depth) + 1).bit_length()
     measure = Signal(M_bits, name="flush_measure")
     scan_left = Signal(M_bits, name="flush_scan_left")
     with m.Switch(state):
         with m.Case(L1State.INIT):
-            m.d.comb += scan_left.eq((S - l1.scan_set) + (2 * S + 2))
+            m.d.comb += scan_left.eq((S - probe.scan_set) + (2 * S + 2))
         with m.Case(L1State.RUN):
             m.d.comb += scan_left.eq(2 * S + 2)
         with m.Case(L1State.SCAN):
             # Two cycles a set: its read, and its write back (moving on).
-            m.d.comb += scan_left.eq(2 * (S - 1 - l1.scan_set) + 1 + l1.scan_wait)
+            m.d.comb += scan_left.eq(2 * (S - 1 - probe.scan_set) + 1 + probe.scan_wait)
     w = WEIGHTS
-    m.d.comb += measure.eq(wb.level + 2 * l1.queue.level + 3 * l1.valid_count +
-                           w["ready"] * d.grad_in.ready + w["s1"] * l1.s1_valid +
-                           w["s2"] * l1.s2_valid + w["s3"] * l1.s3_valid +
-                           w["s4"] * l1.s4_valid + scan_left)
+    m.d.comb += measure.eq(wb.level + 2 * probe.queue.level + 3 * l1.valid_count +
+                           w["ready"] * d.grad_in.ready + w["s1"] * probe.in_stage[0] +
+                           w["s2"] * probe.in_stage[1] + w["s3"] * probe.in_stage[2] +
+                           w["s4"] * probe.in_stage[3] + scan_left)
     h.flush_measure = measure
 
     last_measure = Signal.like(measure, name="flush_measure_last_cycle")
@@ -153,7 +154,7 @@ def add(h, m, P):
     with m.Else():
         m.d.sync += flush_cycles.eq(0)
     h.flush_cycles = flush_cycles
-    M_max = measure_max(S, d.ways, d.fifo_depth, l1.queue.depth)
+    M_max = measure_max(S, d.ways, d.fifo_depth, probe.queue.depth)
     P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
     # The ranking argument as an invariant: time spent under flush is paid for by the measure.
     # Stated on the three facts above in the same cycle, its step is arithmetic: from the past

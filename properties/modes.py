@@ -103,11 +103,12 @@ def _system(h, m, P):
     """The EMA and the bypass windows (the streamer and the EMA unit with L1), and what L1
     requires of its random source."""
     d, l1 = h.dut, h.dut.l1
+    probe = l1.probe
     mo = h.in_modes
-    s3 = l1.s3
+    s3 = probe.deciding
     acc = l1.grad_in.p
     g3, g4 = h.stage[3], h.stage[4]
-    w4 = l1.s4_push_p
+    w4 = probe.write
     # The LFSR's seed is loaded only while idle (so never under a pending decision: what L1's
     # contract is proven under); the LFSR itself is proven alone (properties/lfsr.py).
     P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
@@ -168,11 +169,11 @@ def _system(h, m, P):
     P.check("bypass", "accepted_in_a_window_judged_against_zero",
             ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema))
     P.check("bypass", "s3_from_a_window_judged_against_zero",
-            ~h.stage_window[3] | (l1.s3_valid & (s3.threshold == 0)))
+            ~h.stage_window[3] | (probe.in_stage[2] & (s3.threshold == 0)))
     P.check("bypass", "window_gradient_offered_once_unchanged_as_direct_l1_untouched",
             ~h.stage_window[4] |
-            (l1.s4_push & (w4.addr == g4.addr) & (w4.value == g4.grad) &
-             (w4.cause == Cause.DIRECT) & ~l1.s4_write))
+            (probe.pushes & (w4.addr == g4.addr) & (w4.value == g4.grad) &
+             (w4.cause == Cause.DIRECT) & ~probe.writes_row))
     last_bypass = Signal(name="accepted_in_a_window_last_cycle")
     m.d.sync += last_bypass.eq(h.accept & h.in_window)
     P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_gradient_is_accepted",

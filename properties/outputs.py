@@ -102,13 +102,14 @@ def _conservation(h, m, P):
 
 def _system(h, m, P):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
 
     # -- stream rules ------------------------------------------------------------------------
     # (dram_out's are L2's own contract: properties/writeback.py.)
     _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
     # The components are joined as their contracts assume: the queue's head is L1's push,
     # L2 takes it as it is, and L2's output is dram_out.
-    queue = l1.queue
+    queue = probe.queue
     # (The payloads where valid: only then do they carry a write.)
     P.check("stream", "l1_push_is_the_queues_head",
             (l1.push.valid == queue.r.valid) & (queue.r.ready == l1.push.ready) &
@@ -140,9 +141,9 @@ def _system(h, m, P):
 
     # -- idle -----------------------------------------------------------------------------
     P.check("idle", "idle_implies_everything_empty",
-            ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (l1.reserved == 0) &
+            ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (probe.reserved == 0) &
                        ~l1.push.valid & ~d.dram_out.valid &
-                       ((l1.state == L1State.RUN) | (l1.state == L1State.DONE))))
+                       ((probe.state == L1State.RUN) | (probe.state == L1State.DONE))))
     P.check("idle", "idle_implies_tracked_set_holds_nothing_for_address",
             ~d.idle | (h.l1_n == 0))
     if h.l1_ports:
@@ -152,7 +153,7 @@ def _system(h, m, P):
     # queue or in L2), under flush or not.
     nothing_inside = Signal(name="nothing_accepted_inside")
     m.d.comb += nothing_inside.eq(~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) &
-                                  (l1.queue.level == 0) & (wb.level == 0))
+                                  (probe.queue.level == 0) & (wb.level == 0))
     P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
             h.init | ~nothing_inside | d.idle)
     # grad_in.ready is a register: a gradient offered in the first cycle of flush may still be
@@ -176,7 +177,7 @@ def _system(h, m, P):
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
     P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_decides",
-            ~(d.l1_hit | d.l1_miss) | (l1.s3_valid & ~l1.s3_direct & ~(d.l1_hit & d.l1_miss)))
+            ~(d.l1_hit | d.l1_miss) | (probe.in_stage[2] & ~probe.deciding_direct & ~(d.l1_hit & d.l1_miss)))
     accepted = Signal(32, name="accepted_counted")
     written  = Signal(32, name="dram_writes_counted")
     m.d.sync += [accepted.eq(accepted + h.accept), written.eq(written + h.pop)]

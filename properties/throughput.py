@@ -41,8 +41,8 @@ def add(h, m, P):
 
     check("grad_in_ready_in_every_cycle_after_init", h.init | d.grad_in.ready)
     # The induction's strengthening, under the same condition.
-    check("l1_only_in_init_or_run", h.init | (l1.state == L1State.RUN))
+    check("l1_only_in_init_or_run", h.init | (l1.probe.state == L1State.RUN))
     B = wb.burst_size
     check("l2_holds_at_most_burst_size_plus_1", wb.level <= B + 1)
     check("l2_above_burst_size_only_sending", (wb.level <= B) | wb.out_valid)
-    check("queue_holds_at_most_two_writes", l1.queue.level <= 2)
+    check("queue_holds_at_most_two_writes", l1.probe.queue.level <= 2)

@@ -668,6 +668,22 @@ def test_l1_alone_frees_every_input_of_l1():
         FormalHarness(CONFIGS["small"], alone=True, fairness=2)
 
 
+def test_system_groups_read_l1_through_its_ports_and_probe():
+    # L1's internals are read by its own contract (proven alone); the system's groups see L1
+    # through its ports and its probe (design.l1.L1Probe) only.
+    import inspect
+    import re
+    from design.l1 import L1Accumulator
+    from properties import liveness, modes, outputs, throughput
+    l1 = L1Accumulator()
+    for never_elaborated in (l1, l1.storage, l1.queue, l1.queue.storage):
+        never_elaborated._MustUse__silence = True
+    ports = set(l1.signature.members)
+    for function in (outputs._system, modes._system, liveness.add, throughput.add):
+        read = set(re.findall(r"\bl1\.([a-z_0-9]+)", inspect.getsource(function)))
+        assert read and read <= ports | {"probe"}, (function.__module__, read - ports)
+
+
 def test_component_proven_once_per_distinct_parameters():
     from properties.component import instances
     assert instances("lfsr", CONFIGS) == ["small"]
