@@ -26,7 +26,7 @@ SCALED_GROUPS = {"conservation": ["conservation"],
 SCALED_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "throughput"],
                         "modes": ["ema", "bypass"]}
 #: ... and on the others, where one job proves every group of L1's but conservation, and
-#: conservation is a job of its own (on small as one job 62 s, 13 + 23 s as two; 27 Nov 2026);
+#: conservation is a job of its own (on small as one job 62 s, 13 + 23 s as two);
 #: on the system, one job proves its groups, and the whole-storage facts are a job of their own.
 #: ``storage`` exists only where the whole storage is read (``WHOLE_STORAGE``).
 SMALL_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"],
@@ -40,7 +40,7 @@ SMALL_SYSTEM_GROUPS = {"safety": [g for g in SYSTEM_SAFETY if g != "storage"],
 #: minutes (it is composed of per-cycle steps through same-cycle lemmas, docs/proofs.md);
 #: policy's induction in 16 on large; termination took 323-766 s on default as one job, 94 s
 #: as five. Four of conservation's properties took 29 s on default as four jobs, 12 s as
-#: one; seven of policy's 46 s and 10 s (27 Nov 2026). A name that holds a parameter is a
+#: one; seven of policy's 46 s and 10 s. A name that holds a parameter is a
 #: pattern.
 ONE_JOB_EACH = {
     "conservation": ["model_decision_conserves_the_tracked_address",
@@ -216,7 +216,7 @@ def _prove_jobs_as_named():
 #: with storage) and the rest. A job asserts its properties and assumes nothing of the others
 #: (``assume_others=False``): a bounded check from reset needs no induction hypothesis, so
 #: the jobs together check what one job does. Split so, small took 53 + 74 s and assoc
-#: 187 + 40 s, where one job took 296 s and 235-320 s (27 Nov 2026; with the others assumed
+#: 187 + 40 s, where one job took 296 s and 235-320 s (with the others assumed
 #: for the past cycles, assoc's conservation alone took 483 s).
 BMC_SAFETY = {"small": [("safety", [g for g in SAFETY if g != "conservation"]),
                         ("conservation", ["conservation"])],
@@ -241,7 +241,7 @@ def _bmc_jobs():
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
 #: skipped (not checked). Reset comes in the first cycle only (step 0): a cover needs one run,
 #: and a run reset only at its start is one. With reset free as well the solver also searches
-#: the runs reset again later, which took default's cover job 469 s against 51 (27 Nov 2026).
+#: the runs reset again later, which took default's cover job 469 s against 51.
 #: The depths follow the pipeline (a gradient accepted in cycle t writes in t + 4): mid's
 #: flush with every way valid completes in step 32. On default and large, where INIT alone
 #: takes 32 and 1024 cycles, every cover is reached by simulation (``SIMULATED``): default's

@@ -469,11 +469,11 @@ DEEP = {
     "evict_strobe_on_flush_writes": ("flush_dropped_in_scan", 48),
     "idle_ignores_l2": ("write_then_flush", 48),
     "scan_does_not_decrement_valid_count": ("flush_dropped_in_scan", 48),
-    # Free-input BMCs of 49-54 s (CI, 27 Nov 2026); the first misses of the stimulus take
+    # Free-input BMCs of 49-54 s (CI); the first misses of the stimulus take
     # free ways.
     "highest_free_way": ("evict_in_one_set", 44),
     "victim_moves_on_free_way_miss": ("evict_in_one_set", 44),
-    # A free-input BMC of 81-91 s (CI, 27 Nov 2026): no gradient of 0 judged direct is
+    # A free-input BMC of 81-91 s (CI): no gradient of 0 judged direct is
     # found quickly among the free inputs.
     "direct_zero_skipped": ("direct_zeros", 44),
 }
@@ -501,7 +501,7 @@ DEEP_SMALL = {
     "discard_count_not_cleared": ("discard_then_flush", 22),
     "r_ptr_not_advanced": ("write_then_flush", 14),
     "idle_ignores_l2": ("write_then_flush", 14),
-    # 144 s in the free-input check (CI, 27 Nov 2026).
+    # 144 s in the free-input check (CI).
     "scan_does_not_decrement_valid_count": ("flush_dropped_in_scan", 18),
 }
 #: Bugs that only delay (no safety property can see them): the liveness check runs first, so

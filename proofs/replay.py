@@ -38,7 +38,7 @@ ALIASES = {
     "in_addr": "in_addr", "in_grad": "in_grad",
     "in_thresh": "in_thresh", "threshold": "in_thresh",
     # with the bypass windows off, yosys may keep the threshold under the streamer's name
-    # (``streamer.threshold``; ``streamer.judged_by`` in witnesses from before 27 Nov 2026)
+    # (``streamer.threshold``; or ``streamer.judged_by`` in older witnesses)
     "judged_by": "in_thresh",
     "in_flush": "in_flush", "flush": "in_flush",
     "in_ready": "in_ready", "dram_out__ready": "in_ready",

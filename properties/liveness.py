@@ -158,7 +158,7 @@ def add(h, m, P):
     P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
     # The ranking argument as an invariant: time spent under flush is paid for by the measure.
     # Stated on the three facts above in the same cycle, its step is arithmetic: from the past
-    # cycles alone the induction took 268 s on large, with them 28 s (27 Nov 2026).
+    # cycles alone the induction took 268 s on large, with them 28 s.
     P.check("termination", "flush_time_bounded_by_measure_fallen",
             ~(d.flush & ~d.idle) |
             (flush_cycles + window * measure <= window * M_max + stuck),

@@ -123,8 +123,7 @@ def add(h, m, P):
     # tracked set (whose rows the policy group keeps well formed, one way per tag), the
     # way holding its address, with that entry's sum and count after its gradient. The entry
     # is stated on this cycle's facts about s3's row and flags and s4's row (same-cycle
-    # lemmas): from the past cycles alone its induction took 103 s on default, with them 9 s
-    # (27 Nov 2026).
+    # lemmas): from the past cycles alone its induction took 103 s on default, with them 9 s.
     P.check("forwarding", "s3_decides_on_its_set_now",
             ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
     match_now = _match(tag3, now3)
