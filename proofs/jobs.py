@@ -1,5 +1,6 @@
 """The proof jobs: which harness, configuration, mode and depth each one runs."""
 
+import os
 from dataclasses import dataclass, asdict, replace
 
 from properties.base import COMPONENT_GROUPS
@@ -113,6 +114,7 @@ class Job:
     geometry: dict = None     # the configuration's parameters, where ``config`` is not one of
                               # properties.harness.CONFIGS (the geometry sweep)
     alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
+    witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
 
     @property
     def parameters(self):
@@ -126,6 +128,8 @@ class Job:
             return f"{self.component} alone: " + ("covers" if self.mode == "cover"
                                                   else "+".join(groups))
         if self.mode in ("cover", "sim"):
+            if self.witness:
+                return f"covers, recorded run {os.path.basename(self.witness)}"
             return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
         if self.alone:
             return "l1 alone: " + _named(list(self.focus or L1_GROUPS))
@@ -255,9 +259,12 @@ COVERS = [("small", 24, None, 0), ("dm", 24, None, 0), ("assoc", 24, None, 0),
 #: flush dropping interrupts, N = ways + 3 = 5, step 14), assoc (the same scan with the queue
 #: and L2 full and DRAM ready every third cycle, N = (ways + 1) * K - 4 = 11, step 33; its
 #: first 32 steps, where the queue and L2 are still filling, are skipped). On large INIT
-#: takes 1024 cycles, beyond BMC here.
-PROGRESS_COVERS = [("default", 36, 0), ("small", 16, 0), ("dm", 8, 0), ("mid", 8, 0),
-                   ("assoc", 34, 32)]
+#: takes 1024 cycles, beyond BMC here. Assoc's, the longest cover job (60-90 s), is not part
+#: of ``make prove``: its run is replayed there instead (``RECORDED``), and the solver's job
+#: (``python -m proofs run assoc-progress-cover-K3``) finds a new one when a change to the
+#: design makes the recorded run miss the cover.
+PROGRESS_COVERS = [("default", 36, 0), ("small", 16, 0), ("dm", 8, 0), ("mid", 8, 0)]
+SOLVER_ONLY_COVERS = [("assoc", 34, 32)]
 
 
 #: Covers reached by simulation (proofs/simulate.py): the harness run from power-up under a
@@ -284,9 +291,22 @@ SIMULATED = [("default", "one_address", None, 400), ("default", "l2_full", None,
              ("large", "one_address", 2, 1050)]
 
 
+#: Covers reached by replaying a solver's cover run in simulation (a Yosys witness from
+#: reset, in ``proofs/witnesses/``; its inputs drive the harness, every assertion and
+#: assumption checked in every cycle): configuration, witness name (``CONFIG-NAME.yw``), DRAM
+#: fairness K, cycle limit. Where no directed stimulus has been written (the one-set scan under slow DRAM that
+#: meets assoc's progress bound depends on which cycles DRAM is ready in, and on L2's burst
+#: rule), the solver's run is kept as it is; its solver job is ``SOLVER_ONLY_COVERS``'.
+RECORDED = [("assoc", "progress-bound", 3, 40)]
+
+
 def _simulated_jobs():
     from properties.covers import PROGRESS_COVER, STIMULI
     jobs = []
+    for config, witness, K, depth in RECORDED:
+        jobs.append(Job(f"{config}-sim-{witness}-K{K}", config, "sim", depth, fairness=K,
+                        covers=[PROGRESS_COVER], timeout=600,
+                        witness=f"proofs/witnesses/{config}-{witness}.yw"))
     for config, stimulus, K, depth in SIMULATED:
         name = f"{config}-sim-{stimulus.replace('_', '-')}" + (f"-K{K}" if K else "")
         covers = [PROGRESS_COVER] if K else STIMULI[stimulus]
@@ -310,6 +330,15 @@ def _cover_jobs():
                  **BARE)
              for config, depth, skip in PROGRESS_COVERS]
     return jobs + _simulated_jobs()
+
+
+def _solver_only_cover_jobs():
+    """The solver's cover jobs whose runs ``make prove`` replays (:data:`RECORDED`): run by
+    name, to find a new run."""
+    return [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
+                fairness=PROVEN[config], covers=True, skip=skip, reset="initial",
+                timeout=1200, **BARE)
+            for config, depth, skip in SOLVER_ONLY_COVERS]
 
 
 def reset_check(job):
@@ -353,8 +382,7 @@ COVER_JOBS = _cover_jobs()
 
 #: The longest jobs (35-80 s each; most jobs take seconds), longest first. ``make prove`` and
 #: ``make bmc`` start them first, so that no core runs one alone at the end.
-SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "assoc-progress-cover-K3",
-           "default-progress-K2", "small-conservation-bmc", "l1-large-policy-0",
+SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "default-progress-K2", "small-conservation-bmc", "l1-large-policy-0",
            "large-progress-K2", "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",
            "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush"]
@@ -368,7 +396,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS:
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs():
         seen.setdefault(job.name, job)
     return list(seen.values())
 

@@ -49,12 +49,14 @@ ALIASES = {
 }
 #: Free inputs that yosys may name after a wire they drive inside a submodule (by the last two
 #: components of the path): the EMA's copies of its settings and of ``flush``
-#: (``ema.latch``), the stand-in LFSR's free bits (named after its next_state).
+#: (``ema.latch``), the stand-in LFSR's free bits (named after its next_state), ``ema_enable``
+#: as the streamer's ``ema``.
 PATH_ALIASES = {
     ("ema", "latch"): "in_flush", ("ema", "minimum"): "in_ema_min",
     ("ema", "maximum"): "in_ema_max", ("ema", "per_step"): "in_ema_per_step",
     ("ema", "scale"): "in_ema_scale", ("ema", "shift"): "in_ema_shift",
     ("lfsr", "random_source"): "in_random", ("lfsr", "random_next_bits"): "in_random",
+    ("streamer", "ema"): "in_ema_enable",
 }
 #: The inputs every replay needs (a missing one is replayed as 0, and said so).
 CORE_INPUTS = ["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready"]

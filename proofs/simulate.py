@@ -15,6 +15,13 @@ that the *free* inputs reach the cover, as the solver's covers from free inputs 
 A job passes when each cover it names is reached within ``depth`` cycles, and no assertion or
 assumption fails on the way (the run stops at the first that fails, and writes its trace,
 ``trace.vcd``).
+
+A job may instead replay a *recorded run* (``witness``: a Yosys witness in
+``proofs/witnesses/``, a solver's cover trace from reset): its inputs of step ``k + 1`` drive
+the harness in cycle ``k`` (step 0 is the reset cycle, whose end state is power-up's). Where no
+directed stimulus has been written for a cover, this keeps the solver's run as a regression
+witness: if a change to the design no longer reaches the cover on it, the job fails, and the
+solver's cover job (``python -m proofs run NAME``, outside ``make prove``) finds a new run.
 """
 
 import json
@@ -28,7 +35,27 @@ __all__ = ["simulate_job"]
 def _harness(job):
     from properties.harness import CONFIGS, FormalHarness
     return FormalHarness(CONFIGS[job["config"]], fairness=job["fairness"], covers=True,
-                         stimulus=job["stimulus"], simulate=True)
+                         stimulus=job["stimulus"], simulate=True,
+                         driven=bool(job.get("witness")))
+
+
+def recorded_inputs(harness, path):
+    """The harness's free inputs in each cycle of the recorded run ``path`` (a witness, relative
+    to the project's root), once the harness is elaborated: ``[[(signal, value)]]``, one list
+    per cycle from power-up. A run reset again after its first step is refused (the
+    simulation has no reset)."""
+    from .replay import read_witness
+    from .run import ROOT
+    steps = read_witness(os.path.join(ROOT, path))
+    if any(step.get("rst") for step in steps[1:]):
+        raise ValueError(f"{path}: reset after the first step; not a run from power-up")
+    signals = {"in_valid": harness.in_valid, "in_addr": harness.in_addr,
+               "in_grad": harness.in_grad, "in_thresh": harness.in_thresh,
+               "in_flush": harness.in_flush, "in_ready": harness.in_ready,
+               "in_random": harness.in_random}
+    signals.update({f"in_{name}": sig for name, sig in harness.in_modes.items()})
+    return [[(signals[name], value) for name, value in step.items() if name in signals]
+            for step in steps[1:]]
 
 
 def _run(job, vcd=None, stop=None):
@@ -45,8 +72,14 @@ def _run(job, vcd=None, stop=None):
         checks = [(p, s) for p, s in harness.sim_props if p.kind != "cover"]
         covers = [(p.name, s) for p, s in harness.sim_props if p.kind == "cover"]
         assert checks and covers, "the harness made no property signals"
-        for cycle in range(job["depth"] if stop is None else stop + 1):
+        # (Its free inputs too: a recorded run is read now.)
+        recorded = recorded_inputs(harness, job["witness"]) if job.get("witness") else None
+        last = job["depth"] if recorded is None else min(job["depth"], len(recorded))
+        for cycle in range(last if stop is None else stop + 1):
             steps = cycle + 1
+            if recorded is not None:
+                for signal, value in recorded[cycle]:
+                    ctx.set(signal, value)
             for name, sig in covers:
                 if name not in reached and ctx.get(sig):
                     reached[name] = cycle

@@ -167,15 +167,18 @@ class FormalHarness(Elaboratable):
         drives them, or they stay 0), there is no ``Initial`` (the simulation starts from
         power-up), and each property is a signal (``sim_props``) that the simulation reads
         in every cycle.
+    driven : bool
+        Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
+        recorded run, ``proofs/simulate.py``).
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
-                 stimulus=None, shared_read=False, simulate=False, alone=False):
+                 stimulus=None, shared_read=False, simulate=False, driven=False, alone=False):
         self.stimulus = check_stimulus(stimulus)
-        if simulate and stimulus is None:
-            raise ValueError("simulate: needs a stimulus to drive the inputs (else every input "
-                             "stays 0)")
+        if simulate and stimulus is None and not driven:
+            raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
+                             "that drives them (driven=True; else every input stays 0)")
         self.simulate = simulate
         self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read

@@ -58,17 +58,34 @@ def test_bounds():
 
 def test_progress_cover_where_the_bound_is_exact():
     # The progress bound met with equality (a cover from reset, free inputs) on every proven
-    # configuration whose INIT is within BMC's reach (all but large); on large, by simulation.
-    from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN
+    # configuration whose INIT is within BMC's reach (all but large); on large by simulation
+    # under a stimulus, on assoc by replaying the solver's run (its solver job runs by name).
+    from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN, job_by_name
     covers = {j.config: j for j in COVER_JOBS if "progress-cover" in j.name}
-    assert set(covers) == set(PROVEN) - {"large"}
+    assert set(covers) == set(PROVEN) - {"large", "assoc"}
     for config, job in covers.items():
         assert job in PROVE_JOBS and job.fairness == PROVEN[config] and job.covers is True
         assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
     simulated = [j for j in COVER_JOBS if j.mode == "sim" and j.fairness]
-    assert [(j.config, j.fairness, j.covers) for j in simulated] == \
-        [("large", PROVEN["large"], [PROGRESS_COVER])]
+    assert sorted((j.config, j.fairness, j.covers, bool(j.witness)) for j in simulated) == \
+        [("assoc", PROVEN["assoc"], [PROGRESS_COVER], True),
+         ("large", PROVEN["large"], [PROGRESS_COVER], False)]
     assert all(j in PROVE_JOBS for j in simulated)
+    solver = job_by_name("assoc-progress-cover-K3")
+    assert solver.mode == "cover" and solver.skip == 32 and solver not in PROVE_JOBS
+
+
+def test_recorded_run_reaches_the_progress_bound():
+    # The recorded run replays in the simulator, every property checked on the way, and
+    # meets assoc's progress bound (the witness names ema_enable as the streamer's ``ema``).
+    from proofs.jobs import job_by_name
+    from proofs.simulate import _run
+    from proofs.replay import read_witness
+    job = job_by_name("assoc-sim-progress-bound-K3")
+    assert any(step.get("in_ema_enable") for step in
+               read_witness(os.path.join(ROOT, job.witness)))
+    reached, failure, _ = _run(job.to_dict())
+    assert failure is None and PROGRESS_COVER in reached
 
 
 def _cover_names(config, **kwargs):
@@ -86,7 +103,7 @@ def test_every_cover_is_reached_by_simulation_on_default_and_large():
     simulated = {}
     for job in COVER_JOBS:
         if job.mode == "sim":
-            assert job in PROVE_JOBS and job.stimulus
+            assert job in PROVE_JOBS and (job.stimulus or job.witness)
             simulated.setdefault(job.config, set()).update(job.covers)
     assert simulated["large"] == _cover_names("large") | {PROGRESS_COVER}
     assert simulated["default"] == _cover_names("default")
@@ -415,15 +432,15 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
 
 
 def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
-    # Free-input covers check every step, but assoc's progress cover skips the steps in which
-    # the queue and L2 are still filling (PROGRESS_COVERS); every one is reset in its first
-    # cycle only. The covers under a directed stimulus are simulated jobs.
+    # make prove's free-input covers check every step (assoc's progress cover, which skips
+    # the steps in which the queue and L2 are still filling, is replayed instead); every one
+    # is reset in its first cycle only. The covers under a directed stimulus are simulated.
     from proofs.gen import sby_text
     from proofs.jobs import COVER_JOBS
     assert not [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
     free = [j for j in COVER_JOBS if j.mode == "cover" and not j.component]
     assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
-    assert {j.name: j.skip for j in free if j.skip} == {"assoc-progress-cover-K3": 32}
+    assert not [j for j in free if j.skip]
     assert all(j.reset == "initial" for j in free)
 
 
