@@ -9,7 +9,8 @@ tag), 4-bit gradients, ``max_updates`` 3, bursts of ``max(1, depth // 2)``. L1's
 proven alone once per sets x ways (it has no L2: ``s<sets>w<ways>-l1-...``), as on the small
 configurations: its groups but conservation in one k-induction job, conservation in another.
 Each L2 depth then proves the system's safety groups in one job, progress and termination
-under DRAM fairness K = 2 in a job each, and L2 alone at that depth.
+under DRAM fairness K = 2 in a job each (an induction window one cycle longer than the proven
+configurations'), and L2 alone at that depth.
 """
 
 from .jobs import SMALL_GROUPS, SYSTEM_SAFETY, Job, liveness_depth
@@ -45,7 +46,9 @@ def sweep_jobs(sets=SETS, ways=WAYS, depths=DEPTHS):
                     jobs += [Job(f"s{s}w{w}-l1-{suffix}", name, "prove", 3, geometry=config,
                                  timeout=3600, focus=groups, alone=True)
                              for suffix, groups in SMALL_GROUPS.items()]
-                live = liveness_depth(config, K)
+                # One cycle past the proven configurations' window: at 1 x 1 with L2 depth 1
+                # the progress induction has a CTI at liveness_depth (7) and holds at 8.
+                live = liveness_depth(config, K) + 1
                 jobs += [
                     job("safety", focus=[g for g in SYSTEM_SAFETY if g != "storage"]),
                     job("progress", depth=live, focus=["progress"], fairness=K),
