@@ -296,9 +296,10 @@ SIMULATED = [("default", "one_address", None, 400), ("default", "l2_full", None,
 #: Covers reached by replaying a solver's cover run in simulation (a Yosys witness from
 #: reset, in ``proofs/witnesses/``; its inputs drive the harness, every assertion and
 #: assumption checked in every cycle): configuration, witness name (``CONFIG-NAME.yw``), DRAM
-#: fairness K, cycle limit. Where no directed stimulus has been written (the one-set scan under slow DRAM that
-#: meets assoc's progress bound depends on which cycles DRAM is ready in, and on L2's burst
-#: rule), the solver's run is kept as it is; its solver job is ``SOLVER_ONLY_COVERS``'.
+#: fairness K, cycle limit. Where no directed stimulus has been written (the one-set scan
+#: under slow DRAM that meets assoc's progress bound depends on which cycles DRAM is ready in,
+#: and on L2's burst rule), the solver's run is kept as it is; its solver job is
+#: ``SOLVER_ONLY_COVERS``'.
 RECORDED = [("assoc", "progress-bound", 3, 40)]
 
 
@@ -327,20 +328,20 @@ def _cover_jobs():
     jobs = [Job(f"{config}-cover", config, "cover", depth, covers=only or True, skip=skip,
                 reset="initial", timeout=1200, **BARE)
             for config, depth, only, skip in COVERS]
-    jobs += [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
-                 fairness=PROVEN[config], covers=True, skip=skip, reset="initial", timeout=1200,
-                 **BARE)
-             for config, depth, skip in PROGRESS_COVERS]
+    jobs += [_progress_cover_job(*entry) for entry in PROGRESS_COVERS]
     return jobs + _simulated_jobs()
+
+
+def _progress_cover_job(config, depth, skip):
+    return Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
+               fairness=PROVEN[config], covers=True, skip=skip, reset="initial", timeout=1200,
+               **BARE)
 
 
 def _solver_only_cover_jobs():
     """The solver's cover jobs whose runs ``make prove`` replays (:data:`RECORDED`): run by
     name, to find a new run."""
-    return [Job(f"{config}-progress-cover-K{PROVEN[config]}", config, "cover", depth,
-                fairness=PROVEN[config], covers=True, skip=skip, reset="initial",
-                timeout=1200, **BARE)
-            for config, depth, skip in SOLVER_ONLY_COVERS]
+    return [_progress_cover_job(*entry) for entry in SOLVER_ONLY_COVERS]
 
 
 def reset_check(job):
@@ -384,8 +385,9 @@ COVER_JOBS = _cover_jobs()
 
 #: The longest jobs (35-80 s each; most jobs take seconds), longest first. ``make prove`` and
 #: ``make bmc`` start them first, so that no core runs one alone at the end.
-SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "default-progress-K2", "small-conservation-bmc", "l1-large-policy-0",
-           "large-progress-K2", "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
+SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "default-progress-K2",
+           "small-conservation-bmc", "l1-large-policy-0", "large-progress-K2",
+           "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",
            "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush"]
 

@@ -49,11 +49,9 @@ def recorded_inputs(harness, path):
     steps = read_witness(os.path.join(ROOT, path))
     if any(step.get("rst") for step in steps[1:]):
         raise ValueError(f"{path}: reset after the first step; not a run from power-up")
-    signals = {"in_valid": harness.in_valid, "in_addr": harness.in_addr,
-               "in_grad": harness.in_grad, "in_thresh": harness.in_thresh,
-               "in_flush": harness.in_flush, "in_ready": harness.in_ready,
-               "in_random": harness.in_random}
-    signals.update({f"in_{name}": sig for name, sig in harness.in_modes.items()})
+    signals = {f"in_{name}": sig for name, sig in harness.in_modes.items()}
+    signals.update((name, getattr(harness, name)) for name in harness.INPUTS
+                   if name != "rst" and name not in signals)
     return [[(signals[name], value) for name, value in step.items() if name in signals]
             for step in steps[1:]]
 

@@ -13,7 +13,7 @@ under DRAM fairness K = 2 in a job each (an induction window one cycle longer th
 configurations'), and L2 alone at that depth.
 """
 
-from .jobs import SMALL_GROUPS, SYSTEM_SAFETY, Job, liveness_depth
+from .jobs import SMALL_GROUPS, SMALL_SYSTEM_GROUPS, Job, liveness_depth
 
 __all__ = ["SETS", "WAYS", "DEPTHS", "geometry", "sweep_jobs"]
 
@@ -50,7 +50,7 @@ def sweep_jobs(sets=SETS, ways=WAYS, depths=DEPTHS):
                 # the progress induction has a CTI at liveness_depth (7) and holds at 8.
                 live = liveness_depth(config, K) + 1
                 jobs += [
-                    job("safety", focus=[g for g in SYSTEM_SAFETY if g != "storage"]),
+                    job("safety", focus=SMALL_SYSTEM_GROUPS["safety"]),
                     job("progress", depth=live, focus=["progress"], fairness=K),
                     job("termination", depth=live, focus=["termination"], fairness=K),
                     job("l2", component="l2"),

@@ -194,9 +194,10 @@ class FormalHarness(Elaboratable):
             cls = GradientCompressor if design is None else design.GradientCompressor
             self.dut = cls(**self.config)
         # The random bits are free in the proofs (elaborate() drives them): the LFSR is replaced
-        # before the design is elaborated.
-        self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
-        self.dut.lfsr = FreeRandom()
+        # before the design is elaborated (L1Alone has a FreeRandom already).
+        if self.system:
+            self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
+            self.dut.lfsr = FreeRandom()
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
@@ -570,8 +571,9 @@ class FormalHarness(Elaboratable):
         payload = d.grad_in.p
         m.d.comb += [payload.threshold.eq(self.in_thresh), d.l1.push.ready.eq(self.in_ready)]
         self.in_payload = {}
-        for name in ("small_threshold", "stochastic", "ema", "ema_source", "ema_scale",
-                     "ema_min", "ema_max"):
+        for name, _ in payload.shape():
+            if name in ("addr", "grad", "threshold"):     # in_addr, in_grad, in_thresh
+                continue
             field = getattr(payload, name)
             sig = Signal(len(field), name=f"in_{name}")
             self.in_payload[name] = sig
