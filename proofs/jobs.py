@@ -6,6 +6,7 @@ from dataclasses import dataclass, asdict, replace
 from properties.base import COMPONENT_GROUPS
 from properties.component import COMPONENTS, instances
 from properties.harness import CONFIGS, L1_GROUPS
+from properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
            "all_jobs", "job_by_name", "reset_check", "slowest_first"]
@@ -166,8 +167,9 @@ def _named(names):
 def liveness_depth(config, K):
     """Induction depth of the liveness jobs: longer than any wait but INIT's (which an
     invariant carries), i.e. than finishing a set's scan after ``flush`` drops, each way
-    waiting up to ``K + 1`` cycles for L2."""
-    return config["ways"] * (K + 1) + 4
+    waiting up to ``P + 1`` cycles for a place in L2 (``P = l2_place_period``: ``K``, or
+    ``K + 2`` for an L2 of depth 1)."""
+    return config["ways"] * (l2_place_period(K, config["fifo_depth"]) + 1) + 4
 
 
 def _names(entry):
@@ -355,7 +357,7 @@ def reset_check(job):
     else:
         depth = min(config["sets"], 64) + config["fifo_depth"] + 2 * job.depth + 8
     return replace(job, name=f"{job.name}-from-reset", mode="bmc", depth=depth,
-                   reset="initial", timeout=max(job.timeout, 1200))
+                   reset="initial", timeout=job.timeout)
 
 
 def _component_jobs():

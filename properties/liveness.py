@@ -18,7 +18,7 @@ from amaranth import *
 from design import L1State
 from design.l1 import L1Accumulator
 
-__all__ = ["add", "flush_bound", "measure_max", "progress_bound"]
+__all__ = ["add", "flush_bound", "l2_place_period", "measure_max", "progress_bound"]
 
 
 def flush_bound(sets, ways, fifo_depth, K, queue_depth=None):
@@ -51,15 +51,24 @@ WEIGHTS = {"ready": 10, "s1": 9, "s2": 8, "s3": 7, "s4": 3}
 STAGE_WEIGHT = sum(WEIGHTS.values())
 
 
+def l2_place_period(K, fifo_depth):
+    """The longest wait, under DRAM fairness ``K`` with L2 full, from one place in L2 freed to
+    the next: ``K``, or ``K + 2`` for an L2 of depth 1, whose one place is free again at the
+    earliest three cycles after a write took it (taken, stored, loaded into the output
+    register, taken by DRAM), so that a DRAM ready in between is wasted."""
+    return K + 2 if fifo_depth == 1 else K
+
+
 def progress_bound(sets, ways, K, fifo_depth, burst_size):
     """The progress bound N: with ``flush`` low, no reset and DRAM ready at least once in every
     ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
     cycle of being offered::
 
-        N = max(sets + 1, ways + 3, (ways + 1) * K - (1 if sets > 1 else 4))
+        N = max(sets + 1, ways + 3, (ways + 1) * P - (1 if sets > 1 else 4))
 
-    Each term is a worst case (the wait counts the cycles with ``flush`` low; ``c`` is the
-    first of them):
+    where ``P = l2_place_period(K, fifo_depth)`` (``K``; ``K + 2`` for an L2 of depth 1). Each
+    term is a worst case (the wait counts the cycles with ``flush`` low; ``c`` is the first of
+    them):
 
     * ``sets + 1``: L1's INIT after a reset (one cycle per set; ``grad_in.ready``, a register,
       rises in the cycle after the last).
@@ -75,17 +84,21 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size):
       draining the pipeline (at least five cycles without an acceptance) frees places unless
       DRAM's ready falls in a cycle in which L2's output register is empty (wasted): the
       ``ways + 1`` places come ``K`` apart from ``c + K - 5``.
+    * An L2 of depth 1: as the two above, with ``P = K + 2`` in place of ``K``.
 
     Exact (proven, and met with equality by the cover ``progress_bound_met_with_equality``
     from reset) on small (5: ``ways + 3``), dm and mid (5: INIT), assoc (11: the one-set
     scan term) and default (33: INIT); large (1025, INIT) is proven, its cover out of BMC's
     reach. The scan terms assume entries are held (``max_updates > 1``); with
-    ``max_updates == 1`` (dm) there is no scan and they are only an upper bound.
-    (``fifo_depth`` and ``burst_size`` do not enter it.) The terms were read off the worst
-    traces the covers found; for parameters outside the proven configurations the formula is
-    not proven (a new configuration's progress job checks it).
+    ``max_updates == 1`` (dm) there is no scan and they are only an upper bound. For an L2 of
+    depth 1 the scan terms were read off the covers at ``K = 2`` (met with equality at 2 x 2
+    and 1 x 2).
+    (``burst_size`` does not enter it.) For parameters outside the proven configurations the
+    formula is not proven: a new configuration's progress job (or the geometry sweep) checks
+    it.
     """
-    return max(sets + 1, ways + 3, (ways + 1) * K - (1 if sets > 1 else 4))
+    P = l2_place_period(K, fifo_depth)
+    return max(sets + 1, ways + 3, (ways + 1) * P - (1 if sets > 1 else 4))
 
 
 def add(h, m, P):

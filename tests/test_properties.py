@@ -47,13 +47,18 @@ def test_bounds():
     # measure_max = depth + 2*queue + 3*sets*ways + 37 (the stages' weights) + 3*sets + 2
     assert flush_bound(2, 2, 4, 2) == 3 * (4 + 16 + 12 + 37 + 6 + 2 + 1)
     assert flush_bound(32, 4, 32, 2) == 3 * (32 + 16 + 384 + 37 + 96 + 2 + 1)
-    # N = max(sets + 1, ways + 3, (ways + 1) * K - (1 if sets > 1 else 4)), exact on each
+    # N = max(sets + 1, ways + 3, (ways + 1) * P - (1 if sets > 1 else 4)), P = K (K + 2 for
+    # an L2 of depth 1), exact on each
     assert progress_bound(2, 2, 2, 4, 2) == 5          # small: finishing a scanned set
     assert progress_bound(4, 1, 2, 3, 1) == 5          # dm: INIT
     assert progress_bound(1, 4, 3, 2, 2) == 11         # assoc: the scan, queue and L2 full
     assert progress_bound(4, 2, 2, 8, 4) == 5          # mid: INIT (and the scan)
     assert progress_bound(32, 4, 2, 32, 16) == 33      # default: INIT
     assert progress_bound(1024, 4, 2, 64, 32) == 1025  # large: INIT
+    # An L2 of depth 1 frees a place at most every K + 2 cycles (the geometry sweep's 2 x 2
+    # reaches 11 from reset; 2 x 2 at L2 depth 2 stays at 5).
+    assert progress_bound(2, 2, 2, 1, 1) == 11
+    assert progress_bound(2, 2, 2, 2, 1) == 5
 
 
 def test_progress_cover_where_the_bound_is_exact():
