@@ -1,0 +1,266 @@
+"""Reference model of the policy on lines of ``lanes`` gradients: the line-rate compressor.
+
+A beat is a line address (lane 0's address, a multiple of ``lanes``), ``lanes`` signed
+gradients and a lane mask (which lanes carry a gradient; lane ``i`` is the gradient at address
+``line + i``). An L1 entry holds one tag, a sum per lane, which lanes hold a sum, and the
+number of beats that updated it. The policy, per beat:
+
+* The threshold in force is the one before the beat (``threshold``, or the EMA's); a lane in an
+  enabled bypass window is judged against 0. The EMA is then updated by every masked lane
+  outside the bypass windows, lane 0 first.
+* A lane with ``|g| >= threshold`` is written straight on (``DIRECT``).
+* The other (small) lanes of a line that hits add into their lane sums, and the beat counts as
+  one update of the line. A lane whose ``|sum| >= threshold`` is written and cleared
+  (``ACCUM_THRESHOLD``); a line left with no lane held is freed; else, at ``max_updates``
+  beats, every held lane is written (``MAX_UPDATES``) and the line freed.
+* On a miss, a small lane with ``|g| < small_threshold`` is dropped or rounded (the dual
+  threshold, per lane, the LFSR stepped lane by lane); the rest allocate the line (a free way,
+  or the victim's, whose held lanes are written as ``EVICTION``). With ``max_updates == 1``
+  they are written (``MAX_UPDATES``) instead.
+* The writes of the beat's own line leave as **one masked line write**; a victim line is a
+  second. So one beat causes at most two line writes, never two for one line. A lane written
+  twice in one beat (a direct gradient and its held sum written by ``MAX_UPDATES``) is one
+  value, their sum, with the cause ``DIRECT``.
+* ``flush`` writes every held line (its held lanes, ``FLUSH``), set by set, lowest way first.
+
+With ``lanes = 1`` it makes exactly the decisions of :class:`model.ReferenceModel`: a beat is
+one gradient and a line write one write (tests check it write for write).
+"""
+
+from collections import namedtuple
+
+from design.params import DEFAULTS, check_int, check_power_of_two
+from .reference import ReferenceModel, Write
+
+__all__ = ["LineModel", "LineWrite", "LANES"]
+
+#: The numbers of lanes a line may have.
+LANES = (1, 2, 4, 8, 16, 32)
+
+
+class LineWrite(namedtuple("LineWrite", "line values mask causes")):
+    """A masked line write toward DRAM: for each lane ``i`` in ``mask``, add ``values[i]`` at
+    address ``line + i``; ``causes[i]`` says why (``None`` outside the mask)."""
+
+    def writes(self):
+        """The lanes written, as one :class:`~model.Write` each, lane 0 first."""
+        return [Write(self.line + i, value, cause)
+                for i, (value, cause) in enumerate(zip(self.values, self.causes))
+                if self.mask >> i & 1]
+
+
+class _Line:
+    """The lanes of one line being written in a beat."""
+
+    def __init__(self, lanes):
+        self.values, self.causes = [0] * lanes, [None] * lanes
+
+    def add(self, lane, value, cause):
+        if self.causes[lane] is None:
+            self.values[lane], self.causes[lane] = value, cause
+        else:   # a direct gradient and its lane's held sum: one value, cause DIRECT
+            self.values[lane] += value
+            self.causes[lane] = "DIRECT"
+
+    def write(self, line):
+        mask = sum(1 << i for i, cause in enumerate(self.causes) if cause is not None)
+        return [LineWrite(line, tuple(self.values), mask, tuple(self.causes))] if mask else []
+
+
+class LineModel(ReferenceModel):
+    """The compressor's policy on beats of ``lanes`` gradients (see the module's description).
+
+    Parameters
+    ----------
+    lanes : int
+        Gradients per line: one of :data:`LANES`.
+    sets, ways, max_updates, grad_width, addr_width
+        As for :class:`~model.ReferenceModel`; ``sets`` counts lines (``sets=None``: an
+        unbounded L1 that never evicts). ``max_updates`` counts beats that updated a line.
+
+    The run-time modes, the LFSR and the discard accounting are :class:`~model.ReferenceModel`'s
+    (per address: a discard names a lane's address).
+    """
+
+    def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
+                 max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
+                 addr_width=DEFAULTS["addr_width"]):
+        check_power_of_two("lanes", lanes)
+        if lanes not in LANES:
+            raise ValueError(f"lanes must be one of {', '.join(map(str, LANES))}, not {lanes}")
+        super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
+                         addr_width=addr_width)
+        self.lanes = lanes
+        # An entry: [tag, sums (one per lane), held (the set of lanes holding a sum), updates]
+        # (unbounded: line -> the same, its tag None).
+
+    def held(self):
+        """``{addr: sum}`` of every lane held."""
+        return {line + lane: sums[lane] for line, (_, sums, held, _) in self._held_lines()
+                for lane in held}
+
+    def _held_lines(self):
+        """``(line, entry)`` of every line held, set by set, lowest way first."""
+        if self.sets is None:
+            return list(self._entries.items())
+        return [(self._line(index, entry[0]), entry)
+                for index, row in enumerate(self._rows) for entry in row if entry]
+
+    def _line(self, index, tag):
+        return (tag * self.sets + index) * self.lanes
+
+    # -- the policy -----------------------------------------------------------------------
+
+    def write_line(self, line, grads, mask, threshold):
+        """Take one beat; return the list (empty, of one or of two) of line writes it
+        causes: the beat's own line first, then a victim line."""
+        self._check_beat(line, grads, mask, threshold)
+        lanes = [i for i in range(self.lanes) if mask >> i & 1]
+        if not lanes:
+            return []
+        if self._clear_discards:
+            self.discard_count, self.discard_sum = 0, 0
+            self._clear_discards = False
+        judged = self.ema_threshold if self.modes["ema_enable"] else threshold
+        thresholds = {}
+        for i in lanes:
+            if self.in_bypass_window(line + i):
+                thresholds[i] = 0
+            else:
+                thresholds[i] = judged
+                self._update_ema(grads[i])
+        out = _Line(self.lanes)
+        small = []
+        for i in lanes:
+            if abs(grads[i]) >= thresholds[i]:
+                out.add(i, grads[i], "DIRECT")
+            else:
+                small.append(i)
+        victim = []
+        if small:
+            victim = self._small(line, grads, small, thresholds, out)
+        return out.write(line) + victim
+
+    def _small(self, line, grads, small, thresholds, out):
+        """The small lanes of a beat: accumulate on a hit, else allocate (or drop)."""
+        entry, free = self._find(line)
+        if entry is not None:
+            sums, held = entry[1], entry[2]
+            for i in small:
+                sums[i] += grads[i]
+                held.add(i)
+            entry[3] += 1
+            for i in small:
+                if abs(sums[i]) >= thresholds[i]:
+                    out.add(i, sums[i], "ACCUM_THRESHOLD")
+                    sums[i] = 0
+                    held.discard(i)
+            if held and entry[3] >= self.max_updates:
+                for i in sorted(held):
+                    out.add(i, sums[i], "MAX_UPDATES")
+                held.clear()
+            if not held:
+                free()
+            return []
+        kept = []
+        for i in small:
+            if abs(grads[i]) < self.modes["small_threshold"]:
+                for write in self._tiny_miss(line + i, grads[i]):
+                    out.add(i, write.value, write.cause)
+            else:
+                kept.append(i)
+        if not kept:
+            return []
+        if self.max_updates == 1:
+            for i in kept:
+                out.add(i, grads[i], "MAX_UPDATES")
+            return []
+        sums = [0] * self.lanes
+        for i in kept:
+            sums[i] = grads[i]
+        return self._allocate(line, sums, set(kept))
+
+    def _find(self, line):
+        """The entry of ``line`` (``None`` on a miss) and a function that frees it."""
+        if self.sets is None:
+            return self._entries.get(line), lambda: self._entries.pop(line)
+        index, tag = self._index_tag(line)
+        row = self._rows[index]
+        for way, entry in enumerate(row):
+            if entry is not None and entry[0] == tag:
+                return entry, lambda way=way: row.__setitem__(way, None)
+        return None, None
+
+    def _index_tag(self, line):
+        number = line // self.lanes
+        return number % self.sets, number // self.sets
+
+    def _allocate(self, line, sums, held):
+        if self.sets is None:
+            self._entries[line] = [None, sums, held, 1]
+            return []
+        index, tag = self._index_tag(line)
+        row = self._rows[index]
+        new = [tag, sums, held, 1]
+        if None in row:
+            row[row.index(None)] = new
+            return []
+        victim = self._victim[index]
+        old = row[victim]
+        row[victim] = new
+        self._victim[index] = (victim + 1) % self.ways
+        return _held_write(self._line(index, old[0]), old[1], old[2], self.lanes, "EVICTION")
+
+    def flush(self):
+        """The flush barrier: write every held line out, set by set, lowest way first (see
+        :meth:`model.ReferenceModel.flush` for the end of the step)."""
+        self.ema_latched = self.ema
+        self.step_discards.append((self.discard_count, self.discard_sum))
+        self._clear_discards = True
+        writes = [write for line, (_, sums, held, _) in self._held_lines()
+                  for write in _held_write(line, sums, held, self.lanes, "FLUSH")]
+        if self.sets is None:
+            self._entries.clear()
+        else:
+            self._rows = [[None] * self.ways for _ in range(self.sets)]
+        return writes
+
+    def write(self, addr, grad, threshold):
+        """One gradient as a beat with one lane (any ``lanes``); returns its line writes."""
+        line = addr - addr % self.lanes
+        grads = [0] * self.lanes
+        grads[addr - line] = grad
+        return self.write_line(line, grads, 1 << (addr - line), threshold)
+
+    def run(self, ops):
+        """Run ``("line", line, grads, mask, threshold)``, ``("grad", addr, grad,
+        threshold)``, ``("flush",)``, ``("modes", {...})`` and ``("seed", value)`` operations;
+        return all the line writes."""
+        writes = []
+        for op in ops:
+            if op[0] == "line":
+                writes += self.write_line(*op[1:])
+            else:
+                writes += super().run([op])
+        return writes
+
+    def _check_beat(self, line, grads, mask, threshold):
+        check_int("line", line, minimum=0, maximum=2 ** self.addr_width - 1)
+        if line % self.lanes:
+            raise ValueError(f"line address {line} is not a multiple of lanes ({self.lanes})")
+        check_int("mask", mask, minimum=0, maximum=2 ** self.lanes - 1)
+        if len(grads) != self.lanes:
+            raise ValueError(f"a beat has {self.lanes} gradients, not {len(grads)}")
+        for i, grad in enumerate(grads):
+            if mask >> i & 1 and not self.grad_min <= grad <= self.grad_max:
+                raise ValueError(f"gradient {grad} (lane {i}) is outside "
+                                 f"[{self.grad_min}, {self.grad_max}]")
+        if not 0 <= threshold <= self.threshold_max:
+            raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
+
+
+def _held_write(line, sums, held, lanes, cause):
+    out = _Line(lanes)
+    for i in sorted(held):
+        out.add(i, sums[i], cause)
+    return out.write(line)

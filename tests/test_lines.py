@@ -1,0 +1,163 @@
+"""The line model (lanes): one lane is the per-gradient model exactly; the policy per lane, one
+masked line write per line and beat, conservation per address in every mode."""
+
+import random
+import re
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from model import LANES, LineModel, LineWrite, ReferenceModel, Write
+
+GRAD = 2 ** 7                    # grad_width 8
+
+
+def beats(seed, lanes, n, *, lines=12, modes=None):
+    """A random run: beats over ``lines`` lines (a few sets' worth), some flushes, random
+    masks, small and large gradients; ``modes`` (a dict) set at the start."""
+    rng = random.Random(seed)
+    ops = [("modes", modes)] if modes else []
+    for _ in range(n):
+        if rng.random() < 0.03:
+            ops.append(("flush",))
+            continue
+        grads = [rng.choice([rng.randint(-6, 6), rng.randint(-GRAD, GRAD - 1)])
+                 for _ in range(lanes)]
+        mask = rng.randrange(2 ** lanes)
+        ops.append(("line", rng.randrange(lines) * lanes, grads, mask, rng.choice([5, 20, 60])))
+    return ops + [("flush",)]
+
+
+MODES = [None,
+         dict(small_threshold=3),                           # drop
+         dict(small_threshold=4, stochastic=1),             # stochastic rounding
+         dict(ema_enable=1, ema_shift=2, ema_scale=24, ema_min=2, ema_max=50),
+         dict(bypass0_enable=1, bypass0_base=8, bypass0_limit=13)]
+
+
+@pytest.mark.parametrize("modes", MODES)
+@pytest.mark.parametrize("geometry", [dict(sets=2, ways=2), dict(sets=1, ways=4, max_updates=2),
+                                      dict(sets=4, ways=1, max_updates=1), dict(sets=None)])
+def test_one_lane_is_the_per_gradient_model(geometry, modes):
+    params = dict(max_updates=3, grad_width=8, addr_width=8) | geometry
+    ops = beats(1, 1, 400, modes=modes)
+    lines = LineModel(lanes=1, **params)
+    grads = ReferenceModel(**params)
+    for op in ops:
+        if op[0] == "line":
+            _, line, values, mask, threshold = op
+            expected = grads.write(line, values[0], threshold) if mask else []
+            got = [w for lw in lines.write_line(line, values, mask, threshold) for w in lw.writes()]
+        else:
+            expected, got = grads.run([op]), [w for lw in lines.run([op]) for w in lw.writes()]
+        assert got == expected, op
+    assert lines.discards == grads.discards and lines.step_discards == grads.step_discards
+
+
+def accepted(ops, lanes):
+    total = Counter()
+    for op in ops:
+        if op[0] == "line":
+            _, line, grads, mask, _ = op
+            for i in range(lanes):
+                if mask >> i & 1:
+                    total[line + i] += grads[i]
+    return total
+
+
+@pytest.mark.parametrize("modes", MODES)
+@pytest.mark.parametrize("lanes", [2, 4, 8])
+def test_every_address_gets_what_was_accepted(lanes, modes):
+    model = LineModel(lanes=lanes, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=8)
+    ops = beats(lanes, lanes, 500, modes=modes)
+    written = Counter()
+    for write in model.run(ops):
+        assert isinstance(write, LineWrite) and write.mask
+        for w in write.writes():
+            written[w.addr] += w.value
+    for discard in model.discards:
+        written[discard.addr] += discard.error
+    assert model.valid_count == 0
+    assert +written == +accepted(ops, lanes) and -written == -accepted(ops, lanes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2 ** 32 - 1), lanes=st.sampled_from(LANES[1:4]))
+def test_a_beat_writes_its_line_once_and_at_most_one_victim(seed, lanes):
+    model = LineModel(lanes=lanes, sets=2, ways=1, max_updates=3, grad_width=8, addr_width=8)
+    for op in beats(seed, lanes, 60):
+        writes = model.run([op])
+        if op[0] != "line":
+            continue
+        assert len(writes) <= 2
+        if len(writes) == 2:
+            assert writes[0].line == op[1] and writes[1].line != op[1]
+            assert {w.cause for w in writes[1].writes()} == {"EVICTION"}
+        for write in writes:
+            assert all((cause is None) == (not write.mask >> i & 1)
+                       for i, cause in enumerate(write.causes))
+
+
+def test_policy_per_lane():
+    model = LineModel(lanes=4, sets=1, ways=1, max_updates=3, grad_width=8, addr_width=8)
+    # lane 0 direct, lanes 1 and 2 small (allocate), lane 3 not in the mask
+    [w] = model.write_line(8, [70, 3, -4, 99], 0b0111, 50)
+    assert w == LineWrite(8, (70, 0, 0, 0), 0b0001, ("DIRECT", None, None, None))
+    assert model.held() == {9: 3, 10: -4}
+    # lane 2 crosses (-4 - 47), lane 1 adds, lane 3 starts a sum: one line write
+    [w] = model.write_line(8, [0, 5, -47, 1], 0b1110, 50)
+    assert w == LineWrite(8, (0, 0, -51, 0), 0b0100, (None, None, "ACCUM_THRESHOLD", None))
+    assert model.held() == {9: 8, 11: 1}
+    # the third beat to update the line writes every held lane, with a direct lane 0 beside
+    [w] = model.write_line(8, [-60, 0, 0, 2], 0b1001, 50)
+    assert w == LineWrite(8, (-60, 8, 0, 3), 0b1011,
+                          ("DIRECT", "MAX_UPDATES", None, "MAX_UPDATES"))
+    assert model.valid_count == 0
+
+
+def test_direct_lane_and_its_held_sum_are_one_value():
+    model = LineModel(lanes=2, sets=1, ways=1, max_updates=2, grad_width=8, addr_width=8)
+    model.write_line(0, [4, 0], 0b01, 50)                 # lane 0 holds 4
+    [w] = model.write_line(0, [60, 1], 0b11, 50)          # lane 0 direct, lane 1: 2nd update
+    assert w == LineWrite(0, (64, 1), 0b11, ("DIRECT", "MAX_UPDATES"))
+
+
+def test_a_miss_evicts_the_victim_line_after_the_beats_own_writes():
+    model = LineModel(lanes=2, sets=1, ways=1, max_updates=4, grad_width=8, addr_width=8)
+    model.write_line(0, [1, 2], 0b11, 50)
+    assert model.write_line(2, [90, 3], 0b11, 50) == [
+        LineWrite(2, (90, 0), 0b01, ("DIRECT", None)),
+        LineWrite(0, (1, 2), 0b11, ("EVICTION", "EVICTION"))]
+    assert model.held() == {3: 3}
+    assert model.flush() == [LineWrite(2, (0, 3), 0b10, (None, "FLUSH"))]
+
+
+def test_a_line_whose_lanes_all_crossed_is_freed():
+    model = LineModel(lanes=2, sets=1, ways=1, max_updates=9, grad_width=8, addr_width=8)
+    model.write_line(0, [10, -10], 0b11, 20)
+    model.write_line(0, [15, -15], 0b11, 20)
+    assert model.valid_count == 0
+
+
+def test_sets_count_lines():
+    model = LineModel(lanes=4, sets=2, ways=1, max_updates=9, grad_width=8, addr_width=8)
+    model.write(1, 1, 50)        # line 0 -> set 0
+    model.write(6, 1, 50)        # line 4 -> set 1
+    assert model.write(9, 1, 50) == [LineWrite(0, (0, 1, 0, 0), 0b10, (None, "EVICTION",
+                                                                       None, None))]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: LineModel(lanes=3), "lanes must be a power of two"),
+    (lambda: LineModel(lanes=64), "lanes must be one of 1, 2, 4, 8, 16, 32, not 64"),
+    (lambda: LineModel(lanes=4).write_line(2, [0] * 4, 1, 5),
+     "line address 2 is not a multiple of lanes (4)"),
+    (lambda: LineModel(lanes=4).write_line(0, [0] * 3, 1, 5), "a beat has 4 gradients, not 3"),
+    (lambda: LineModel(lanes=2).write_line(0, [0, 2 ** 15], 0b10, 5),
+     "gradient 32768 (lane 1) is outside [-32768, 32767]"),
+    (lambda: LineModel(lanes=2).write_line(0, [0, 0], 4, 5), "mask must be"),
+])
+def test_bad_input(call, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
+        call()
