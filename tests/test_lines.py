@@ -161,3 +161,31 @@ def test_sets_count_lines():
 def test_bad_input(call, message):
     with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         call()
+
+
+def test_gradients_pack_into_beats_by_line_lane_and_threshold():
+    from reports.lines import pack_lines
+    ops = [("grad", 8, 1, 5), ("grad", 9, 2, 5), ("grad", 9, 3, 5),    # lane 1 again
+           ("grad", 10, 4, 6),                                          # another threshold
+           ("grad", 12, 5, 6), ("flush",), ("grad", 13, 6, 6)]
+    assert pack_lines(ops, 4) == [
+        ("line", 8, [1, 2, 0, 0], 0b0011, 5), ("line", 8, [0, 3, 0, 0], 0b0010, 5),
+        ("line", 8, [0, 0, 4, 0], 0b0100, 6), ("line", 12, [5, 0, 0, 0], 0b0001, 6),
+        ("flush",), ("line", 12, [0, 6, 0, 0], 0b0010, 6)]
+
+
+def test_line_costs_of_one_lane_are_the_records():
+    from reports.lines import line_costs
+    from workloads import get_workload
+    ops = get_workload("seed").ops()
+    one = line_costs(ops, lanes=1, sets=32, ways=4)
+    assert one["lines"] == one["records"] and one["beats"] == one["gradients"] == 1448
+    eight = line_costs(ops, lanes=8, sets=32, ways=4)
+    assert eight["beats"] < one["beats"] and eight["dense"][0] == eight["beats"]
+    assert sum(eight["causes"].values()) == eight["records"][0]
+
+
+def test_line_report_refuses_a_bad_geometry(capsys):
+    from reports.lines import main
+    assert main(["seed", "--lanes", "3"]) == 2
+    assert "lanes must be a power of two" in capsys.readouterr().err

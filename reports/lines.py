@@ -1,0 +1,155 @@
+"""DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
+
+    python -m reports.lines [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+
+Each workload's gradients are packed into beats as an accelerator would write them: a run of
+gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,
+is one beat with those lanes in its mask; a flush ends the beat. The same beats are then
+written three ways:
+
+* **dense write-through** (no compressor): every beat is one line transfer, its lanes'
+  int16 gradients under their strobes;
+* **per-gradient records** (a compressor of one lane): one transfer per write, an address and
+  a value;
+* **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
+  one transfer per line write, its lanes' values under their strobes.
+
+The byte counts are stated in :data:`FORMAT`. Figures come from the model, which one lane of the
+RTL matches write for write; the RTL does not take lines yet.
+"""
+
+import sys
+from collections import Counter
+
+from design.params import DEFAULTS
+from model import LineModel
+
+from .console import (ArgumentParser, UsageError, interrupted, positive_integer, table,
+                      usage_error)
+from .provenance import write_results
+from .sweep import _int_list
+
+__all__ = ["FORMAT", "pack_lines", "line_costs", "main"]
+
+ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
+#: The byte counts of each way of writing (one place for them).
+FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-through "
+          f"{GRADIENT_BYTES} bytes per lane of the line (int16 gradients), a per-gradient "
+          f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
+          f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line; strobes "
+          f"(the mask) are not counted")
+
+
+def pack_lines(ops, lanes):
+    """The operations ``ops`` (``("grad", addr, grad, threshold)``, ``("flush",)``, ...) with
+    their gradients packed into beats ``("line", line, grads, mask, threshold)``: a run of
+    gradients to one line with one threshold, each lane at most once."""
+    out, beat = [], None
+
+    def emit():
+        nonlocal beat
+        if beat is not None:
+            out.append(("line", beat[0], list(beat[1]), beat[2], beat[3]))
+            beat = None
+    for op in ops:
+        if op[0] != "grad":
+            emit()
+            out.append(op)
+            continue
+        _, addr, grad, threshold = op
+        line, lane = addr - addr % lanes, addr % lanes
+        if beat is None or beat[0] != line or beat[3] != threshold or beat[2] >> lane & 1:
+            emit()
+            beat = [line, [0] * lanes, 0, threshold]
+        beat[1][lane] = grad
+        beat[2] |= 1 << lane
+    emit()
+    return out
+
+
+def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
+    """``{"gradients", "beats", "dense", "records", "lines"}`` for ``ops`` packed into lines of
+    ``lanes``; each way of writing as ``(transfers, bytes)``."""
+    beats = pack_lines(ops, lanes)
+    model = LineModel(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates)
+    line_writes = model.run(beats)
+    records = sum(bin(w.mask).count("1") for w in line_writes)
+    n_beats = sum(op[0] == "line" for op in beats)
+    return {
+        "gradients": sum(op[0] == "grad" for op in ops),
+        "beats": n_beats,
+        "dense": (n_beats, n_beats * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)),
+        "records": (records, records * (ADDRESS_BYTES + VALUE_BYTES)),
+        "lines": (len(line_writes), len(line_writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)),
+        "causes": Counter(w.cause for lw in line_writes for w in lw.writes()),
+    }
+
+
+def _saving(cost, dense):
+    return f"{100 * (1 - cost / dense):+.0f} %" if dense else "-"
+
+
+def render(rows):
+    headers = ["workload", "N", "gradients", "beats", "dense: transfers", "dense: bytes",
+               "records: bytes", "line writes", "line bytes", "line bytes vs dense"]
+    body = [[name, lanes, c["gradients"], c["beats"], c["dense"][0], c["dense"][1],
+             c["records"][1], c["lines"][0], c["lines"][1],
+             _saving(c["lines"][1], c["dense"][1])]
+            for name, lanes, c in rows]
+    return table(body, headers, align=["left"] + ["right"] * (len(headers) - 1))
+
+
+def build_parser():
+    parser = ArgumentParser(
+        prog="python -m reports.lines",
+        description="DRAM transfers and bytes of workloads streamed as lines of N lanes: dense "
+                    "write-through, per-gradient records, and the line model's masked line "
+                    "writes.",
+        epilog="Exit status: 0 done, 2 bad argument or trace.")
+    parser.add_argument("workloads", nargs="*", help="workload names (default: the report's)")
+    parser.add_argument("--lanes", type=_int_list, default=[1, 8, 32],
+                        help="comma-separated lanes per line (default: 1,8,32)")
+    parser.add_argument("--sets", type=positive_integer, default=DEFAULTS["sets"],
+                        help="L1 sets, each holding lines (default: %(default)s)")
+    parser.add_argument("--ways", type=positive_integer, default=DEFAULTS["ways"],
+                        help="default: %(default)s")
+    parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
+                        "command, commit and date")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _lines(args)
+    except UsageError as error:
+        return usage_error(parser.prog, error)
+    except KeyboardInterrupt:
+        return interrupted(parser.prog)
+
+
+def _lines(args):
+    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    try:
+        for lanes in args.lanes:     # the model checks the geometry before any work
+            LineModel(lanes=lanes, sets=args.sets, ways=args.ways)
+        traces = [get_workload(name) for name in args.workloads or DEFAULT_WORKLOADS]
+    except (TraceError, ValueError, TypeError) as error:
+        raise UsageError(error) from None
+    rows = [(trace.name, lanes, line_costs(trace.ops(), lanes=lanes, sets=args.sets,
+                                           ways=args.ways))
+            for trace in traces for lanes in args.lanes]
+    text = render(rows)
+    print(text)
+    if args.out:
+        write_results(args.out, "DRAM cost of workloads streamed as lines",
+                      f"L1 of {args.sets} x {args.ways} lines, max_updates "
+                      f"{DEFAULTS['max_updates']}; {FORMAT}",
+                      text + "\n\nFigures from the line model (model/lines.py); the RTL takes "
+                      "one gradient per beat so far.\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
