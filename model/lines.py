@@ -6,8 +6,9 @@ gradients and a lane mask (which lanes carry a gradient; lane ``i`` is the gradi
 number of beats that updated it. The policy, per beat:
 
 * The threshold in force is the one before the beat (``threshold``, or the EMA's); a lane in an
-  enabled bypass window is judged against 0. The EMA is then updated by every masked lane
-  outside the bypass windows, lane 0 first.
+  enabled bypass window is judged against 0. The EMA is then updated once by the beat's masked
+  lanes outside the bypass windows, each weighing ``1 / lanes`` of a gradient
+  (:meth:`LineModel._update_ema_by_beat`).
 * A lane with ``|g| >= threshold`` is written straight on (``DIRECT``).
 * The other (small) lanes of a line that hits add into their lane sums, and the beat counts as
   one update of the line. A lane whose ``|sum| >= threshold`` is written and cleared
@@ -29,7 +30,7 @@ one gradient and a line write one write (tests check it write for write).
 
 from collections import namedtuple
 
-from design.params import DEFAULTS, check_int, check_power_of_two
+from design.params import DEFAULTS, EMA_FRACTION_BITS, check_int, check_power_of_two
 from .reference import ReferenceModel, Write
 
 __all__ = ["LineModel", "LineWrite", "LANES"]
@@ -122,13 +123,9 @@ class LineModel(ReferenceModel):
             self.discard_count, self.discard_sum = 0, 0
             self._clear_discards = False
         judged = self.ema_threshold if self.modes["ema_enable"] else threshold
-        thresholds = {}
-        for i in lanes:
-            if self.in_bypass_window(line + i):
-                thresholds[i] = 0
-            else:
-                thresholds[i] = judged
-                self._update_ema(grads[i])
+        bypassed = {i for i in lanes if self.in_bypass_window(line + i)}
+        thresholds = {i: 0 if i in bypassed else judged for i in lanes}
+        self._update_ema_by_beat([grads[i] for i in lanes if i not in bypassed])
         out = _Line(self.lanes)
         small = []
         for i in lanes:
@@ -179,6 +176,20 @@ class LineModel(ReferenceModel):
         for i in kept:
             sums[i] = grads[i]
         return self._allocate(line, sums, set(kept))
+
+    def _update_ema_by_beat(self, grads):
+        """One EMA update for the beat's ``k`` lanes outside the bypass windows, each weighing
+        ``1 / lanes`` of one gradient's update (a single adder tree and shift in hardware,
+        where ``k`` updates in a row would chain ``k`` adders in the EMA's loop)::
+
+            ema += ((sum(|g|) << 8) - k * ema) >> (ema_shift + log2(lanes))
+
+        With one lane it is :meth:`ReferenceModel._update_ema`; with every lane in, it moves
+        the EMA toward the beat's mean ``|g|`` by one gradient's step."""
+        if not grads:
+            return
+        diff = (sum(abs(g) for g in grads) << EMA_FRACTION_BITS) - len(grads) * self.ema
+        self.ema += diff >> (self.modes["ema_shift"] + self.lanes.bit_length() - 1)
 
     def _find(self, line):
         """The entry of ``line`` (``None`` on a miss) and a function that frees it."""

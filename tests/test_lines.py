@@ -189,3 +189,24 @@ def test_line_report_refuses_a_bad_geometry(capsys):
     from reports.lines import main
     assert main(["seed", "--lanes", "3"]) == 2
     assert "lanes must be a power of two" in capsys.readouterr().err
+
+
+def test_the_ema_moves_once_per_beat_toward_its_mean():
+    model = LineModel(lanes=4, sets=1, ways=1, grad_width=8, addr_width=8)
+    model.set_modes(ema_shift=1)
+    model.write_line(0, [8, -8, 4, 4], 0b1111, 200)        # mean |g| 6: half the way from 0
+    assert model.ema == (6 << 8) // 2
+    model.write_line(0, [40, 0, 0, 0], 0b0001, 200)        # one lane of four: an eighth
+    assert model.ema == (6 << 8) // 2 + ((40 << 8) - (6 << 8) // 2) // 8
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.lists(st.integers(-GRAD, GRAD - 1), min_size=8, max_size=8),
+                          st.integers(0, 255)), max_size=40),
+       st.integers(0, 6))
+def test_the_ema_stays_within_the_gradients_range(beats_in, shift):
+    model = LineModel(lanes=8, sets=1, ways=1, grad_width=8, addr_width=8)
+    model.set_modes(ema_shift=shift)
+    for grads, mask in beats_in:
+        model.write_line(0, grads, mask, 255)
+        assert 0 <= model.ema <= GRAD << 8
