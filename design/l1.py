@@ -63,6 +63,40 @@ class L1Probe:
     queue: object
 
 
+class _Shared:
+    """What the methods of one :meth:`L1Accumulator.elaborate` share: each signal is made by one
+    method and driven or read by others. Made afresh by each ``elaborate``; not part of the
+    component (the proofs and traces read its members, and ``probe``). A signal made as
+    ``shared.accept = Signal()`` is named ``accept``, as a local variable would be."""
+    __slots__ = (
+        "accept",         # elaborate: a gradient is accepted (grad_in.valid & grad_in.ready)
+        "count_inc",      # _valid_count (driven by s3): valid_count rises next cycle ...
+        "count_dec",      # ... or falls
+        "scan_push",      # _output_queue (driven by the control): the flush scan pushes ...
+        "scan_push_p",    # ... this write (made by the flush scan)
+        "reserved_next",  # _output_queue: reserved in the next cycle
+        "pending",        # _flush_scan: the ways of the scanned set still to write out ...
+        "scan_ways",      # ... the one written out now (one-hot)
+        "room",           # ... the queue has a place for it
+        "cleared_row",    # ... the scanned set's row, emptied
+        "state_next",     # _control: the state in the next cycle
+    )
+
+
+class _Decision:
+    """What the steps of the decision in ``s3`` (:meth:`L1Accumulator._decide_stage`) pass on to
+    later steps, under the names the steps give them (the signals the decision makes that are
+    members of the component, ``s3_row_now``, ``s3_now_hit``, ..., are read from it)."""
+    __slots__ = (
+        "hit_ways",                                         # _s3_entry
+        "crossed", "leaves_way", "way_sum", "way_count",    # _s3_tests
+        "full", "free_way", "victim_way", "victim", "alloc_ways", "s3_set", "s3_tag",  # _s3_ways
+        "c_direct", "c_hit", "c_tiny", "c_miss", "hit_here", "allocates", "chance",   # _s3_cases
+        "written", "new_row",
+        "d_write", "d_push", "d_push_p",                    # _s3_write
+    )
+
+
 class L1Accumulator(wiring.Component):
     """The set-associative L1 accumulator: a four-stage pipeline, its output queue and the
     flush scan.
@@ -363,27 +397,46 @@ class L1Accumulator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.storage = self.storage
-        m.submodules.queue = queue = self.queue
-        read, write = self.storage_read, self.storage_write
-        vw = value_width(self.grad_width)
-        Q = self.QUEUE_DEPTH
+        m.submodules.queue = self.queue
+        shared = _Shared()
+        shared.accept = Signal()
+        m.d.comb += shared.accept.eq(self.grad_in.valid & self.grad_in.ready)
 
-        accept = Signal()
-        m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
+        # One method per stage or concern, each adding its signals and statements in turn: the
+        # order is the netlist's (signals are named and statements emitted in it), keep it.
+        self._valid_count(m, shared)     # valid_count: valid_base plus s4's change
+        self._output_queue(m, shared)    # the queue, and the places reserved in it
+        self._valid_base(m, shared)      # valid_base: the count as of the rows written
+        self._read_stage(m, shared)      # s1: read
+        self._row_history(m)             # h1, h2: the rows written a cycle and two ago
+        self._compare_stage(m)           # s2: compare
+        self._decide_stage(m, shared)    # s3: decide (and s4's registers: write)
+        self._flush_scan(m, shared)      # what the flush scan writes out
+        self._control(m, shared)         # the state, the RAM's ports, grad_in.ready, idle
+        return m
 
+    # -- counts and the output queue ------------------------------------------------------------
+
+    def _valid_count(self, m, shared):
+        """``valid_count`` and ``empty``; makes ``count_inc`` and ``count_dec`` (driven by
+        ``s3``)."""
         # valid_count is the count as of the rows written (valid_base) plus the change made by
         # the decision now in s4, so that a decision reaches only s4's registers, not an adder.
-        count_inc = Signal()   # the decision in s3 allocates a free way ...
-        count_dec = Signal()   # ... or frees its hit way
+        shared.count_inc = Signal()   # the decision in s3 allocates a free way ...
+        shared.count_dec = Signal()   # ... or frees its hit way
         m.d.comb += [
             # mutation site: valid-count
             self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec),
             self.empty.eq(Mux(self.s4_inc == self.s4_dec, self.valid_base_zero,
                               self.valid_base_one & self.s4_dec)),
         ]
-        # (scan_push, below: the scan writes an entry out.)
+        # (The flush scan's writes, scan_push, come off valid_base itself: _valid_base.)
 
-        # -- the output queue ------------------------------------------------------------------
+    def _output_queue(self, m, shared):
+        """The output queue, between ``s4`` (or the flush scan) and ``push``, and the places
+        reserved in it (``reserved``); makes ``scan_push`` (driven by the control),
+        ``scan_push_p`` (by the flush scan) and ``reserved_next``."""
+        queue, accept, Q = self.queue, shared.accept, self.QUEUE_DEPTH
         scan_push   = Signal()
         scan_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         queue_read  = Signal()
@@ -402,6 +455,14 @@ class L1Accumulator(wiring.Component):
         reserved_next = Signal(range(Q + 2))
         m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
                                      (self.s4_valid & ~self.s4_push) - queue_read)
+        m.d.sync += self.reserved.eq(reserved_next)
+        shared.scan_push, shared.scan_push_p = scan_push, scan_push_p
+        shared.reserved_next = reserved_next
+
+    def _valid_base(self, m, shared):
+        """``valid_base``, the count as of the rows written, and its flags ``valid_base_zero``
+        and ``valid_base_one``."""
+        scan_push = shared.scan_push
         valid_base_next = Signal.like(self.valid_base)
         # mutation site: valid-count-in-scan
         m.d.comb += valid_base_next.eq(self.valid_count - scan_push)
@@ -416,13 +477,17 @@ class L1Accumulator(wiring.Component):
                        for f in range(-1, 3)).bit_select(fall_plus_one, 1)
 
         m.d.sync += [
-            self.reserved.eq(reserved_next),
             self.valid_base.eq(valid_base_next),
             self.valid_base_zero.eq(becomes(0)),  # mutation site: empty-flag
             self.valid_base_one.eq(becomes(1)),
         ]
 
-        # -- stage s1: read ---------------------------------------------------------------------
+    # -- stage s1: read -------------------------------------------------------------------------
+
+    def _read_stage(self, m, shared):
+        """Stage ``s1``: registers the gradient accepted, the RAM's read data (``read_row``),
+        which later rows ``s2`` will need (``s2_fwd``), the EMA multiply and ``|g|``."""
+        accept, read = shared.accept, self.storage_read
         s1, s2, s3 = self.s1, self.s2, self.s3
         m.d.sync += self.s1_valid.eq(accept)
         with m.If(accept):
@@ -441,7 +506,11 @@ class L1Accumulator(wiring.Component):
             self.s2_magnitude.eq(abs(s1.grad)),
         ]
 
-        # -- history of written rows ----------------------------------------------------------
+    # -- history of written rows ----------------------------------------------------------------
+
+    def _row_history(self, m):
+        """The rows written one and two cycles ago (``h1_*``, ``h2_*``), which a read issued
+        then did not see."""
         m.d.sync += [
             self.h1_valid.eq(self.s4_valid & self.s4_write),
             self.h1_set.eq(self.s4_set),
@@ -451,14 +520,53 @@ class L1Accumulator(wiring.Component):
             self.h2_row.eq(self.h1_row),
         ]
 
-        # -- stage s2: compare ----------------------------------------------------------------
+    # -- stage s2: compare ----------------------------------------------------------------------
+
+    def _compare_stage(self, m):
+        """Stage ``s2``: the row (:meth:`_forward_row`), the hit and the hit way, and the
+        verdict and bounds (:meth:`_judge`), registered for ``s3``."""
+        s2, s3, magnitude = self.s2, self.s3, self.s2_magnitude
+        forwarded, use_forwarded = self._forward_row(m)
+        judged = self._judge(m)
+
+        # The hit and the hit way are found on the forwarded match (from registers) and on the
+        # RAM row's side by side, and picked last, so that the RAM's row meets no select before
+        # its compares.
+        s2_tag = self._tag(s2.addr)
+        read_match = self._match(s2_tag, self.read_row)
+        s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
+        s2_hit_way = Mux(use_forwarded, lowest_index(m, forwarded, "s2_forwarded_way"),
+                         lowest_index(m, read_match, "s2_read_way"))
+        s2_hit_ways = Mux(use_forwarded, lowest_one_hot(forwarded),
+                          lowest_one_hot(read_match))
+        m.d.sync += [
+            self.s3_valid.eq(self.s2_valid),
+            s3.eq(s2),
+            s3.threshold.eq(judged.threshold),
+            self.s3_direct.eq(judged.direct),
+            self.s3_row.eq(self.row),
+            self.s3_hit.eq(s2_hit),
+            self.s3_hit_way.eq(s2_hit_way),
+            self.s3_hit_ways.eq(s2_hit_ways),
+            self.s3_high.eq(judged.high),
+            self.s3_low.eq(judged.low),
+            self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
+            # random * small_threshold < |g| << grad_width, on the product's high half: the
+            # same test (the right side's low half is 0), with a compare half as long.
+            self.s3_chance.eq(Cat(
+                # mutation site: stochastic-rule
+                less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
+                less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
+        ]
+
+    def _forward_row(self, m):
+        """``s2``'s row (``row``): the newest of ``s4``'s, ``h1``'s, ``h2``'s and the RAM's.
+        Returns ``(forwarded, use_forwarded)``: a forwarded row's match vector, and whether the
+        row is forwarded."""
         # The row, and its match vector: s4's from s1's compare with the row s3 decided on,
         # corrected for the one way s3 changed (which holds s3's address or nothing); h1's and
-        # h2's from s1's compares; only the RAM's row is compared here. The hit and the hit way
-        # are found on the forwarded match (from registers) and on the RAM row's side by side,
-        # and picked last, so that the RAM's row meets no select before its compares.
+        # h2's from s1's compares; only the RAM's row is compared here (_compare_stage).
         row = self.row
-        s2_tag = self._tag(s2.addr)
         match_s4 = Cat(Mux(self.s4_way == i, self.s4_holds & self.s2_same_tag,
                            self.s2_match_s4[i]) for i in range(self.ways))
         forwarded = Signal(self.ways)
@@ -473,7 +581,13 @@ class L1Accumulator(wiring.Component):
                          use_forwarded.eq(1)]
         with m.Else():
             m.d.comb += row.eq(self.read_row)
+        return forwarded, use_forwarded
 
+    def _judge(self, m):
+        """Returns ``judged``: the threshold ``s2``'s gradient is judged against, the bounds
+        (``high``, ``low``) and the verdict (``direct``)."""
+        s2 = self.s2
+        vw = value_width(self.grad_width)
         # The threshold the gradient is judged against, the bounds and the verdict. They are
         # made for each threshold it may be (the fixed one, or the EMA's candidate, ema_min or
         # ema_max, as the clamp picks) side by side, so that the clamp's compares only pick.
@@ -501,34 +615,25 @@ class L1Accumulator(wiring.Component):
                                              "s2_judged_candidate")))
         judged = Signal(judgement)
         m.d.comb += judged.eq(Mux(s2.ema, ema_judged, judge(s2.threshold, "s2_judged_fixed")))
+        return judged
 
-        read_match = self._match(s2_tag, self.read_row)
-        s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
-        s2_hit_way = Mux(use_forwarded, lowest_index(m, forwarded, "s2_forwarded_way"),
-                         lowest_index(m, read_match, "s2_read_way"))
-        s2_hit_ways = Mux(use_forwarded, lowest_one_hot(forwarded),
-                          lowest_one_hot(read_match))
-        m.d.sync += [
-            self.s3_valid.eq(self.s2_valid),
-            s3.eq(s2),
-            s3.threshold.eq(judged.threshold),
-            self.s3_direct.eq(judged.direct),
-            self.s3_row.eq(row),
-            self.s3_hit.eq(s2_hit),
-            self.s3_hit_way.eq(s2_hit_way),
-            self.s3_hit_ways.eq(s2_hit_ways),
-            self.s3_high.eq(judged.high),
-            self.s3_low.eq(judged.low),
-            self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
-            # random * small_threshold < |g| << grad_width, on the product's high half: the
-            # same test (the right side's low half is 0), with a compare half as long.
-            self.s3_chance.eq(Cat(
-                # mutation site: stochastic-rule
-                less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
-                less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
-        ]
+    # -- stage s3: decide -----------------------------------------------------------------------
 
-        # -- stage s3: decide -----------------------------------------------------------------
+    def _decide_stage(self, m, shared):
+        """Stage ``s3``: the decision, step by step (each step passes what later ones read in a
+        :class:`_Decision`), and ``s4``'s registers."""
+        d = _Decision()
+        self._s3_entry(m, d)            # the row and the hit, as they are now
+        self._s3_tests(m, d)            # the threshold and count tests, the new sum and count
+        self._s3_ways(m, d)             # the way a miss would take
+        self._s3_cases(m, d)            # the case, what a tiny miss writes, the new row
+        self._s3_write(m, d, shared)    # the write toward L2, the strobes
+        self._s3_to_s4(m, d, shared)    # s4's registers
+
+    def _s3_entry(self, m, d):
+        """The row ``s3`` decides on (``s3_row_now``), ``s1``'s tag compares on it for ``s2``,
+        and the hit (``s3_now_hit``, ``s3_now_way``, ``hit_ways``)."""
+        s1, s3 = self.s1, self.s3
         # The gradient in s4 decided a cycle ago, after s2 had read this gradient's row: if it
         # rewrote this gradient's set (address), its effect is in s4's registers.
         same_addr, same_set = self.s3_same_addr, self.s3_same_set
@@ -554,6 +659,12 @@ class L1Accumulator(wiring.Component):
             hit.eq(Mux(same_addr, self.s4_holds, row_hit_ways.any())),
             hit_way.eq(Mux(same_addr, self.s4_way, self.s3_hit_way)),
         ]
+        d.hit_ways = hit_ways
+
+    def _s3_tests(self, m, d):
+        """The threshold and count tests (``crossed``, ``leaves_way``) and the hit entry's new
+        sum and count (``way_sum``, ``way_count``; ``s3_new_sum``, ``s3_new_count``)."""
+        s3, same_addr = self.s3, self.s3_same_addr
         # |sum + g| >= t, on the bounds computed in s2; count + 1 >= max_updates. Each test
         # is made on s4's kept entry and on every way's, and the outcome is picked as the entry
         # is (same_addr, the hit way), so that no mux stands in front of the compares. Whether
@@ -588,6 +699,13 @@ class L1Accumulator(wiring.Component):
             new_sum.eq(Array(way_sum)[self.s3_hit_way]),
             new_count.eq(Array(way_count)[self.s3_hit_way]),
         ]
+        d.crossed, d.leaves_way, d.way_sum, d.way_count = crossed, leaves_way, way_sum, way_count
+
+    def _s3_ways(self, m, d):
+        """The way a miss would take: whether the set is ``full``, its lowest free way
+        (``free_way``), its victim (``victim_way``, ``victim``), and the way allocated, one-hot
+        (``alloc_ways``); and ``s3``'s set and tag (``s3_set``, ``s3_tag``)."""
+        s3, row_now = self.s3, self.s3_row_now
         free     = Cat(~way.valid for way in row_now.ways)
         full     = ~free.any()
         lowest_free = lowest_one_hot(free)  # mutation site: free-way-choice
@@ -600,7 +718,16 @@ class L1Accumulator(wiring.Component):
         m.d.comb += alloc_ways.eq(Mux(full, Const(1, self.ways) << victim_way, lowest_free))
         s3_set = self._set(s3.addr)
         s3_tag = self._tag(s3.addr)
+        d.full, d.free_way, d.victim_way, d.victim = full, free_way, victim_way, victim
+        d.alloc_ways, d.s3_set, d.s3_tag = alloc_ways, s3_set, s3_tag
 
+    def _s3_cases(self, m, d):
+        """What the gradient does: one flag per case (``c_direct``, ``c_hit``, ``c_tiny``,
+        ``c_miss``, ``c_evict``; ``allocates``), what a tiny miss writes (``chance``,
+        ``written``), and the set's new row (``new_row``)."""
+        s3, hit, hit_ways = self.s3, self.s3_now_hit, d.hit_ways
+        full, victim_way, alloc_ways = d.full, d.victim_way, d.alloc_ways
+        vw = value_width(self.grad_width)
         # What the gradient does: one flag per case, each a few gates from registers, so that
         # every output below is a flat function of them (the tests enter last, in a mux).
         judged_here = self.s3_valid & ~self.s3_direct      # decided by L1 (not direct)
@@ -628,38 +755,47 @@ class L1Accumulator(wiring.Component):
         # leaves: a freed way's are never read) and keeps its valid bit unless it leaves; an
         # allocated way takes the new entry; a full set's victim pointer moves on.
         new_row = Signal(self.row_layout)
-        m.d.comb += new_row.eq(row_now)
+        m.d.comb += new_row.eq(self.s3_row_now)
         for i, way in enumerate(new_row.ways):
             with m.If(alloc_here[i]):
-                m.d.comb += [way.valid.eq(1), way.tag.eq(s3_tag), way.sum.eq(s3.grad),
+                m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.sum.eq(s3.grad),
                              way.count.eq(1)]
             with m.Elif(hit_here[i]):
-                m.d.comb += [way.valid.eq(~leaves_way[i]), way.sum.eq(way_sum[i]),
-                             way.count.eq(way_count[i])]
+                m.d.comb += [way.valid.eq(~d.leaves_way[i]), way.sum.eq(d.way_sum[i]),
+                             way.count.eq(d.way_count[i])]
         with m.If(c_evict):  # mutation site: victim-advance
             m.d.comb += new_row.victim.eq(victim_way + 1)
+        d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
+        d.hit_here, d.allocates, d.chance, d.written = hit_here, allocates, chance, written
+        d.new_row = new_row
 
+    def _s3_write(self, m, d, shared):
+        """The write toward L2 (``d_write``, ``d_push``, ``d_push_p``), the strobes and the
+        change to ``valid_count`` (``count_inc``, ``count_dec``)."""
+        s3, hit, full = self.s3, self.s3_now_hit, d.full
+        c_direct, c_hit, c_tiny, c_miss = d.c_direct, d.c_hit, d.c_tiny, d.c_miss
+        count_inc, count_dec = shared.count_inc, shared.count_dec
         # The write toward L2. Whether there is one waits for the tests (on a hit) last, taken
         # in the one way the gradient hit, so that no index stands between the tests and the
         # write's valid bit; its address, value and cause are made from the registers and the
         # case, not the tests (but for the cause of a hit's write).
-        hit_leaves = (hit_here & leaves_way).any()
-        d_write = c_hit | allocates
-        d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & chance) |
+        hit_leaves = (d.hit_here & d.leaves_way).any()
+        d_write = c_hit | d.allocates
+        d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & d.chance) |
                    (c_miss & (full | (self.max_updates == 1))))
         d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         m.d.comb += d_push_p.addr.eq(s3.addr)
         with m.If(self.s3_direct):
             m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.DIRECT)]
         with m.Elif(hit):
-            m.d.comb += [d_push_p.value.eq(new_sum),
-                         d_push_p.cause.eq(Mux(crossed, Cause.ACCUM_THRESHOLD,
+            m.d.comb += [d_push_p.value.eq(self.s3_new_sum),
+                         d_push_p.cause.eq(Mux(d.crossed, Cause.ACCUM_THRESHOLD,
                                                Cause.MAX_UPDATES))]
         with m.Elif(self.s3_tiny):
-            m.d.comb += [d_push_p.value.eq(written), d_push_p.cause.eq(Cause.STOCHASTIC)]
+            m.d.comb += [d_push_p.value.eq(d.written), d_push_p.cause.eq(Cause.STOCHASTIC)]
         with m.Elif(full):
-            m.d.comb += [d_push_p.addr.eq(Cat(s3_set, victim.tag)),
-                         d_push_p.value.eq(victim.sum), d_push_p.cause.eq(Cause.EVICTION)]
+            m.d.comb += [d_push_p.addr.eq(Cat(d.s3_set, d.victim.tag)),
+                         d_push_p.value.eq(d.victim.sum), d_push_p.cause.eq(Cause.EVICTION)]
         with m.Else():
             m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.MAX_UPDATES)]
         m.d.comb += [
@@ -670,26 +806,32 @@ class L1Accumulator(wiring.Component):
             count_inc.eq(c_miss & ~full & (self.max_updates > 1)),
             count_dec.eq(hit_leaves),
         ]
+        d.d_write, d.d_push, d.d_push_p = d_write, d_push, d_push_p
 
+    def _s3_to_s4(self, m, d, shared):
+        """``s4``'s registers: the decision, the entry it leaves, and for the gradient in
+        ``s2`` (deciding next) whether it rewrote that one's set; the discard registers."""
+        s2, s3, hit, full = self.s2, self.s3, self.s3_now_hit, d.full
+        d_write, allocates, alloc_ways, written = d.d_write, d.allocates, d.alloc_ways, d.written
         # The entry the gradient leaves in its way (if it holds it): kept apart from the row so
         # that the next gradient to the same address reads it from a register of its own.
-        next_same_set = self._set(s2.addr) == s3_set   # the gradient in s2, deciding next
+        next_same_set = self._set(s2.addr) == d.s3_set   # the gradient in s2, deciding next
         m.d.sync += [
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d_write),
-            self.s4_set.eq(s3_set),
-            self.s4_row.eq(new_row),
-            self.s4_way.eq(Mux(hit, hit_way, Mux(full, victim_way, free_way))),
-            self.s4_ways.eq(Mux(hit, hit_ways, alloc_ways)),
-            self.s4_holds.eq((hit_here & ~leaves_way).any() | allocates),
+            self.s4_set.eq(d.s3_set),
+            self.s4_row.eq(d.new_row),
+            self.s4_way.eq(Mux(hit, self.s3_now_way, Mux(full, d.victim_way, d.free_way))),
+            self.s4_ways.eq(Mux(hit, d.hit_ways, alloc_ways)),
+            self.s4_holds.eq((d.hit_here & ~d.leaves_way).any() | allocates),
             self.s4_alloc.eq(allocates),
-            self.s4_sum.eq(Mux(hit, new_sum, s3.grad)),
-            self.s4_count.eq(Mux(hit, new_count, 1)),
+            self.s4_sum.eq(Mux(hit, self.s3_new_sum, s3.grad)),
+            self.s4_count.eq(Mux(hit, self.s3_new_count, 1)),
             self.s4_stepped.eq(self.random_step),
-            self.s4_inc.eq(count_inc),
-            self.s4_dec.eq(count_dec),
-            self.s4_push.eq(d_push),
-            self.s4_push_p.eq(d_push_p),
+            self.s4_inc.eq(shared.count_inc),
+            self.s4_dec.eq(shared.count_dec),
+            self.s4_push.eq(d.d_push),
+            self.s4_push_p.eq(d.d_push_p),
             # For the gradient in s2, deciding next cycle: did this decision rewrite its set?
             self.s3_same_set.eq(d_write & next_same_set),  # mutation site: forward-to-s3
             self.s3_same_addr.eq(d_write & (s2.addr == s3.addr)),
@@ -700,7 +842,14 @@ class L1Accumulator(wiring.Component):
             self.discard_error.eq(s3.grad - written),  # mutation site: discard-error
         ]
 
-        # -- the flush scan ---------------------------------------------------------------------
+    # -- the flush scan -------------------------------------------------------------------------
+
+    def _flush_scan(self, m, shared):
+        """What the flush scan writes out of the set read (``read_row``): the ways still to
+        write out (``pending``), the lowest of them (``scan_ways``) as ``scan_push_p``, whether
+        the queue has ``room`` for it, and the row emptied (``cleared_row``)."""
+        Q = self.QUEUE_DEPTH
+        scan_push_p = shared.scan_push_p
         pending   = Cat(way.valid & ~done for way, done in zip(self.read_row.ways, self.scan_done))
         scan_ways = lowest_one_hot(pending)
         # The entry written out, picked one-hot (an AND-OR rather than an index's mux tree).
@@ -718,90 +867,29 @@ class L1Accumulator(wiring.Component):
         m.d.comb += cleared_row.eq(self.read_row)
         for way in cleared_row.ways:
             m.d.comb += way.valid.eq(0)
+        shared.pending, shared.scan_ways = pending, scan_ways
+        shared.room, shared.cleared_row = room, cleared_row
 
-        # -- control ----------------------------------------------------------------------------
+    # -- control --------------------------------------------------------------------------------
+
+    def _control(self, m, shared):
+        """The state (:class:`L1State`) and the RAM's ports, state by state; ``grad_in.ready``
+        and ``idle``. Makes ``state_next``."""
+        read = self.storage_read
+        reserved_next, Q = shared.reserved_next, self.QUEUE_DEPTH
         state_next = Signal(L1State)
         m.d.comb += state_next.eq(self.state)
         m.d.sync += self.state.eq(state_next)
+        shared.state_next = state_next
 
-        def scan_from(first):   # the scan (or INIT) goes on at set ``first``
-            m.d.sync += [self.scan_set.eq(first), self.scan_next.eq(first + 1)]
-
-        pipe_empty = ~(self.s1_valid | self.s2_valid | self.s3_valid | self.s4_valid)
         m.d.comb += read.en.eq(0)
         with m.Switch(self.state):
             with m.Case(L1State.INIT):
-                # Storage has no reset: clear every set before the first gradient.
-                m.d.comb += [
-                    write.en.eq(1),  # mutation site: init-clear
-                    write.addr.eq(self.scan_set),
-                    write.data.eq(0),
-                ]
-                with m.If(self.scan_set == self.sets - 1):  # mutation site: init-end
-                    m.d.comb += state_next.eq(L1State.RUN)
-                    scan_from(0)
-                with m.Else():
-                    scan_from(self.scan_next)
-
+                self._init_state(m, shared)
             with m.Case(L1State.RUN):
-                # While grad_in.ready is low (no gradient can be accepted) the RAM reads set 0,
-                # which a flush scan starts with: so its address hangs on no decision.
-                m.d.comb += [
-                    read.en.eq(1),
-                    read.addr.eq(Mux(self.grad_in.ready, self._set(self.grad_in.p.addr), 0)),
-                    write.en.eq(self.s4_valid & self.s4_write),
-                    write.addr.eq(self.s4_set),
-                    write.data.eq(self.s4_row),
-                ]
-                # A gradient is accepted under flush only in flush's first cycle (ready is a
-                # register); the barrier waits for ready to fall, so that whether the RAM reads
-                # set 0 does not hang on grad_in.valid, nor on the decision below.
-                start = self.flush & pipe_empty & ~self.grad_in.ready
-                with m.If(start):
-                    with m.If(self.empty):
-                        m.d.comb += state_next.eq(L1State.DONE)
-                    with m.Else():
-                        # Start the scan: set 0 is read now; its row is in read_row in two cycles.
-                        m.d.comb += state_next.eq(L1State.SCAN)
-                        scan_from(0)
-                        m.d.sync += [
-                            self.scan_done.eq(0),
-                            self.scan_wait.eq(1),
-                        ]
-
+                self._run_state(m, shared)
             with m.Case(L1State.SCAN):
-                # The next set's address is on the read port throughout, and the scanned set's
-                # address and its row emptied on the write port: the scan's decision (below)
-                # reaches only the ports' enables, not their addresses or the row's many bits.
-                m.d.comb += [
-                    read.addr.eq(self.scan_next),
-                    write.addr.eq(self.scan_set),
-                    write.data.eq(cleared_row),
-                ]
-                with m.If(self.scan_wait):
-                    m.d.sync += self.scan_wait.eq(0)
-                with m.Elif(pending.any()):
-                    with m.If(room):
-                        m.d.comb += scan_push.eq(1)
-                        m.d.sync += self.scan_done.eq(self.scan_done | scan_ways)
-                with m.Else():
-                    # Every valid way of the set is out: write it back empty. The next set is
-                    # read whether or not the scan goes on (its row is unused if not), so that
-                    # the read's enable does not wait for the tests below; after the last set
-                    # there is none (and with one set it would be the set being written).
-                    m.d.comb += [
-                        write.en.eq(1),
-                        read.en.eq(self.scan_set != self.sets - 1),
-                    ]
-                    m.d.sync += self.scan_done.eq(0)
-                    with m.If(~self.flush):  # mutation site: scan-ends-when-flush-drops
-                        m.d.comb += state_next.eq(L1State.RUN)
-                    with m.Elif((self.scan_set == self.sets - 1) | self.empty):
-                        m.d.comb += state_next.eq(L1State.DONE)
-                    with m.Else():
-                        scan_from(self.scan_next)
-                        m.d.sync += self.scan_wait.eq(1)
-
+                self._scan_state(m, shared)
             with m.Case(L1State.DONE):  # mutation site: done-resumes
                 with m.If(~self.flush):
                     m.d.comb += state_next.eq(L1State.RUN)
@@ -815,4 +903,89 @@ class L1Accumulator(wiring.Component):
         m.d.comb += self.idle.eq(
             ((self.state == L1State.RUN) | (self.state == L1State.DONE)) &
             (self.reserved == 0) & self.empty)
-        return m
+
+    def _scan_from(self, m, first):
+        """The scan (or INIT) goes on at set ``first``."""
+        m.d.sync += [self.scan_set.eq(first), self.scan_next.eq(first + 1)]
+
+    def _init_state(self, m, shared):
+        """``INIT``: clears a set per cycle, then ``RUN``."""
+        write, state_next = self.storage_write, shared.state_next
+        # Storage has no reset: clear every set before the first gradient.
+        m.d.comb += [
+            write.en.eq(1),  # mutation site: init-clear
+            write.addr.eq(self.scan_set),
+            write.data.eq(0),
+        ]
+        with m.If(self.scan_set == self.sets - 1):  # mutation site: init-end
+            m.d.comb += state_next.eq(L1State.RUN)
+            self._scan_from(m, 0)
+        with m.Else():
+            self._scan_from(m, self.scan_next)
+
+    def _run_state(self, m, shared):
+        """``RUN``: the pipeline's read and write; the flush barrier starts the scan (or goes
+        to ``DONE`` if L1 is empty)."""
+        read, write, state_next = self.storage_read, self.storage_write, shared.state_next
+        pipe_empty = ~(self.s1_valid | self.s2_valid | self.s3_valid | self.s4_valid)
+        # While grad_in.ready is low (no gradient can be accepted) the RAM reads set 0,
+        # which a flush scan starts with: so its address hangs on no decision.
+        m.d.comb += [
+            read.en.eq(1),
+            read.addr.eq(Mux(self.grad_in.ready, self._set(self.grad_in.p.addr), 0)),
+            write.en.eq(self.s4_valid & self.s4_write),
+            write.addr.eq(self.s4_set),
+            write.data.eq(self.s4_row),
+        ]
+        # A gradient is accepted under flush only in flush's first cycle (ready is a
+        # register); the barrier waits for ready to fall, so that whether the RAM reads
+        # set 0 does not hang on grad_in.valid, nor on the decision below.
+        start = self.flush & pipe_empty & ~self.grad_in.ready
+        with m.If(start):
+            with m.If(self.empty):
+                m.d.comb += state_next.eq(L1State.DONE)
+            with m.Else():
+                # Start the scan: set 0 is read now; its row is in read_row in two cycles.
+                m.d.comb += state_next.eq(L1State.SCAN)
+                self._scan_from(m, 0)
+                m.d.sync += [
+                    self.scan_done.eq(0),
+                    self.scan_wait.eq(1),
+                ]
+
+    def _scan_state(self, m, shared):
+        """``SCAN``: writes the scanned set's valid ways out, one per cycle as the queue has
+        room, then the set back empty; then the next set, ``DONE`` or (``flush`` dropped)
+        ``RUN``."""
+        read, write, state_next = self.storage_read, self.storage_write, shared.state_next
+        # The next set's address is on the read port throughout, and the scanned set's
+        # address and its row emptied on the write port: the scan's decision (below)
+        # reaches only the ports' enables, not their addresses or the row's many bits.
+        m.d.comb += [
+            read.addr.eq(self.scan_next),
+            write.addr.eq(self.scan_set),
+            write.data.eq(shared.cleared_row),
+        ]
+        with m.If(self.scan_wait):
+            m.d.sync += self.scan_wait.eq(0)
+        with m.Elif(shared.pending.any()):
+            with m.If(shared.room):
+                m.d.comb += shared.scan_push.eq(1)
+                m.d.sync += self.scan_done.eq(self.scan_done | shared.scan_ways)
+        with m.Else():
+            # Every valid way of the set is out: write it back empty. The next set is
+            # read whether or not the scan goes on (its row is unused if not), so that
+            # the read's enable does not wait for the tests below; after the last set
+            # there is none (and with one set it would be the set being written).
+            m.d.comb += [
+                write.en.eq(1),
+                read.en.eq(self.scan_set != self.sets - 1),
+            ]
+            m.d.sync += self.scan_done.eq(0)
+            with m.If(~self.flush):  # mutation site: scan-ends-when-flush-drops
+                m.d.comb += state_next.eq(L1State.RUN)
+            with m.Elif((self.scan_set == self.sets - 1) | self.empty):
+                m.d.comb += state_next.eq(L1State.DONE)
+            with m.Else():
+                self._scan_from(m, self.scan_next)
+                m.d.sync += self.scan_wait.eq(1)
