@@ -11,11 +11,13 @@ number of beats that updated it. The policy, per beat:
   (:meth:`LineModel._update_ema_by_beat`).
 * A lane with ``|g| >= threshold`` is written straight on (``DIRECT``).
 * The other (small) lanes of a line that hits add into their lane sums, and the beat counts as
-  one update of the line. A lane whose ``|sum| >= threshold`` is written and cleared
+  one update of the line (a lane holds a sum once a gradient was added into it, even if the
+  sum is 0, as with one lane). A lane whose ``|sum| >= threshold`` is written and cleared
   (``ACCUM_THRESHOLD``); a line left with no lane held is freed; else, at ``max_updates``
   beats, every held lane is written (``MAX_UPDATES``) and the line freed.
 * On a miss, a small lane with ``|g| < small_threshold`` is dropped or rounded (the dual
-  threshold, per lane, the LFSR stepped lane by lane); the rest allocate the line (a free way,
+  threshold, per lane, the LFSR stepped lane by lane), even when other lanes of the beat
+  allocate the line; the rest allocate it (a free way,
   or the victim's, whose held lanes are written as ``EVICTION``). With ``max_updates == 1``
   they are written (``MAX_UPDATES``) instead.
 * The writes of the beat's own line leave as **one masked line write**; a victim line is a
@@ -179,17 +181,28 @@ class LineModel(ReferenceModel):
 
     def _update_ema_by_beat(self, grads):
         """One EMA update for the beat's ``k`` lanes outside the bypass windows, each weighing
-        ``1 / lanes`` of one gradient's update (a single adder tree and shift in hardware,
-        where ``k`` updates in a row would chain ``k`` adders in the EMA's loop)::
+        ``1 / lanes`` of one gradient's update (an adder tree, a multiply by ``k <= lanes`` and
+        a shift in hardware, where ``k`` updates in a row would chain ``k`` adders in the EMA's
+        loop). The EMA keeps ``log2(lanes)`` more fraction bits (:attr:`ema_fraction_bits`),
+        so that the smaller step does not round away::
 
-            ema += ((sum(|g|) << 8) - k * ema) >> (ema_shift + log2(lanes))
+            ema += ((sum(|g|) << F) - k * ema) >> (ema_shift + log2(lanes)),  F = 8 + log2(lanes)
 
         With one lane it is :meth:`ReferenceModel._update_ema`; with every lane in, it moves
         the EMA toward the beat's mean ``|g|`` by one gradient's step."""
         if not grads:
             return
-        diff = (sum(abs(g) for g in grads) << EMA_FRACTION_BITS) - len(grads) * self.ema
-        self.ema += diff >> (self.modes["ema_shift"] + self.lanes.bit_length() - 1)
+        diff = (sum(abs(g) for g in grads) << self.ema_fraction_bits) - len(grads) * self.ema
+        self.ema += diff >> (self.modes["ema_shift"] + self._lane_bits)
+
+    @property
+    def ema_fraction_bits(self):
+        """Fraction bits of :attr:`ema`: ``8 + log2(lanes)``."""
+        return EMA_FRACTION_BITS + self._lane_bits
+
+    @property
+    def _lane_bits(self):
+        return self.lanes.bit_length() - 1
 
     def _find(self, line):
         """The entry of ``line`` (``None`` on a miss) and a function that frees it."""

@@ -113,11 +113,14 @@ class ReferenceModel:
                              "seed at the start or after a flush")
         self.lfsr = value or LFSR_RESET
 
+    #: Fraction bits of :attr:`ema`.
+    ema_fraction_bits = EMA_FRACTION_BITS
+
     @property
     def ema_threshold(self):
         """The EMA mode's threshold now: ``clamp(scale * EMA, ema_min, ema_max)``."""
         ema = self.ema_latched if self.modes["ema_per_step"] else self.ema
-        candidate = (ema * self.modes["ema_scale"]) >> (EMA_FRACTION_BITS +
+        candidate = (ema * self.modes["ema_scale"]) >> (self.ema_fraction_bits +
                                                         EMA_SCALE_FRACTION_BITS)
         if candidate > self.modes["ema_max"]:
             return self.modes["ema_max"]

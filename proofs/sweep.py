@@ -9,8 +9,8 @@ tag), 4-bit gradients, ``max_updates`` 3, bursts of ``max(1, depth // 2)``. L1's
 proven alone once per sets x ways (it has no L2: ``s<sets>w<ways>-l1-...``), as on the small
 configurations: its groups but conservation in one k-induction job, conservation in another.
 Each L2 depth then proves the system's safety groups in one job, progress and termination
-under DRAM fairness K = 2 in a job each (an induction window one cycle longer than the proven
-configurations'), and L2 alone at that depth.
+under DRAM fairness K = 2 in a job each (an induction window longer than the proven
+configurations' by a cycle per way and two), and L2 alone at that depth.
 """
 
 from .jobs import SMALL_GROUPS, SMALL_SYSTEM_GROUPS, Job, liveness_depth
@@ -22,6 +22,11 @@ WAYS = [1, 2, 4, 8]
 DEPTHS = [2 ** i for i in range(7)]      # 1 ... 64
 #: DRAM fairness of the liveness jobs.
 K = 2
+#: Seconds a solver may run in one of the sweep's jobs before it is stopped (TIMEOUT: no
+#: verdict). A job ends within three such limits (its proof; after a CTI, the check from reset;
+#: the z3 replay of a counterexample), so a runner's slice (two L1 jobs and four per L2 depth,
+#: 30 jobs, two at a time) ends within 15 x 3 x 7 = 315 minutes, inside the workflow's 350.
+JOB_TIMEOUT = 420
 
 
 def geometry(sets, ways, depth):
@@ -40,15 +45,17 @@ def sweep_jobs(sets=SETS, ways=WAYS, depths=DEPTHS):
 
                 def job(suffix, mode="prove", depth=3, **kw):
                     return Job(f"{name}-{suffix}", name, mode, depth, geometry=config,
-                               timeout=3600, **kw)
+                               timeout=JOB_TIMEOUT, **kw)
                 if d == depths[0]:
                     # L1 has no L2: its contract once per sets x ways.
                     jobs += [Job(f"s{s}w{w}-l1-{suffix}", name, "prove", 3, geometry=config,
-                                 timeout=3600, focus=groups, alone=True)
+                                 timeout=JOB_TIMEOUT, focus=groups, alone=True)
                              for suffix, groups in SMALL_GROUPS.items()]
-                # One cycle past the proven configurations' window: at 1 x 1 with L2 depth 1
-                # the progress induction has a CTI at liveness_depth (7) and holds at 8.
-                live = liveness_depth(config, K) + 1
+                # Past the proven configurations' window by a cycle per way and two: with an L2
+                # of depth 2 and K = 2 a place may wait K + 1 cycles after one freed a cycle
+                # apart (at 2 x 2 the progress induction has a CTI at liveness_depth, 10, and
+                # holds at 12; at 2 x 4, a CTI at 18 and holds at 20).
+                live = liveness_depth(config, K) + w + 2
                 jobs += [
                     job("safety", focus=SMALL_SYSTEM_GROUPS["safety"]),
                     job("progress", depth=live, focus=["progress"], fairness=K),

@@ -15,8 +15,8 @@ import sys
 from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
-__all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "positive_integer",
-           "DEFAULT_OUT", "prepare_out", "table", "progress"]
+__all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "int_list",
+           "positive_integer", "DEFAULT_OUT", "prepare_out", "table", "progress"]
 
 #: Where the reports go unless ``--out`` says otherwise.
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -56,6 +56,17 @@ def positive_integer(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def int_list(text):
+    """``"8,16,32"`` -> ``[8, 16, 32]`` (sorted, without repeats); an empty list is an error."""
+    items = [item for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"no value in {text!r}: give a comma-separated list")
+    try:
+        return sorted({integer(item) for item in items})
+    except argparse.ArgumentTypeError as error:
+        raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
 
 
 def table(rows, headers, *, fmt="pipe", align=None):

@@ -9,8 +9,8 @@ written three ways:
 
 * **dense write-through** (no compressor): every beat is one line transfer, its lanes'
   int16 gradients under their strobes;
-* **per-gradient records** (a compressor of one lane): one transfer per write, an address and
-  a value;
+* **per-gradient records** (the compressor of one lane, at the same ``sets x ways`` entries):
+  one transfer per write, an address and a value;
 * **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
   one transfer per line write, its lanes' values under their strobes.
 
@@ -19,15 +19,12 @@ RTL matches write for write; the RTL does not take lines yet.
 """
 
 import sys
-from collections import Counter
-
 from design.params import DEFAULTS
 from model import LineModel
 
-from .console import (ArgumentParser, UsageError, interrupted, positive_integer, table,
-                      usage_error)
+from .console import (ArgumentParser, UsageError, check_writable, int_list, interrupted,
+                      positive_integer, table, usage_error)
 from .provenance import write_results
-from .sweep import _int_list
 
 __all__ = ["FORMAT", "pack_lines", "line_costs", "main"]
 
@@ -69,11 +66,11 @@ def pack_lines(ops, lanes):
 
 def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     """``{"gradients", "beats", "dense", "records", "lines"}`` for ``ops`` packed into lines of
-    ``lanes``; each way of writing as ``(transfers, bytes)``."""
+    ``lanes``; each way of writing as ``(transfers, bytes)``. The L1 holds ``sets x ways``
+    lines of ``lanes`` for the line writes, and ``sets x ways`` gradients for the records."""
     beats = pack_lines(ops, lanes)
-    model = LineModel(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates)
-    line_writes = model.run(beats)
-    records = sum(bin(w.mask).count("1") for w in line_writes)
+    line_writes = LineModel(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates).run(beats)
+    records = len(LineModel(lanes=1, sets=sets, ways=ways, max_updates=max_updates).run(ops))
     n_beats = sum(op[0] == "line" for op in beats)
     return {
         "gradients": sum(op[0] == "grad" for op in ops),
@@ -81,7 +78,6 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
         "dense": (n_beats, n_beats * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)),
         "records": (records, records * (ADDRESS_BYTES + VALUE_BYTES)),
         "lines": (len(line_writes), len(line_writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)),
-        "causes": Counter(w.cause for lw in line_writes for w in lw.writes()),
     }
 
 
@@ -107,7 +103,7 @@ def build_parser():
                     "writes.",
         epilog="Exit status: 0 done, 2 bad argument or trace.")
     parser.add_argument("workloads", nargs="*", help="workload names (default: the report's)")
-    parser.add_argument("--lanes", type=_int_list, default=[1, 8, 32],
+    parser.add_argument("--lanes", type=int_list, default=[1, 8, 32],
                         help="comma-separated lanes per line (default: 1,8,32)")
     parser.add_argument("--sets", type=positive_integer, default=DEFAULTS["sets"],
                         help="L1 sets, each holding lines (default: %(default)s)")
@@ -132,6 +128,8 @@ def main(argv=None):
 def _lines(args):
     from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     try:
+        if args.out:
+            check_writable("--out", args.out)
         for lanes in args.lanes:     # the model checks the geometry before any work
             LineModel(lanes=lanes, sets=args.sets, ways=args.ways)
         traces = [get_workload(name) for name in args.workloads or DEFAULT_WORKLOADS]

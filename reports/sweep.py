@@ -12,7 +12,6 @@ RTL engine also checks accepted = written + discarded per address, and the disca
 the model's); the oracle stays the exact policy.
 """
 
-import argparse
 import json
 import os
 import shlex
@@ -25,9 +24,8 @@ from model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
-from .console import (ArgumentParser, UsageError, integer, interrupted, positive_integer,
-                      prepare_out, table,
-                      usage_error)
+from .console import (ArgumentParser, UsageError, int_list, integer, interrupted,
+                      positive_integer, prepare_out, table, usage_error)
 from . import console
 from .console import progress as console_progress
 from .metrics import check_conservation, cross_check
@@ -36,17 +34,6 @@ from .provenance import describe, provenance
 __all__ = ["main", "sweep"]
 
 DEFAULT_OUT = os.path.join(console.DEFAULT_OUT, "sweep")
-
-
-def _int_list(text):
-    """``"8,16,32"`` -> ``[8, 16, 32]`` (sorted, without repeats); an empty list is an error."""
-    items = [item for item in text.split(",") if item.strip()]
-    if not items:
-        raise argparse.ArgumentTypeError(f"no value in {text!r}: give a comma-separated list")
-    try:
-        return sorted({integer(item) for item in items})
-    except argparse.ArgumentTypeError as error:
-        raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
 
 
 def build_parser():
@@ -59,16 +46,16 @@ def build_parser():
         epilog="Exit status: 0 done, 1 a check failed (RTL engine), 2 bad argument or trace.")
     parser.add_argument("workload", nargs="?", default="tiny-embed",
                         help="workload name or .npz trace path (default: tiny-embed)")
-    parser.add_argument("--sets", type=_int_list, default=[8, 16, 32, 64, 128, 256, 512],
+    parser.add_argument("--sets", type=int_list, default=[8, 16, 32, 64, 128, 256, 512],
                         help="comma-separated powers of two (default: 8,...,512)")
-    parser.add_argument("--ways", type=_int_list, default=[1, 2, 4, 8],
+    parser.add_argument("--ways", type=int_list, default=[1, 2, 4, 8],
                         help="comma-separated powers of two (default: 1,2,4,8)")
-    parser.add_argument("--thresholds", type=_int_list, default=None,
+    parser.add_argument("--thresholds", type=int_list, default=None,
                         help="comma-separated thresholds (default: the trace's own threshold, "
                              "and half and twice it)")
     parser.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],
                         help="default: %(default)s")
-    parser.add_argument("--small-thresholds", type=_int_list, default=[0],
+    parser.add_argument("--small-thresholds", type=int_list, default=[0],
                         help="comma-separated dual thresholds, 0 = off (default: 0)")
     parser.add_argument("--stochastic", action="store_true",
                         help="dual threshold mode stochastic (LFSR seed 1) instead of drop")
