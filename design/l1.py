@@ -131,7 +131,7 @@ class L1Accumulator(wiring.Component):
       entry at once, so no select stands in front of them; the decision is one flag per case
       (``c_hit``, ``c_miss``, ...), the hit way and the allocated way are one-hot, and every
       output is a flat function of them with the tests entering last (Yosys' ABC maps every
-      path to the depth of the deepest, docs/synth.md, step 10). The new row, at most one
+      path to the depth of the deepest, docs/synth.md, design rules for timing). The new row, at most one
       write and the change to ``valid_count`` are registered.
     * ``s4`` (*t+4*), write: the new row is written to the RAM, the write goes into the output
       queue.

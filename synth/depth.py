@@ -24,9 +24,9 @@ Why: place and route moves one netlist's Fmax by up to 14 % from one placement s
 next (docs/synth.md), so a change worth a few percent cannot be told from noise by three seeds;
 this estimate is the same on every run and shows every deep path, not only the worst. It is a
 model, not a timing analysis: it knows no placement, so it ranks paths and netlists rather
-than predicting an Fmax (its deepest path: 11.6 ns on step 9's default netlist and 10.0 ns on
-step 10's, where the seeds' critical paths were 9.8-9.9 ns and 9.4-10.0 ns). Yosys' ABC maps
-every path to about the depth of the deepest one it must keep (docs/synth.md, step 10), so
+than predicting an Fmax (its deepest path on the default netlist: 10.0 ns, where the seeds' critical paths were
+9.4-10.0 ns). Yosys' ABC maps
+every path to about the depth of the deepest one it must keep (docs/synth.md, design rules for timing), so
 the deepest paths here are where a change can gain.
 
 Exit status: 0 done, 2 bad argument or input file.
@@ -143,7 +143,7 @@ def cell_graph(netlist):
     Every input of a flip-flop counts as an arc through state, its enable and reset as well
     as its data, as each decides the next value: a path into a flip-flop's enable is on a
     loop if the flip-flop reaches that enable's source (with data arcs only, 553 of the 1092
-    paths beyond 5 ns on step 10's default netlist would be on no loop, against 249)."""
+    paths beyond 5 ns on the default netlist would be on no loop, against 249)."""
     graph = defaultdict(list)
     for a, b, through_state in netlist.arcs():
         graph[a].append((b, int(through_state)))
