@@ -121,9 +121,7 @@ class LineModel(ReferenceModel):
         lanes = [i for i in range(self.lanes) if mask >> i & 1]
         if not lanes:
             return []
-        if self._clear_discards:
-            self.discard_count, self.discard_sum = 0, 0
-            self._clear_discards = False
+        self._start_of_input()
         judged = self.ema_threshold if self.modes["ema_enable"] else threshold
         bypassed = {i for i in lanes if self.in_bypass_window(line + i)}
         thresholds = {i: 0 if i in bypassed else judged for i in lanes}
@@ -238,9 +236,7 @@ class LineModel(ReferenceModel):
     def flush(self):
         """The flush barrier: write every held line out, set by set, lowest way first (see
         :meth:`model.ReferenceModel.flush` for the end of the step)."""
-        self.ema_latched = self.ema
-        self.step_discards.append((self.discard_count, self.discard_sum))
-        self._clear_discards = True
+        self._end_step()
         writes = [write for line, (_, sums, held, _) in self._held_lines()
                   for write in _held_write(line, sums, held, self.lanes, "FLUSH")]
         if self.sets is None:
@@ -279,8 +275,7 @@ class LineModel(ReferenceModel):
             if mask >> i & 1 and not self.grad_min <= grad <= self.grad_max:
                 raise ValueError(f"gradient {grad} (lane {i}) is outside "
                                  f"[{self.grad_min}, {self.grad_max}]")
-        if not 0 <= threshold <= self.threshold_max:
-            raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
+        self._check_threshold(threshold)
 
 
 def _held_write(line, sums, held, lanes, cause):

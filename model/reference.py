@@ -154,6 +154,24 @@ class ReferenceModel:
         self.discard_sum += grad - written
         return writes
 
+    # -- the step's bookkeeping, shared with model.lines ----------------------------------
+
+    def _check_threshold(self, threshold):
+        if not 0 <= threshold <= self.threshold_max:
+            raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
+
+    def _start_of_input(self):
+        """An input accepted: after a flush, it clears the step's running discard totals."""
+        if self._clear_discards:
+            self.discard_count, self.discard_sum = 0, 0
+            self._clear_discards = False
+
+    def _end_step(self):
+        """The flush barrier ends the step: the EMA is latched, the discard totals kept."""
+        self.ema_latched = self.ema
+        self.step_discards.append((self.discard_count, self.discard_sum))
+        self._clear_discards = True
+
     # -- the policy -----------------------------------------------------------------------
 
     def write(self, addr, grad, threshold):
@@ -163,11 +181,8 @@ class ReferenceModel:
         force instead, and in a bypass window 0 (every gradient is written through)."""
         if not self.grad_min <= grad <= self.grad_max:
             raise ValueError(f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]")
-        if not 0 <= threshold <= self.threshold_max:
-            raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
-        if self._clear_discards:
-            self.discard_count, self.discard_sum = 0, 0
-            self._clear_discards = False
+        self._check_threshold(threshold)
+        self._start_of_input()
         if self.modes["ema_enable"]:
             threshold = self.ema_threshold
         if self.in_bypass_window(addr):
@@ -224,9 +239,7 @@ class ReferenceModel:
 
         It also ends the step: the EMA's value is latched (for ``ema_per_step``) and the running
         discard totals are kept in :attr:`step_discards` (the next gradient clears them)."""
-        self.ema_latched = self.ema
-        self.step_discards.append((self.discard_count, self.discard_sum))
-        self._clear_discards = True
+        self._end_step()
         if self.sets is None:
             writes = [Write(addr, entry[0], "FLUSH") for addr, entry in self._entries.items()]
             self._entries.clear()
