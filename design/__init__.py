@@ -3,10 +3,11 @@
 from .compressor import GradientCompressor
 from .l1 import L1Accumulator, L1State
 from .layouts import Cause, value_width
+from .lines import LineAccumulator
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
 # The register interface (an AXI4-Lite register file, and the compressor behind one) is
 # design.registers, also a command (python -m design.registers writes the map).
-__all__ = ["GradientCompressor", "L1Accumulator", "L1State", "Streamer", "WritebackBuffer",
-           "Cause", "value_width"]
+__all__ = ["GradientCompressor", "L1Accumulator", "L1State", "LineAccumulator", "Streamer",
+           "WritebackBuffer", "Cause", "value_width"]

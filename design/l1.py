@@ -245,13 +245,14 @@ class L1Accumulator(wiring.Component):
             self.ways        = check_power_of_two("ways", ways)
             self.max_updates = check_int("max_updates", max_updates, minimum=1)
             self.set_bits    = log2(sets)
-            self.addr_width  = check_int("addr_width", addr_width, minimum=self.set_bits + 1)
-        self.tag_width   = addr_width - self.set_bits
+            self.addr_width  = check_int("addr_width", addr_width,
+                                         minimum=self.lane_bits + self.set_bits + 1)
+        self.tag_width   = addr_width - self.lane_bits - self.set_bits
 
         self.entry_layout = data.StructLayout({
             "valid": 1,
             "tag":   self.tag_width,
-            "sum":   signed(value_width(grad_width)),  # mutation site: sum-width
+            **self._entry_sums(),
             "count": range(max_updates + 1),
         })
         self.row_layout = data.StructLayout({
@@ -269,22 +270,22 @@ class L1Accumulator(wiring.Component):
         self.storage_read  = self.storage.read_port()
         self.storage_write = self.storage.write_port()
 
-        layout = classified_layout(addr_width, grad_width)
+        layout = self._beat_layout()
         super().__init__({
             "grad_in":     In(stream.Signature(layout)),
-            "push":        Out(stream.Signature(write_layout(addr_width, grad_width))),
+            "push":        Out(stream.Signature(self._write_layout())),
             "flush":       In(1),
             "idle":        Out(1),
             "valid_count": Out(range(sets * ways + 1)),
             "hit":         Out(1),
             "miss":        Out(1),
-            "small_miss":  Out(1),
+            "small_miss":  Out(self.lanes),
             "random":      In(grad_width),
             "random_next": In(grad_width),
             "random_step": Out(1),
-            "discard":     Out(1),
+            "discard":     Out(self.lanes),
             "discard_addr": Out(addr_width),
-            "discard_error": Out(signed(discard_error_width(grad_width))),
+            "discard_error": Out(self._per_lane(signed(discard_error_width(grad_width)))),
         })
 
         vw = value_width(grad_width)
@@ -359,7 +360,7 @@ class L1Accumulator(wiring.Component):
         self.s4_inc    = Signal()                  # allocated a free way
         self.s4_dec    = Signal()                  # freed its way (wrote it out)
         self.s4_push   = Signal()
-        self.s4_push_p = Signal(write_layout(addr_width, grad_width))
+        self.s4_push_p = Signal(self._write_layout())
         # Rows written one and two cycles ago (a read issued then did not see them).
         self.h1_valid, self.h1_set, self.h1_row = (
             Signal(name="h1_valid"), Signal(range(sets), name="h1_set"),
@@ -368,7 +369,7 @@ class L1Accumulator(wiring.Component):
             Signal(name="h2_valid"), Signal(range(sets), name="h2_set"),
             Signal(self.row_layout, name="h2_row"))
         # The output queue (made here so that the proofs can read its storage).
-        self.queue = WriteQueue(write_layout(addr_width, grad_width), depth=self.QUEUE_DEPTH)
+        self.queue = WriteQueue(self._queue_layout(), depth=self.QUEUE_DEPTH)
         # The flush scan.
         # mutation site: scan-counter
         self.scan_set  = Signal(range(sets))      # set being initialised or scanned
@@ -384,6 +385,41 @@ class L1Accumulator(wiring.Component):
             deciding=self.s3, deciding_direct=self.s3_direct,
             pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write,
             scan_set=self.scan_set, scan_wait=self.scan_wait, queue=self.queue)
+
+    # -- what depends on the number of lanes (LineAccumulator: a line of them) ---------------
+
+    #: Gradients per beat (a line): one here.
+    lanes = 1
+    lane_bits = 0
+
+    def _entry_sums(self):
+        """An entry's fields between its tag and its count: the sum."""
+        # mutation site: sum-width
+        return {"sum": signed(value_width(self.grad_width))}
+
+    def _beat_layout(self):
+        """What ``grad_in`` carries: a gradient with its threshold and settings."""
+        return classified_layout(self.addr_width, self.grad_width)
+
+    def _write_layout(self):
+        """What ``push`` carries: a write with its cause."""
+        return write_layout(self.addr_width, self.grad_width)
+
+    def _queue_layout(self):
+        """What a place of the output queue holds: a write."""
+        return self._write_layout()
+
+    def _per_lane(self, shape):
+        """The shape of a port with one ``shape`` per lane: ``shape`` itself here."""
+        return shape
+
+    def _magnitude(self, beat):
+        """``|g|``, made in ``s1`` for ``s2``."""
+        return abs(beat.grad)
+
+    def _ema_candidate(self, beat):
+        """The EMA threshold before its clamp, made in ``s1`` for ``s2``."""
+        return ema_candidate(beat.ema_source, beat.ema_scale)
 
     def _set(self, addr):
         return addr[:self.set_bits]
@@ -502,8 +538,8 @@ class L1Accumulator(wiring.Component):
                                self._set(s1.addr) == self.h1_set)),
             self.s2_valid.eq(self.s1_valid),
             s2.eq(s1),
-            self.s2_candidate.eq(ema_candidate(s1.ema_source, s1.ema_scale)),
-            self.s2_magnitude.eq(abs(s1.grad)),
+            self.s2_candidate.eq(self._ema_candidate(s1)),
+            self.s2_magnitude.eq(self._magnitude(s1)),
         ]
 
     # -- history of written rows ----------------------------------------------------------------
@@ -528,17 +564,7 @@ class L1Accumulator(wiring.Component):
         s2, s3, magnitude = self.s2, self.s3, self.s2_magnitude
         forwarded, use_forwarded = self._forward_row(m)
         judged = self._judge(m)
-
-        # The hit and the hit way are found on the forwarded match (from registers) and on the
-        # RAM row's side by side, and picked last, so that the RAM's row meets no select before
-        # its compares.
-        s2_tag = self._tag(s2.addr)
-        read_match = self._match(s2_tag, self.read_row)
-        s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
-        s2_hit_way = Mux(use_forwarded, lowest_index(m, forwarded, "s2_forwarded_way"),
-                         lowest_index(m, read_match, "s2_read_way"))
-        s2_hit_ways = Mux(use_forwarded, lowest_one_hot(forwarded),
-                          lowest_one_hot(read_match))
+        s2_hit, s2_hit_way, s2_hit_ways = self._s2_hit(m, forwarded, use_forwarded)
         m.d.sync += [
             self.s3_valid.eq(self.s2_valid),
             s3.eq(s2),
@@ -558,6 +584,20 @@ class L1Accumulator(wiring.Component):
                 less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
                 less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
         ]
+
+    def _s2_hit(self, m, forwarded, use_forwarded):
+        """Whether ``s2``'s address hits in its row, in which way, and that way one-hot."""
+        # The hit and the hit way are found on the forwarded match (from registers) and on the
+        # RAM row's side by side, and picked last, so that the RAM's row meets no select before
+        # its compares.
+        s2_tag = self._tag(self.s2.addr)
+        read_match = self._match(s2_tag, self.read_row)
+        s2_hit = Mux(use_forwarded, forwarded.any(), read_match.any())
+        s2_hit_way = Mux(use_forwarded, lowest_index(m, forwarded, "s2_forwarded_way"),
+                         lowest_index(m, read_match, "s2_read_way"))
+        s2_hit_ways = Mux(use_forwarded, lowest_one_hot(forwarded),
+                          lowest_one_hot(read_match))
+        return s2_hit, s2_hit_way, s2_hit_ways
 
     def _forward_row(self, m):
         """``s2``'s row (``row``): the newest of ``s4``'s, ``h1``'s, ``h2``'s and the RAM's.
@@ -859,9 +899,7 @@ class L1Accumulator(wiring.Component):
         room      = Signal()
         m.d.comb += [
             room.eq(self.reserved < Q),
-            scan_push_p.addr.eq(Cat(self.scan_set, scan_entry.tag)),
-            scan_push_p.value.eq(scan_entry.sum),
-            scan_push_p.cause.eq(Cause.FLUSH),
+            *self._scan_write(scan_push_p, scan_entry),
         ]
         cleared_row = Signal(self.row_layout)
         m.d.comb += cleared_row.eq(self.read_row)
@@ -869,6 +907,12 @@ class L1Accumulator(wiring.Component):
             m.d.comb += way.valid.eq(0)
         shared.pending, shared.scan_ways = pending, scan_ways
         shared.room, shared.cleared_row = room, cleared_row
+
+    def _scan_write(self, write, entry):
+        """The statements that make ``write`` the flush scan's write of ``entry``."""
+        return [write.addr.eq(Cat(self.scan_set, entry.tag)),
+                write.value.eq(entry.sum),
+                write.cause.eq(Cause.FLUSH)]
 
     # -- control --------------------------------------------------------------------------------
 

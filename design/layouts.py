@@ -5,9 +5,10 @@ from amaranth.lib import enum
 from amaranth import unsigned, signed
 from amaranth.lib import data
 
-from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH
+from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, ema_fraction_bits
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
+           "line_layout", "classified_line_layout", "line_write_layout",
            "value_width", "discard_error_width", "discard_sum_width"]
 
 
@@ -97,4 +98,49 @@ def write_layout(addr_width, grad_width):
         "addr":  unsigned(addr_width),
         "value": signed(value_width(grad_width)),
         "cause": Cause,
+    })
+
+
+# -- lines: beats of ``lanes`` gradients (design.lines) ------------------------------------------
+
+def line_layout(addr_width, grad_width, lanes):
+    """A beat as the compute core sends it: a line address (lane 0's, a multiple of
+    ``lanes``), a gradient per lane (lane ``i``'s address is ``addr + i``) and the lanes that
+    carry one (``mask``; AXI4-Stream's TDATA and TKEEP)."""
+    return data.StructLayout({
+        "addr":  unsigned(addr_width),
+        "grads": data.ArrayLayout(signed(grad_width), lanes),
+        "mask":  unsigned(lanes),
+    })
+
+
+def classified_line_layout(addr_width, grad_width, lanes):
+    """A beat with the settings in force when it was accepted (as :func:`classified_layout`
+    for one gradient): ``threshold`` is the beat's (or the EMA's, with ``ema``), and a lane in
+    an enabled bypass window (``bypass``) is judged against 0 instead. The EMA's value has
+    ``log2(lanes)`` more fraction bits (:func:`~design.params.ema_fraction_bits`)."""
+    return data.StructLayout({
+        "addr":            unsigned(addr_width),
+        "grads":           data.ArrayLayout(signed(grad_width), lanes),
+        "mask":            unsigned(lanes),
+        "bypass":          unsigned(lanes),
+        "threshold":       unsigned(grad_width),
+        "small_threshold": unsigned(grad_width),
+        "stochastic":      unsigned(1),
+        "ema":             unsigned(1),
+        "ema_source":      unsigned(grad_width + ema_fraction_bits(lanes)),
+        "ema_scale":       unsigned(EMA_SCALE_WIDTH),
+        "ema_min":         unsigned(grad_width),
+        "ema_max":         unsigned(grad_width),
+    })
+
+
+def line_write_layout(addr_width, grad_width, lanes):
+    """A masked line write: for each lane ``i`` in ``mask``, add ``values[i]`` at address
+    ``addr + i`` (``causes[i]`` says why)."""
+    return data.StructLayout({
+        "addr":   unsigned(addr_width),
+        "values": data.ArrayLayout(signed(value_width(grad_width)), lanes),
+        "mask":   unsigned(lanes),
+        "causes": data.ArrayLayout(Cause, lanes),
     })

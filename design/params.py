@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 __all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
-           "BYPASS_WINDOWS",
+           "BYPASS_WINDOWS", "LANES", "check_lanes", "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_config", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
@@ -40,6 +40,16 @@ LFSR_TAPS = sum(1 << (e - 1) for e in LFSR_POLYNOMIAL if e)
 LFSR_RESET = 1
 #: Fraction bits of the EMA of ``|grad|`` (so its floor rounding loses less than one unit).
 EMA_FRACTION_BITS = 8
+#: The numbers of lanes (gradients per beat, a line) the line-rate design takes.
+LANES = (1, 2, 4, 8, 16, 32)
+
+
+def ema_fraction_bits(lanes=1):
+    """Fraction bits of the EMA on beats of ``lanes`` gradients: ``log2(lanes)`` more than
+    :data:`EMA_FRACTION_BITS`, so that a lane's share of one update does not round away."""
+    return EMA_FRACTION_BITS + lanes.bit_length() - 1
+
+
 #: Width of the EMA's run-time ``ema_shift`` input ``k`` (alpha = 2**-k, k = 0 .. 7).
 EMA_SHIFT_WIDTH = 3
 #: Width of the run-time ``ema_scale`` input, unsigned fixed point ...
@@ -101,6 +111,14 @@ def check_power_of_two(name, value):
     check_int(name, value, minimum=1)
     if value & (value - 1):
         raise ValueError(f"{name} must be a power of two (1, 2, 4, ...), not {value}")
+    return value
+
+
+def check_lanes(value):
+    """Check that ``value`` is one of :data:`LANES` and return it."""
+    check_power_of_two("lanes", value)
+    if value not in LANES:
+        raise ValueError(f"lanes must be one of {', '.join(map(str, LANES))}, not {value}")
     return value
 
 

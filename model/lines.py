@@ -16,8 +16,9 @@ number of beats that updated it. The policy, per beat:
   (``ACCUM_THRESHOLD``); a line left with no lane held is freed; else, at ``max_updates``
   beats, every held lane is written (``MAX_UPDATES``) and the line freed.
 * On a miss, a small lane with ``|g| < small_threshold`` is dropped or rounded (the dual
-  threshold, per lane, the LFSR stepped lane by lane), even when other lanes of the beat
-  allocate the line; the rest allocate it (a free way,
+  threshold, per lane; in the stochastic mode every tiny lane of the beat is tested on the
+  same random bits, one draw per beat, the LFSR stepping once after it), even when other
+  lanes of the beat allocate the line; the rest allocate it (a free way,
   or the victim's, whose held lanes are written as ``EVICTION``). With ``max_updates == 1``
   they are written (``MAX_UPDATES``) instead.
 * The writes of the beat's own line leave as **one masked line write**; a victim line is a
@@ -32,14 +33,10 @@ one gradient and a line write one write (tests check it write for write).
 
 from collections import namedtuple
 
-from design.params import DEFAULTS, EMA_FRACTION_BITS, check_int, check_power_of_two
-from .reference import ReferenceModel, Write
+from design.params import DEFAULTS, LANES, check_int, check_lanes, ema_fraction_bits
+from .reference import ReferenceModel, Write, lfsr_step
 
 __all__ = ["LineModel", "LineWrite", "LANES"]
-
-#: The numbers of lanes a line may have.
-LANES = (1, 2, 4, 8, 16, 32)
-
 
 class LineWrite(namedtuple("LineWrite", "line values mask causes")):
     """A masked line write toward DRAM: for each lane ``i`` in ``mask``, add ``values[i]`` at
@@ -88,9 +85,7 @@ class LineModel(ReferenceModel):
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"]):
-        check_power_of_two("lanes", lanes)
-        if lanes not in LANES:
-            raise ValueError(f"lanes must be one of {', '.join(map(str, LANES))}, not {lanes}")
+        check_lanes(lanes)
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width)
         self.lanes = lanes
@@ -159,13 +154,16 @@ class LineModel(ReferenceModel):
             if not held:
                 free()
             return []
-        kept = []
+        kept, tiny = [], []
         for i in small:
-            if abs(grads[i]) < self.modes["small_threshold"]:
-                for write in self._tiny_miss(line + i, grads[i]):
-                    out.add(i, write.value, write.cause)
-            else:
-                kept.append(i)
+            (tiny if abs(grads[i]) < self.modes["small_threshold"] else kept).append(i)
+        # One draw of the random bits for the beat: every tiny lane is tested on them, and
+        # the LFSR steps once after.
+        for i in tiny:
+            for write in self._tiny_miss(line + i, grads[i], step=False):
+                out.add(i, write.value, write.cause)
+        if tiny and self.modes["stochastic"]:
+            self.lfsr = lfsr_step(self.lfsr)
         if not kept:
             return []
         if self.max_updates == 1:
@@ -196,7 +194,7 @@ class LineModel(ReferenceModel):
     @property
     def ema_fraction_bits(self):
         """Fraction bits of :attr:`ema`: ``8 + log2(lanes)``."""
-        return EMA_FRACTION_BITS + self._lane_bits
+        return ema_fraction_bits(self.lanes)
 
     @property
     def _lane_bits(self):

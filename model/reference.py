@@ -138,14 +138,16 @@ class ReferenceModel:
         diff = (abs(grad) << EMA_FRACTION_BITS) - self.ema
         self.ema += diff >> self.modes["ema_shift"]    # floor, as an arithmetic shift
 
-    def _tiny_miss(self, addr, grad):
-        """Dual threshold: a tiny gradient that missed in L1 is dropped or rounded."""
+    def _tiny_miss(self, addr, grad, step=True):
+        """Dual threshold: a tiny gradient that missed in L1 is dropped or rounded (on the
+        LFSR's bits as they are; they step after it unless ``step`` is false)."""
         small = self.modes["small_threshold"]
         written, writes = 0, []
         if self.modes["stochastic"]:
             bits = min(self.grad_width, LFSR_WIDTH)
             random = self.lfsr & ((1 << bits) - 1)
-            self.lfsr = lfsr_step(self.lfsr)
+            if step:
+                self.lfsr = lfsr_step(self.lfsr)
             if random * small < abs(grad) << bits:     # probability ~ |grad| / small
                 written = small if grad > 0 else -small
                 writes = [Write(addr, written, "STOCHASTIC")]

@@ -157,8 +157,8 @@ MUTANTS = {
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
-        '"sum":   signed(value_width(grad_width)),',
-        '"sum":   signed(value_width(grad_width) - 2),'),
+        'return {"sum": signed(value_width(self.grad_width))}',
+        'return {"sum": signed(value_width(self.grad_width) - 2)}'),
     "threshold_compared_narrow": (
         "widths", "the bound t - g is kept on grad_width bits (wraps)",
         "threshold-bound-width",

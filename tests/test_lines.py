@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from model import LANES, LineModel, LineWrite, ReferenceModel, Write
+from model.reference import lfsr_step
 
 GRAD = 2 ** 7                    # grad_width 8
 
@@ -131,6 +132,23 @@ def test_a_miss_evicts_the_victim_line_after_the_beats_own_writes():
         LineWrite(0, (1, 2), 0b11, ("EVICTION", "EVICTION"))]
     assert model.held() == {3: 3}
     assert model.flush() == [LineWrite(2, (0, 3), 0b10, (None, "FLUSH"))]
+
+
+def test_the_tiny_lanes_of_a_beat_share_one_draw():
+    """Stochastic mode: every tiny lane of a beat is tested on the same random bits, and the
+    LFSR steps once for the beat; a lane with a larger |g| is rounded up whenever a smaller one
+    is."""
+    model = LineModel(lanes=4, sets=1, ways=1, grad_width=8, addr_width=8)
+    model.set_modes(small_threshold=64, stochastic=1)
+    model.seed(0x1280)
+    start = model.lfsr
+    grads = [-5, 63, -40, 1]        # random * 64 < |g| << 8: |g| > 32 (random = 0x80)
+    [w] = model.write_line(0, grads, 0b1111, 100)
+    assert model.lfsr == lfsr_step(start)
+    assert w == LineWrite(0, (0, 64, -64, 0), 0b0110, (None, "STOCHASTIC", "STOCHASTIC", None))
+    assert len(model.discards) == 4
+    model.write_line(0, [1, 0, 0, 0], 0b0001, 100)     # one more tiny beat: one more step
+    assert model.lfsr == lfsr_step(lfsr_step(start))
 
 
 def test_a_line_whose_lanes_all_crossed_is_freed():

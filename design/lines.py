@@ -1,0 +1,395 @@
+"""L1 on lines: beats of ``lanes`` gradients, one tag per line (the policy: docs/lanes.md,
+``model.LineModel``)."""
+
+from dataclasses import replace
+
+from amaranth import *
+from amaranth.lib import data
+
+from .compare import less, at_least, at_most
+from .l1 import L1Accumulator, L1State, _Decision
+from .layouts import Cause, classified_line_layout, line_write_layout, value_width
+from .modes import ema_clamp
+from .params import EMA_SCALE_FRACTION_BITS, check_lanes, checked, ema_fraction_bits, log2
+
+__all__ = ["LineAccumulator"]
+
+
+class _LineDecision(_Decision):
+    """What the steps of a line's decision in ``s3`` pass on (beside :class:`_Decision`'s)."""
+    __slots__ = (
+        "direct", "small", "entry", "new_sums", "crossed", "held_after", "leaves", "flushed",
+        "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write",
+    )
+
+
+class LineAccumulator(L1Accumulator):
+    """The set-associative L1 on lines of ``lanes`` gradients (``lanes >= 2``; one lane is
+    :class:`~design.l1.L1Accumulator` itself).
+
+    The pipeline, the forwarding of rows, the output queue, INIT and the flush scan are
+    :class:`~design.l1.L1Accumulator`'s; an entry holds one tag, a sum per lane, which lanes hold
+    a sum (``held``) and the beats that updated the line (``count``), and the decision in ``s3``
+    is made per lane (docs/lanes.md):
+
+    * a masked lane with ``|g| >= threshold`` (0 for a lane in a bypass window) is *direct*, the
+      others are *small*; a beat with no small lane does not touch L1;
+    * hit: each small lane adds into its sum; a lane whose sum crosses the threshold is written
+      (``ACCUM_THRESHOLD``) and cleared; at ``max_updates`` beats every lane still held is
+      written (``MAX_UPDATES``); a line left with no lane held is freed;
+    * miss: a small lane with ``|g| < small_threshold`` is tiny (dropped, or in the stochastic
+      mode rounded to ``+-small_threshold`` on the beat's one draw of random bits); the other
+      small lanes allocate the line (with ``max_updates == 1`` they are written instead); a
+      full set's victim line is written (``EVICTION``), its held lanes.
+
+    A beat's own lanes leave as one masked line write and a victim line as a second, so the
+    output queue holds a pair of line writes per place (either may be empty, its mask 0) and
+    ``push`` offers the beat's own write first. A lane written twice in one beat (a direct
+    gradient and its held sum at ``max_updates``) is one value, their sum, ``DIRECT``.
+
+    Invariants, beside L1's: a lane not held has a sum of 0; a valid line holds at least one
+    lane.
+
+    Parameters
+    ----------
+    lanes : int
+        Gradients per beat: 2, 4, 8, 16 or 32.
+    addr_width, grad_width, sets, ways, max_updates
+        As for :class:`~design.l1.L1Accumulator`; ``sets`` and ``ways`` count lines and
+        ``max_updates`` beats.
+
+    Members
+    -------
+    grad_in : ``In(stream.Signature(classified_line_layout))``
+        Beats from the streamer: the line address, the lanes' gradients, mask and bypass bits,
+        the threshold and the modes' settings.
+    push : ``Out(stream.Signature(line_write_layout))``
+        Line writes toward L2, each lane with its cause.
+    small_miss, discard : ``Out(lanes)``
+        Per lane: a tiny lane missed (decided in ``s3``), and a cycle later its discard is
+        accounted ...
+    discard_addr : ``Out(addr_width)``, discard_error : ``Out(ArrayLayout(signed(grad_width + 1), lanes))``
+        ... at ``discard_addr + i``, with this ``grad - written``.
+    hit, miss : ``Out(1)``
+        Strobes per beat: a beat with small lanes hit its line; missed it and allocated it (or,
+        with ``max_updates == 1``, wrote its small lanes).
+    flush, idle, valid_count, random, random_next, random_step
+        As for :class:`~design.l1.L1Accumulator` (``valid_count`` counts lines; ``random_step``
+        is one step per beat that used the random bits).
+    """
+
+    def __init__(self, *, lanes, **parameters):
+        with checked(self):
+            if lanes == 1:
+                raise ValueError("lanes must be at least 2 for LineAccumulator (one lane is "
+                                 "L1Accumulator)")
+            self.lanes = check_lanes(lanes)
+        self.lane_bits = log2(lanes)
+        super().__init__(**parameters)
+        vw = value_width(self.grad_width)
+        # The signals of one gradient, one per lane.
+        self.s2_magnitude = Signal(self._per_lane(unsigned(self.grad_width)))
+        self.s3_high   = Signal(self._per_lane(signed(vw + 1)))   # t - g, per lane
+        self.s3_low    = Signal(self._per_lane(signed(vw + 1)))   # -t - g
+        self.s3_direct = Signal(lanes)                           # masked and |g| >= t
+        self.s3_tiny   = Signal(lanes)                           # |g| < small_threshold
+        # The stochastic test of each lane, on random (0) and on random_next (1).
+        self.s3_chance = Signal(data.ArrayLayout(lanes, 2))
+        # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
+        self.s4_victim   = Signal()
+        self.s4_victim_p = Signal(self._write_layout())
+        self.probe = replace(self.probe, deciding_direct=self.s3_direct)
+
+    # -- what depends on the number of lanes ----------------------------------------------------
+
+    def _entry_sums(self):
+        return {"sums": self._per_lane(signed(value_width(self.grad_width))),
+                "held": self.lanes}
+
+    def _beat_layout(self):
+        return classified_line_layout(self.addr_width, self.grad_width, self.lanes)
+
+    def _write_layout(self):
+        return line_write_layout(self.addr_width, self.grad_width, self.lanes)
+
+    def _queue_layout(self):
+        """A beat's own line write and its victim line's (a mask of 0: none)."""
+        return data.StructLayout({"own": self._write_layout(), "victim": self._write_layout()})
+
+    def _per_lane(self, shape):
+        return data.ArrayLayout(shape, self.lanes)
+
+    def _magnitude(self, beat):
+        return Cat(abs(grad) for grad in beat.grads)
+
+    def _ema_candidate(self, beat):
+        return (beat.ema_source * beat.ema_scale) >> (ema_fraction_bits(self.lanes) +
+                                                      EMA_SCALE_FRACTION_BITS)
+
+    def _set(self, addr):
+        return addr[self.lane_bits:self.lane_bits + self.set_bits]
+
+    def _tag(self, addr):
+        return addr[self.lane_bits + self.set_bits:]
+
+    def _line(self, index, tag):
+        """The line address of set ``index``'s line with ``tag``."""
+        return Cat(Const(0, self.lane_bits), index, tag)
+
+    def _scan_write(self, write, entry):
+        return [write.addr.eq(self._line(self.scan_set, entry.tag)),
+                write.values.eq(entry.sums),
+                write.mask.eq(entry.held),
+                *[cause.eq(Cause.FLUSH) for cause in write.causes]]
+
+    # -- the output queue: a pair of line writes per place --------------------------------------
+
+    def _output_queue(self, m, shared):
+        queue, accept, Q = self.queue, shared.accept, self.QUEUE_DEPTH
+        scan_push   = Signal()
+        scan_push_p = Signal(self._write_layout())
+        queue_read  = Signal()
+        scanning = self.state == L1State.SCAN
+        # The head's own write has been taken, its victim's is offered.
+        own_taken = Signal()
+        head = queue.r.payload
+        show_own = Signal()
+        last = Signal()   # the write offered is the head's last
+        m.d.comb += [
+            queue.w.valid.eq(scan_push | (self.s4_valid & (self.s4_push | self.s4_victim))),
+            queue.w.payload.own.eq(Mux(scanning, scan_push_p, self.s4_push_p)),
+            queue.w.payload.victim.eq(Mux(scanning | ~self.s4_victim, 0, self.s4_victim_p)),
+            show_own.eq(head.own.mask.any() & ~own_taken),
+            last.eq(~show_own | ~head.victim.mask.any()),
+            self.push.valid.eq(queue.r.valid),
+            self.push.payload.eq(Mux(show_own, head.own, head.victim)),
+            queue.r.ready.eq(self.push.ready & last),
+            queue_read.eq(queue.r.valid & self.push.ready & last),
+        ]
+        with m.If(self.push.valid & self.push.ready):
+            m.d.sync += own_taken.eq(~last)
+        # A place is reserved from acceptance until the beat leaves s4 without a write, or its
+        # writes leave the queue.
+        reserved_next = Signal(range(Q + 2))
+        m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
+                                     (self.s4_valid & ~self.s4_push & ~self.s4_victim) -
+                                     queue_read)
+        m.d.sync += self.reserved.eq(reserved_next)
+        shared.scan_push, shared.scan_push_p = scan_push, scan_push_p
+        shared.reserved_next = reserved_next
+
+    # -- stage s2: compare ----------------------------------------------------------------------
+
+    def _compare_stage(self, m):
+        s2, s3, gw = self.s2, self.s3, self.grad_width
+        forwarded, use_forwarded = self._forward_row(m)
+        judged = self._judge(m)
+        s2_hit, s2_hit_way, s2_hit_ways = self._s2_hit(m, forwarded, use_forwarded)
+        magnitudes = [self.s2_magnitude[i] for i in range(self.lanes)]
+        # One draw of random bits per beat: random * small_threshold < |g| << grad_width, on the
+        # product's high half, per lane, on the bits now and after one more step.
+        draws = [(random * s2.small_threshold)[gw:] for random in (self.random, self.random_next)]
+        m.d.sync += [
+            self.s3_valid.eq(self.s2_valid),
+            s3.eq(s2),
+            s3.threshold.eq(judged.threshold),
+            self.s3_direct.eq(judged.direct),
+            self.s3_row.eq(self.row),
+            self.s3_hit.eq(s2_hit),
+            self.s3_hit_way.eq(s2_hit_way),
+            self.s3_hit_ways.eq(s2_hit_ways),
+            self.s3_high.eq(judged.high),
+            self.s3_low.eq(judged.low),
+            self.s3_tiny.eq(Cat(less(mag, s2.small_threshold) for mag in magnitudes)),
+            self.s3_chance.eq(Cat(Cat(less(draw, mag) for mag in magnitudes) for draw in draws)),
+        ]
+
+    def _judge(self, m):
+        """The beat's threshold (the EMA's clamped, or ``threshold``), and per lane its bounds
+        (``high``, ``low``) and verdict (``direct``: masked and ``|g| >= t``, with ``t = 0`` in
+        a bypass window)."""
+        s2, N, gw = self.s2, self.lanes, self.grad_width
+        vw = value_width(gw)
+        ema_threshold = ema_clamp(m, self.s2_candidate, s2.ema_min, s2.ema_max,
+                                  "s2_ema_threshold")
+        judged = Signal(data.StructLayout({
+            "threshold": gw, "high": self._per_lane(signed(vw + 1)),
+            "low": self._per_lane(signed(vw + 1)), "direct": N}), name="s2_judged")
+        m.d.comb += judged.threshold.eq(Mux(s2.ema, ema_threshold, s2.threshold))
+        for i in range(N):
+            lane_threshold = Mux(s2.bypass[i], 0, judged.threshold)
+            grad = Signal(signed(vw + 1), name=f"s2_grad{i}")
+            m.d.comb += [
+                grad.eq(s2.grads[i]),
+                judged.high[i].eq(lane_threshold - grad),
+                judged.low[i].eq(-lane_threshold - grad),
+                judged.direct[i].eq(s2.mask[i] & at_least(self.s2_magnitude[i], lane_threshold)),
+            ]
+        return judged
+
+    # -- stage s3: decide -----------------------------------------------------------------------
+
+    def _decide_stage(self, m, shared):
+        d = _LineDecision()
+        self._s3_entry(m, d)            # the row and the hit, as they are now (L1's)
+        self._s3_ways(m, d)             # the way a miss would take (L1's)
+        self._s3_hit_lanes(m, d)        # on a hit: the lanes' new sums, crossings, what leaves
+        self._s3_miss_lanes(m, d)       # on a miss: tiny lanes, allocation, eviction
+        self._s3_row(m, d)              # the set's new row
+        self._s3_writes(m, d, shared)   # the beat's line write and the victim's, the strobes
+        self._s3_to_s4(m, d, shared)    # s4's registers
+
+    def _s3_hit_lanes(self, m, d):
+        """The lanes judged here (``small``), the hit entry (``entry``), its lanes' new sums
+        (``new_sums``), which cross the threshold (``crossed``), which stay held
+        (``held_after``), whether the line leaves (``leaves``), and the lanes written at
+        ``max_updates`` (``flushed``)."""
+        s3, N, vw = self.s3, self.lanes, value_width(self.grad_width)
+        direct, small = Signal(N), Signal(N)
+        m.d.comb += [direct.eq(Mux(self.s3_valid, s3.mask & self.s3_direct, 0)),
+                     small.eq(Mux(self.s3_valid, s3.mask & ~self.s3_direct, 0))]
+        entry = Signal(self.entry_layout, name="s3_entry")
+        m.d.comb += entry.eq(self.s3_row_now.ways[self.s3_now_way])
+        new_sums = Signal(self._per_lane(signed(vw)), name="s3_new_sums")
+        crossed = Signal(N)
+        for i in range(N):
+            held_sum = entry.sums[i]
+            m.d.comb += [
+                new_sums[i].eq(held_sum + Mux(small[i], s3.grads[i], 0)),
+                # |sum + g| >= t, on the bounds made in s2
+                crossed[i].eq(small[i] & (at_least(held_sum, self.s3_high[i]) |
+                                          at_most(held_sum, self.s3_low[i]))),
+            ]
+        held_after = Signal(N)
+        fills = entry.count >= self.max_updates - 1
+        leaves, flushed = Signal(), Signal(N)
+        m.d.comb += [
+            held_after.eq((entry.held | small) & ~crossed),
+            leaves.eq(fills | ~held_after.any()),
+            flushed.eq(Mux(fills, held_after, 0)),
+        ]
+        d.direct, d.small, d.entry, d.new_sums, d.crossed = direct, small, entry, new_sums, crossed
+        d.held_after, d.leaves, d.flushed = held_after, leaves, flushed
+
+    def _s3_miss_lanes(self, m, d):
+        """The case flags (``c_hit``, ``c_miss``: a beat with small lanes that hits or misses),
+        the tiny lanes of a miss (``tiny``, and ``rounded``: written by the stochastic mode),
+        the lanes that allocate (``kept``), whether the beat allocates and evicts."""
+        s3, N = self.s3, self.lanes
+        judged_here = d.small.any()
+        c_hit  = judged_here & self.s3_now_hit
+        c_miss = judged_here & ~self.s3_now_hit
+        tiny, kept, rounded = Signal(N), Signal(N), Signal(N)
+        # The beat's draw: the random bits in force when it decides (stepped if the beat ahead
+        # of it, now in s4, used them).
+        chance = Mux(self.s4_valid & self.s4_stepped, self.s3_chance[1], self.s3_chance[0])
+        m.d.comb += [
+            tiny.eq(Mux(c_miss, d.small & self.s3_tiny, 0)),
+            kept.eq(Mux(c_miss, d.small & ~self.s3_tiny, 0)),
+            rounded.eq(Mux(s3.stochastic, tiny & chance, 0)),
+        ]
+        allocates = kept.any() if self.max_updates > 1 else Const(0)
+        d.c_hit, d.c_miss, d.tiny, d.kept, d.rounded = c_hit, c_miss, tiny, kept, rounded
+        d.allocates, d.c_evict = allocates, allocates & d.full
+        d.leaves_hit = c_hit & d.leaves
+
+    def _s3_row(self, m, d):
+        """The set's new row: the hit way takes its lanes' new sums (0 where a lane crossed),
+        held lanes and count, and stays valid unless the line leaves; an allocated way takes
+        the beat's kept lanes; a full set's victim pointer moves on."""
+        s3 = self.s3
+        new_row = Signal(self.row_layout)
+        alloc_here = Mux(d.allocates, d.alloc_ways, 0)
+        hit_here = Mux(d.c_hit, d.hit_ways, 0)
+        m.d.comb += new_row.eq(self.s3_row_now)
+        for i, way in enumerate(new_row.ways):
+            with m.If(alloc_here[i]):
+                m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.held.eq(d.kept),
+                             way.count.eq(1)]
+                m.d.comb += [way.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
+                             for j in range(self.lanes)]
+            with m.Elif(hit_here[i]):
+                m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
+                             way.count.eq(d.entry.count + 1)]
+                m.d.comb += [way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))
+                             for j in range(self.lanes)]
+        with m.If(d.c_evict):
+            m.d.comb += new_row.victim.eq(d.victim_way + 1)
+        d.new_row = new_row
+
+    def _s3_writes(self, m, d, shared):
+        """The beat's own line write (``own``) and the victim's (``victim_write``), the strobes
+        and the change to ``valid_count``."""
+        s3, N = self.s3, self.lanes
+        mu1 = Const(self.max_updates == 1)
+        own = Signal(self._write_layout(), name="s3_own_write")
+        m.d.comb += [
+            own.addr.eq(s3.addr),
+            own.mask.eq(d.direct | Mux(d.c_hit, d.crossed | d.flushed,
+                                       d.rounded | Mux(mu1, d.kept, 0))),
+        ]
+        small = s3.small_threshold
+        for i in range(N):
+            grad, value, cause = s3.grads[i], own.values[i], own.causes[i]
+            with m.If(d.direct[i]):
+                m.d.comb += [value.eq(grad + Mux(d.c_hit & d.flushed[i], d.entry.sums[i], 0)),
+                             cause.eq(Cause.DIRECT)]
+            with m.Elif(d.c_hit):
+                m.d.comb += [value.eq(d.new_sums[i]),
+                             cause.eq(Mux(d.crossed[i], Cause.ACCUM_THRESHOLD,
+                                          Cause.MAX_UPDATES))]
+            with m.Elif(d.tiny[i]):
+                m.d.comb += [value.eq(Mux(grad[-1], -small, small)),
+                             cause.eq(Cause.STOCHASTIC)]
+            with m.Else():
+                m.d.comb += [value.eq(grad), cause.eq(Cause.MAX_UPDATES)]
+        victim_write = Signal(self._write_layout(), name="s3_victim_write")
+        m.d.comb += [
+            victim_write.addr.eq(self._line(d.s3_set, d.victim.tag)),
+            victim_write.values.eq(d.victim.sums),
+            victim_write.mask.eq(Mux(d.c_evict, d.victim.held, 0)),
+            *[cause.eq(Cause.EVICTION) for cause in victim_write.causes],
+        ]
+        m.d.comb += [
+            self.hit.eq(d.c_hit),
+            self.miss.eq(d.c_miss & d.kept.any()),
+            self.small_miss.eq(d.tiny),
+            self.random_step.eq(d.tiny.any() & s3.stochastic),
+            shared.count_inc.eq(d.allocates & ~d.full),
+            shared.count_dec.eq(d.leaves_hit),
+        ]
+        d.own, d.victim_write = own, victim_write
+        d.d_write = d.c_hit | d.allocates
+
+    def _s3_to_s4(self, m, d, shared):
+        """``s4``'s registers, and for the beat in ``s2`` (deciding next) whether this one
+        rewrote its set; the discard registers."""
+        s2, s3, hit, full = self.s2, self.s3, self.s3_now_hit, d.full
+        next_same_set = self._set(s2.addr) == d.s3_set
+        small = s3.small_threshold
+        m.d.sync += [
+            self.s4_valid.eq(self.s3_valid),
+            self.s4_write.eq(d.d_write),
+            self.s4_set.eq(d.s3_set),
+            self.s4_row.eq(d.new_row),
+            self.s4_way.eq(Mux(hit, self.s3_now_way, Mux(full, d.victim_way, d.free_way))),
+            self.s4_ways.eq(Mux(hit, d.hit_ways, d.alloc_ways)),
+            self.s4_holds.eq((d.c_hit & ~d.leaves) | d.allocates),
+            self.s4_alloc.eq(d.allocates),
+            self.s4_stepped.eq(self.random_step),
+            self.s4_inc.eq(shared.count_inc),
+            self.s4_dec.eq(shared.count_dec),
+            self.s4_push.eq(d.own.mask.any()),
+            self.s4_push_p.eq(d.own),
+            self.s4_victim.eq(d.c_evict),
+            self.s4_victim_p.eq(d.victim_write),
+            self.s3_same_set.eq(d.d_write & next_same_set),
+            self.s3_same_addr.eq(d.d_write & (s2.addr == s3.addr)),
+            self.s3_taken.eq(Mux(d.allocates & next_same_set, d.alloc_ways, 0)),
+            self.discard.eq(self.small_miss),
+            self.discard_addr.eq(s3.addr),
+        ]
+        for i in range(self.lanes):
+            grad = s3.grads[i]
+            written = Mux(d.rounded[i], Mux(grad[-1], -small, small), 0)
+            m.d.sync += self.discard_error[i].eq(grad - written)
