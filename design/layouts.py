@@ -8,7 +8,7 @@ from amaranth.lib import data
 from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, ema_fraction_bits
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
-           "line_layout", "classified_line_layout", "line_write_layout",
+           "line_layout", "classified_line_layout", "line_write_layout", "line_dram_layout",
            "value_width", "discard_error_width", "discard_sum_width"]
 
 
@@ -143,4 +143,14 @@ def line_write_layout(addr_width, grad_width, lanes):
         "values": data.ArrayLayout(signed(value_width(grad_width)), lanes),
         "mask":   unsigned(lanes),
         "causes": data.ArrayLayout(Cause, lanes),
+    })
+
+
+def line_dram_layout(addr_width, grad_width, lanes):
+    """A masked line write toward DRAM (AXI4's write data and strobes): for each lane ``i`` in
+    ``mask``, add ``values[i]`` at address ``addr + i``."""
+    return data.StructLayout({
+        "addr":   unsigned(addr_width),
+        "values": data.ArrayLayout(signed(value_width(grad_width)), lanes),
+        "mask":   unsigned(lanes),
     })

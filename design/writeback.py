@@ -3,8 +3,8 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .layouts import dram_layout
-from .params import DEFAULTS, checked, check_int
+from .layouts import dram_layout, line_dram_layout
+from .params import DEFAULTS, checked, check_int, check_lanes
 
 __all__ = ["WritebackBuffer"]
 
@@ -30,6 +30,13 @@ class WritebackBuffer(wiring.Component):
     * ``room == (level < depth)``, ``holding == (level != 0)``, ``stored == (count != 0)``.
     * ``bursting`` implies ``level > 0``; ``level >= burst_size`` implies ``bursting``.
 
+    Line writes (``lanes > 1``) are combined: a line write that finds the newest write in
+    ``storage`` (not yet in the output register) for the same line merges into it: the masks
+    OR-ed, the values of a lane in both added, unless a lane's sum would not fit a value
+    (``grad_width + 2`` bits), when it is stored as a write of its own. So a run of writes to
+    one line that L2 holds costs one DRAM write. A push is taken when ``level < depth``,
+    merged or not.
+
     Parameters
     ----------
     addr_width, grad_width : int
@@ -38,6 +45,9 @@ class WritebackBuffer(wiring.Component):
         Number of writes the buffer holds, the output register included.
     burst_size : int
         Number of held writes that starts a burst; ``1 <= burst_size <= depth``.
+    lanes : int
+        Values per write: 1 (a write is an address and a value), or a line of 2 to 32
+        (:func:`~design.layouts.line_dram_layout`), combined as above.
 
     Members
     -------
@@ -54,13 +64,15 @@ class WritebackBuffer(wiring.Component):
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
-                 depth=DEFAULTS["fifo_depth"], burst_size=DEFAULTS["burst_size"]):
+                 depth=DEFAULTS["fifo_depth"], burst_size=DEFAULTS["burst_size"], lanes=1):
         with checked(self):
             self.addr_width = check_int("addr_width", addr_width, minimum=1)
             self.grad_width = check_int("grad_width", grad_width, minimum=2)
             self.depth      = check_int("fifo_depth", depth, minimum=1)
             self.burst_size = check_int("burst_size", burst_size, minimum=1, maximum=depth)
-        layout = dram_layout(addr_width, grad_width)
+            self.lanes      = check_lanes(lanes)
+        layout = (dram_layout(addr_width, grad_width) if lanes == 1 else
+                  line_dram_layout(addr_width, grad_width, lanes))
         self.storage = Memory(shape=layout, depth=depth, init=[])
         super().__init__({
             "push":         In(stream.Signature(layout)),
@@ -80,6 +92,12 @@ class WritebackBuffer(wiring.Component):
         self.room      = Signal(init=1)
         self.holding   = Signal()
         self.stored    = Signal()
+        if lanes > 1:
+            # The newest write in storage (a copy), where it is, and whether it is still there
+            # (not yet loaded into the output register): a push to its line merges into it.
+            self.newest         = Signal(layout)
+            self.newest_ptr     = Signal(range(depth))
+            self.newest_waiting = Signal()
 
     def _next_ptr(self, ptr):
         return Mux(ptr == self.depth - 1, 0, ptr + 1)
@@ -99,6 +117,11 @@ class WritebackBuffer(wiring.Component):
         load      = Signal()   # storage -> output register
         pop       = Signal()   # output register -> DRAM
         level_next = Signal(range(self.depth + 1))
+        # A write pushed enters storage as a write of its own (enters), or merges into the
+        # newest one there (lines only).
+        enters = push_fire
+        if self.lanes > 1:
+            enters = self._combine(m, write, push_fire, load)
 
         m.d.comb += [
             self.push.ready.eq(self.room),  # mutation site: l2-push-ready
@@ -108,16 +131,17 @@ class WritebackBuffer(wiring.Component):
             pop.eq(self.dram_out.valid & self.dram_out.ready),
             # mutation site: l2-output-load
             load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),
-            level_next.eq(step(self.level, push_fire, pop)),
+            level_next.eq(step(self.level, enters, pop)),
             self.burst_active.eq(self.bursting),
 
             write.en.eq(push_fire),
-            write.addr.eq(self.w_ptr),
-            write.data.eq(self.push.payload),
+            # (with lines, the write port's address and data are _combine's)
+            *([write.addr.eq(self.w_ptr), write.data.eq(self.push.payload)]
+              if self.lanes == 1 else []),
             read.en.eq(load),   # the output register holds its write until DRAM takes it
             read.addr.eq(self.r_ptr),
         ]
-        with m.If(push_fire):
+        with m.If(enters):
             m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))  # mutation site: l2-write-pointer
         with m.If(load):
             m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))  # mutation site: l2-read-pointer
@@ -129,14 +153,14 @@ class WritebackBuffer(wiring.Component):
                 return Const(1) if n <= 0 else Const(0) if n > self.depth else counter >= n
             return Mux(up == down, at_least(n), Mux(up, at_least(n - 1), at_least(n + 1)))
 
-        nonzero_next = becomes_at_least(self.level, 1, push_fire, pop)
-        burst_next   = becomes_at_least(self.level, self.burst_size, push_fire, pop)
+        nonzero_next = becomes_at_least(self.level, 1, enters, pop)
+        burst_next   = becomes_at_least(self.level, self.burst_size, enters, pop)
         m.d.sync += [
             self.level.eq(level_next),   # count + out_valid, kept as a register of its own
-            self.room.eq(~becomes_at_least(self.level, self.depth, push_fire, pop)),
+            self.room.eq(~becomes_at_least(self.level, self.depth, enters, pop)),
             self.holding.eq(nonzero_next),
-            self.count.eq(step(self.count, push_fire, load)),
-            self.stored.eq(becomes_at_least(self.count, 1, push_fire, load)),
+            self.count.eq(step(self.count, enters, load)),
+            self.stored.eq(becomes_at_least(self.count, 1, enters, load)),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
             self.bursting.eq(nonzero_next &  # mutation site: l2-burst-end
@@ -144,3 +168,38 @@ class WritebackBuffer(wiring.Component):
                              (self.bursting | burst_next | self.flush)),
         ]
         return m
+
+    def _combine(self, m, write, push_fire, load):
+        """Write combining (lines): drives the storage's write port, keeps the newest write's
+        copy, and returns ``enters``: the write pushed is stored as a write of its own (else it
+        merged into the newest)."""
+        push, newest = self.push.payload, self.newest
+        merged = Signal.like(newest)
+        fits = Signal(self.lanes)
+        for i in range(self.lanes):
+            total = Signal(signed(len(push.values[i]) + 1), name=f"merged_total{i}")
+            m.d.comb += [
+                total.eq(Mux(newest.mask[i], newest.values[i], 0) +
+                         Mux(push.mask[i], push.values[i], 0)),
+                merged.values[i].eq(total),
+                fits[i].eq(total[-1] == total[-2]),     # the sum fits a value
+            ]
+        m.d.comb += [merged.addr.eq(newest.addr), merged.mask.eq(newest.mask | push.mask)]
+        # The newest write leaves storage when it is loaded (it is the one at r_ptr).
+        leaving = load & (self.r_ptr == self.newest_ptr)
+        merge, enters = Signal(), Signal()
+        m.d.comb += [
+            merge.eq(push_fire & self.newest_waiting & ~leaving &
+                     (push.addr == newest.addr) & fits.all()),
+            enters.eq(push_fire & ~merge),
+            write.addr.eq(Mux(merge, self.newest_ptr, self.w_ptr)),
+            write.data.eq(Mux(merge, merged, push)),
+        ]
+        with m.If(merge):
+            m.d.sync += newest.eq(merged)
+        with m.Elif(enters):
+            m.d.sync += [newest.eq(push), self.newest_ptr.eq(self.w_ptr),
+                         self.newest_waiting.eq(1)]
+        with m.Elif(leaving):
+            m.d.sync += self.newest_waiting.eq(0)
+        return enters
