@@ -1,14 +1,15 @@
 from amaranth import *
-from amaranth.lib import stream, wiring
+from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .compare import at_most
 from .l1 import L1Accumulator
-from .layouts import (Cause, gradient_layout, dram_layout, discard_error_width,
-                      discard_sum_width)
+from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dram_layout,
+                      discard_error_width, discard_sum_width)
+from .lines import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
-from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_FRACTION_BITS,
-                     BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, check_config, checked)
+from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, BYPASS_WINDOWS,
+                     DISCARD_COUNT_WIDTH, check_config, check_lanes, checked, ema_fraction_bits)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -33,13 +34,20 @@ def connect_random(m, lfsr, l1):
 
 def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
               sets=DEFAULTS["sets"], ways=DEFAULTS["ways"], fifo_depth=DEFAULTS["fifo_depth"],
-              **_):
+              lanes=1, **_):
     """The :class:`GradientCompressor` signature of a configuration (its members' shapes),
     without building one; other parameters are accepted and ignored."""
+    if lanes == 1:
+        beat, write = gradient_layout(addr_width, grad_width), dram_layout(addr_width, grad_width)
+        discard_error = signed(discard_error_width(grad_width))
+    else:
+        beat, write = (line_layout(addr_width, grad_width, lanes),
+                       line_dram_layout(addr_width, grad_width, lanes))
+        discard_error = data.ArrayLayout(signed(discard_error_width(grad_width)), lanes)
     return wiring.Signature({
-        "grad_in":           In(stream.Signature(gradient_layout(addr_width, grad_width))),
+        "grad_in":           In(stream.Signature(beat)),
         "threshold":         In(grad_width),
-        "dram_out":          Out(stream.Signature(dram_layout(addr_width, grad_width))),
+        "dram_out":          Out(stream.Signature(write)),
         "flush":             In(1),
         "idle":              Out(1),
         "direct_write":      Out(1),
@@ -70,14 +78,14 @@ def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_wi
            for field, width in [("base", addr_width), ("limit", addr_width),
                                 ("enable", 1)]},
         "current_threshold": Out(grad_width),
-        "ema_average":       Out(grad_width + EMA_FRACTION_BITS),
+        "ema_average":       Out(grad_width + ema_fraction_bits(lanes)),
         "stochastic_write":  Out(1),
-        "discard":           Out(1),
+        "discard":           Out(lanes),
         "discard_addr":      Out(addr_width),
-        "discard_error":     Out(signed(discard_error_width(grad_width))),
+        "discard_error":     Out(discard_error),
         "discard_count":     Out(DISCARD_COUNT_WIDTH),
         "discard_sum":       Out(signed(discard_sum_width(grad_width))),
-        "bypassed":          Out(1),
+        "bypassed":          Out(lanes),
     })
 
 
@@ -187,25 +195,29 @@ class GradientCompressor(wiring.Component):
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
                  sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], fifo_depth=DEFAULTS["fifo_depth"],
-                 burst_size=DEFAULTS["burst_size"]):
+                 burst_size=DEFAULTS["burst_size"], lanes=1):
         with checked(self):
             check_config(addr_width=addr_width, grad_width=grad_width, sets=sets, ways=ways,
-                         max_updates=max_updates, fifo_depth=fifo_depth, burst_size=burst_size)
+                         max_updates=max_updates, fifo_depth=fifo_depth, burst_size=burst_size,
+                         lanes=lanes)
 
-        self.streamer  = Streamer(addr_width=addr_width, grad_width=grad_width)
-        self.l1        = L1Accumulator(addr_width=addr_width, grad_width=grad_width,
-                                       sets=sets, ways=ways, max_updates=max_updates)
+        self.streamer  = Streamer(addr_width=addr_width, grad_width=grad_width, lanes=lanes)
+        geometry = dict(addr_width=addr_width, grad_width=grad_width, sets=sets, ways=ways,
+                        max_updates=max_updates)
+        self.l1        = (L1Accumulator(**geometry) if lanes == 1 else
+                          LineAccumulator(lanes=lanes, **geometry))
         self.writeback = WritebackBuffer(addr_width=addr_width, grad_width=grad_width,
-                                         depth=fifo_depth, burst_size=burst_size)
+                                         depth=fifo_depth, burst_size=burst_size, lanes=lanes)
         self.lfsr      = Lfsr()
-        self.ema       = EmaThreshold(grad_width=grad_width)
-        self.discards  = DiscardTotals(grad_width=grad_width)
+        self.ema       = EmaThreshold(grad_width=grad_width, lanes=lanes)
+        self.discards  = DiscardTotals(grad_width=grad_width, lanes=lanes)
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
+        self.lanes = lanes
 
         super().__init__(signature(addr_width=addr_width, grad_width=grad_width, sets=sets,
-                                   ways=ways, fifo_depth=fifo_depth))
+                                   ways=ways, fifo_depth=fifo_depth, lanes=lanes))
 
     def elaborate(self, platform):
         m = Module()
@@ -223,9 +235,12 @@ class GradientCompressor(wiring.Component):
         m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
         # -- run-time modes: the threshold in force, bypass windows, random bits --------------
-        in_window = Signal()
+        in_window = Signal(self.lanes)
         # The modes' outputs are registers: no input reaches an output combinationally.
-        m.d.sync += self.bypassed.eq(accept & in_window)  # mutation site: bypassed-strobe
+        if self.lanes == 1:
+            m.d.sync += self.bypassed.eq(accept & in_window)  # mutation site: bypassed-strobe
+        else:
+            m.d.sync += self.bypassed.eq(Mux(accept, in_window & self.grad_in.p.mask, 0))
         # current_threshold: the threshold in force, in three steps (register the EMA's value
         # and the settings; multiply; clamp), so that no multiply and clamp share a cycle.
         shown_source = Signal.like(ema.source)
@@ -240,7 +255,8 @@ class GradientCompressor(wiring.Component):
             shown_source.eq(ema.source), shown_scale.eq(self.ema_scale),
             shown_enable[0].eq(self.ema_enable), shown_threshold[0].eq(self.threshold),
             shown_bounds[0][0].eq(self.ema_min), shown_bounds[0][1].eq(self.ema_max),
-            shown_candidate.eq(ema_candidate(shown_source, shown_scale)),
+            shown_candidate.eq(ema_candidate(shown_source, shown_scale,
+                                             ema_fraction_bits(self.lanes))),
             shown_enable[1].eq(shown_enable[0]), shown_threshold[1].eq(shown_threshold[0]),
             shown_bounds[1][0].eq(shown_bounds[0][0]), shown_bounds[1][1].eq(shown_bounds[0][1]),
             self.current_threshold.eq(Mux(
@@ -249,15 +265,9 @@ class GradientCompressor(wiring.Component):
                           "shown_ema_threshold"),
                 shown_threshold[1])),
         ]
-        m.d.comb += in_window.eq(Cat(
-            getattr(self, f"bypass{i}_enable") &  # mutation site: bypass-window-enable
-            at_most(getattr(self, f"bypass{i}_base"), self.grad_in.p.addr) &
-            # mutation site: bypass-window-limit
-            at_most(self.grad_in.p.addr, getattr(self, f"bypass{i}_limit"))
-            for i in range(BYPASS_WINDOWS)).any())
+        m.d.comb += in_window.eq(Cat(self._in_window(addr) for addr in self._lane_addresses()))
         m.d.comb += [
-            ema.sample.eq(accept & ~in_window),  # mutation site: ema-sample
-            ema.magnitude.eq(abs(self.grad_in.p.grad)),
+            *self._ema_sample(ema, accept, in_window),
             ema.shift.eq(self.ema_shift),
             ema.scale.eq(self.ema_scale),
             ema.minimum.eq(self.ema_min),
@@ -287,7 +297,7 @@ class GradientCompressor(wiring.Component):
             # L1 -> L2: the cause only feeds the event strobes.
             writeback.push.valid.eq(l1.push.valid),
             writeback.push.p.addr.eq(l1.push.p.addr),
-            writeback.push.p.value.eq(l1.push.p.value),  # mutation site: l1-to-l2-value
+            *self._l1_to_l2(l1, writeback),
             l1.push.ready.eq(writeback.push.ready),
             l1.flush.eq(self.flush),
             writeback.flush.eq(self.flush),
@@ -303,7 +313,7 @@ class GradientCompressor(wiring.Component):
                               (self.evict_write,       Cause.EVICTION),
                               (self.flush_write,       Cause.FLUSH),
                               (self.stochastic_write,  Cause.STOCHASTIC)]:
-            m.d.comb += strobe.eq(pushed & (l1.push.p.cause == cause))
+            m.d.comb += strobe.eq(pushed & self._has_cause(l1.push.p, cause))
         m.d.comb += [
             self.l1_hit.eq(l1.hit),
             self.l1_miss.eq(l1.miss),
@@ -332,8 +342,57 @@ class GradientCompressor(wiring.Component):
 
         m.d.sync += [
             # mutation site: accepted-count
-            self.accepted_count.eq(self.accepted_count + (self.grad_in.valid & self.grad_in.ready)),
+            self.accepted_count.eq(self.accepted_count +
+                                   self._gradients(self.grad_in.valid & self.grad_in.ready)),
             self.dram_write_count.eq(self.dram_write_count +
                                      (self.dram_out.valid & self.dram_out.ready)),
         ]
         return m
+
+    # -- what depends on the number of lanes ----------------------------------------------------
+
+    def _lane_addresses(self):
+        """The address of each lane of the beat on ``grad_in``."""
+        if self.lanes == 1:
+            return [self.grad_in.p.addr]
+        return [self.grad_in.p.addr + i for i in range(self.lanes)]
+
+    def _in_window(self, addr):
+        """``addr`` lies in an enabled bypass window."""
+        return Cat(
+            getattr(self, f"bypass{i}_enable") &  # mutation site: bypass-window-enable
+            at_most(getattr(self, f"bypass{i}_base"), addr) &
+            # mutation site: bypass-window-limit
+            at_most(addr, getattr(self, f"bypass{i}_limit"))
+            for i in range(BYPASS_WINDOWS)).any()
+
+    def _ema_sample(self, ema, accept, in_window):
+        """The EMA's sample: a gradient accepted outside the windows; on lines, the beat's
+        masked lanes outside them (their ``|g|`` summed, and counted)."""
+        if self.lanes == 1:
+            return [ema.sample.eq(accept & ~in_window),  # mutation site: ema-sample
+                    ema.magnitude.eq(abs(self.grad_in.p.grad))]
+        sampled = self.grad_in.p.mask & ~in_window
+        return [ema.sample.eq(accept),
+                ema.magnitude.eq(sum(Mux(sampled[i], abs(self.grad_in.p.grads[i]), 0)
+                                     for i in range(self.lanes))),
+                ema.samples.eq(sum(sampled[i] for i in range(self.lanes)))]
+
+    def _l1_to_l2(self, l1, writeback):
+        """A write's values (and mask) from L1 to L2: the cause stays behind."""
+        if self.lanes == 1:
+            return [writeback.push.p.value.eq(l1.push.p.value)]  # mutation site: l1-to-l2-value
+        return [writeback.push.p.values.eq(l1.push.p.values),
+                writeback.push.p.mask.eq(l1.push.p.mask)]
+
+    def _has_cause(self, write, cause):
+        """``write`` writes a value of ``cause`` (on lines: some lane of it)."""
+        if self.lanes == 1:
+            return write.cause == cause
+        return Cat(write.mask[i] & (write.causes[i] == cause) for i in range(self.lanes)).any()
+
+    def _gradients(self, accepted):
+        """Gradients accepted in a cycle: one, or a beat's masked lanes."""
+        if self.lanes == 1:
+            return accepted
+        return Mux(accepted, sum(self.grad_in.p.mask[i] for i in range(self.lanes)), 0)

@@ -9,8 +9,8 @@ from amaranth.lib import data
 from .compare import less, at_least, at_most
 from .l1 import L1Accumulator, L1State, _Decision
 from .layouts import Cause, classified_line_layout, line_write_layout, value_width
-from .modes import ema_clamp
-from .params import EMA_SCALE_FRACTION_BITS, check_lanes, checked, ema_fraction_bits, log2
+from .modes import ema_candidate, ema_clamp
+from .params import check_lanes, checked, ema_fraction_bits, log2
 
 __all__ = ["LineAccumulator"]
 
@@ -123,8 +123,7 @@ class LineAccumulator(L1Accumulator):
         return Cat(abs(grad) for grad in beat.grads)
 
     def _ema_candidate(self, beat):
-        return (beat.ema_source * beat.ema_scale) >> (ema_fraction_bits(self.lanes) +
-                                                      EMA_SCALE_FRACTION_BITS)
+        return ema_candidate(beat.ema_source, beat.ema_scale, ema_fraction_bits(self.lanes))
 
     def _set(self, addr):
         return addr[self.lane_bits:self.lane_bits + self.set_bits]

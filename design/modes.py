@@ -44,7 +44,7 @@ All settings (and ``threshold``) apply to a gradient as they are in the cycle it
 """
 
 from amaranth import *
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .compare import less, greater
@@ -52,15 +52,16 @@ from .layouts import discard_error_width, discard_sum_width
 from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
                      EMA_FRACTION_BITS,
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
-                     check_int)
+                     check_int, check_lanes, ema_fraction_bits, log2)
 
 __all__ = ["Lfsr", "EmaThreshold", "DiscardTotals", "ema_candidate", "ema_clamp", "ema_update"]
 
 
-def ema_candidate(source, scale):
-    """The EMA threshold before its clamp: ``(source * scale) >> (8 + 4)``. A multiply: the
-    pipeline gives it a stage of its own."""
-    return (source * scale) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
+def ema_candidate(source, scale, fraction_bits=EMA_FRACTION_BITS):
+    """The EMA threshold before its clamp: ``(source * scale) >> (8 + 4)`` (``source`` with
+    ``fraction_bits`` fraction bits: ``8 + log2(lanes)`` on lines). A multiply: the pipeline
+    gives it a stage of its own."""
+    return (source * scale) >> (fraction_bits + EMA_SCALE_FRACTION_BITS)
 
 
 def ema_clamp(m, candidate, minimum, maximum, name, values=None):
@@ -164,18 +165,29 @@ class EmaThreshold(wiring.Component):
     """The dynamic threshold: an EMA of ``|grad|`` in shift-and-add arithmetic, scaled and
     clamped (see the module's description for the exact arithmetic).
 
+    On lines (``lanes > 1``) a beat updates the EMA once, by its ``k = samples`` lanes outside
+    the bypass windows, each weighing ``1 / lanes`` of a gradient, with
+    ``F = 8 + log2(lanes)`` fraction bits (docs/lanes.md)::
+
+        ema += ((magnitude << F) - k * ema) >> (shift + log2(lanes))
+
     Parameters
     ----------
     grad_width : int
         Gradient width (the threshold and the bounds are unsigned ``grad_width`` bits).
+    lanes : int
+        Gradients per beat (1: one gradient per sample).
 
     Members
     -------
     sample : ``In(1)``
         Update the EMA with ``magnitude`` this cycle (a gradient accepted outside the bypass
-        windows).
+        windows; on lines, a beat).
     magnitude : ``In(grad_width)``
-        ``|grad|`` of that gradient.
+        ``|grad|`` of that gradient (on lines ``In(grad_width + log2(lanes))``: the sum of the
+        sampled lanes' ``|grad|``) ...
+    samples : ``In(range(lanes + 1))``
+        ... on lines: how many lanes it sums (``k``).
     shift : ``In(EMA_SHIFT_WIDTH)``
         ``k``: alpha = ``2**-k``.
     scale : ``In(EMA_SCALE_WIDTH)``
@@ -198,14 +210,18 @@ class EmaThreshold(wiring.Component):
         Its value at the last flush barrier (a register).
     """
 
-    def __init__(self, *, grad_width=DEFAULTS["grad_width"]):
+    def __init__(self, *, grad_width=DEFAULTS["grad_width"], lanes=1):
         with checked(self):
             self.grad_width = check_int("grad_width", grad_width, minimum=2)
+            self.lanes      = check_lanes(lanes)
+        self.fraction_bits = ema_fraction_bits(lanes)
         # |grad| <= 2**(grad_width - 1), so the EMA is at most 2**(grad_width - 1 + F).
-        average_width = grad_width + EMA_FRACTION_BITS
+        average_width = grad_width + self.fraction_bits
+        per_beat = {} if lanes == 1 else {"samples": In(range(lanes + 1))}
         super().__init__({
             "sample":          In(1),
-            "magnitude":       In(grad_width),
+            "magnitude":       In(grad_width + log2(lanes)),
+            **per_beat,
             "shift":           In(EMA_SHIFT_WIDTH),
             "scale":           In(EMA_SCALE_WIDTH),
             "minimum":         In(grad_width),
@@ -221,17 +237,28 @@ class EmaThreshold(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         with m.If(self.sample):
-            m.d.sync += self.average.eq(ema_update(self.average, self.magnitude, self.shift))
+            m.d.sync += self.average.eq(ema_update(self.average, self.magnitude, self.shift)
+                                        if self.lanes == 1 else self._beat_update(m))
         with m.If(self.latch):
             m.d.sync += self.latched_average.eq(self.average)
 
         m.d.comb += self.source.eq(Mux(self.per_step, self.latched_average, self.average))
-        candidate = Signal(len(self.average) + EMA_SCALE_WIDTH - EMA_FRACTION_BITS -
+        candidate = Signal(len(self.average) + EMA_SCALE_WIDTH - self.fraction_bits -
                            EMA_SCALE_FRACTION_BITS)
-        m.d.comb += candidate.eq(ema_candidate(self.source, self.scale))
+        m.d.comb += candidate.eq(ema_candidate(self.source, self.scale, self.fraction_bits))
         m.d.comb += self.threshold.eq(ema_clamp(m, candidate, self.minimum, self.maximum,
                                                 "clamped"))
         return m
+
+
+    def _beat_update(self, m):
+        """The EMA after a beat (lines): ``ema + (((magnitude << F) - k * ema) >> (shift +
+        log2(lanes)))``, the shift arithmetic (floor), as the line model makes it."""
+        width = len(self.average)
+        step = Signal(signed(width + log2(self.lanes) + 2), name="ema_beat_step")
+        m.d.comb += step.eq((self.magnitude << self.fraction_bits) -
+                            self.samples * self.average)
+        return (self.average + (step >> (self.shift + log2(self.lanes))))[:width]
 
 
 class DiscardTotals(wiring.Component):
@@ -244,12 +271,14 @@ class DiscardTotals(wiring.Component):
     ----------
     grad_width : int
         Gradient width (``error`` is ``grad_width + 1`` bits, ``sum`` ``grad_width + 33``).
+    lanes : int
+        Discards that may be accounted in one cycle (a beat's lanes).
 
     Members
     -------
-    discard : ``In(1)``
-        Strobe: a discard is accounted this cycle ...
-    error : ``In(signed(grad_width + 1))``
+    discard : ``In(lanes)``
+        Strobes: a discard is accounted this cycle (per lane) ...
+    error : ``In(signed(grad_width + 1))`` (on lines, one per lane)
         ... with this ``grad - written``.
     accept : ``In(1)``
         A gradient is accepted this cycle.
@@ -261,12 +290,14 @@ class DiscardTotals(wiring.Component):
         A barrier has completed and no gradient was accepted since (a register).
     """
 
-    def __init__(self, *, grad_width=DEFAULTS["grad_width"]):
+    def __init__(self, *, grad_width=DEFAULTS["grad_width"], lanes=1):
         with checked(self):
             self.grad_width = check_int("grad_width", grad_width, minimum=2)
+            self.lanes      = check_lanes(lanes)
+        error = signed(discard_error_width(grad_width))
         super().__init__({
-            "discard":      In(1),
-            "error":        In(signed(discard_error_width(grad_width))),
+            "discard":      In(lanes),
+            "error":        In(error if lanes == 1 else data.ArrayLayout(error, lanes)),
             "accept":       In(1),
             "barrier":      In(1),
             "count":        Out(DISCARD_COUNT_WIDTH),
@@ -282,8 +313,13 @@ class DiscardTotals(wiring.Component):
             m.d.sync += self.barrier_done.eq(1)
         with m.Elif(clear):
             m.d.sync += self.barrier_done.eq(0)
+        if self.lanes == 1:
+            counted, errors = self.discard, Mux(self.discard, self.error, 0)
+        else:
+            counted = sum(self.discard[i] for i in range(self.lanes))
+            errors = sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
         m.d.sync += [
-            self.count.eq(Mux(clear, 0, self.count) + self.discard),  # mutation site: discard-count
-            self.sum.eq(Mux(clear, 0, self.sum) + Mux(self.discard, self.error, 0)),
+            self.count.eq(Mux(clear, 0, self.count) + counted),  # mutation site: discard-count
+            self.sum.eq(Mux(clear, 0, self.sum) + errors),
         ]
         return m

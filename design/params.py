@@ -127,18 +127,23 @@ def log2(value):
     return value.bit_length() - 1
 
 
-def check_config(*, addr_width, grad_width, sets, ways, max_updates, fifo_depth, burst_size):
+def check_config(*, addr_width, grad_width, sets, ways, max_updates, fifo_depth, burst_size,
+                 lanes=1):
     """Check a whole :class:`~design.GradientCompressor` configuration (the parameters as in
-    :data:`DEFAULTS`); raise :class:`TypeError` or :class:`ValueError` naming the first bad one.
+    :data:`DEFAULTS`, and ``lanes``); raise :class:`TypeError` or :class:`ValueError` naming the
+    first bad one.
     """
     check_power_of_two("sets", sets)
     check_power_of_two("ways", ways)
     check_int("grad_width", grad_width, minimum=2)
     check_int("max_updates", max_updates, minimum=1)
     check_int("addr_width", addr_width, minimum=1)
-    if addr_width <= log2(sets):
-        raise ValueError(f"addr_width must be greater than log2(sets) = {log2(sets)} "
-                         f"so that a tag remains above the set index, not {addr_width}")
+    check_lanes(lanes)
+    if addr_width <= log2(sets) + log2(lanes):
+        what = "log2(sets)" if lanes == 1 else "log2(sets) + log2(lanes)"
+        raise ValueError(f"addr_width must be greater than {what} = "
+                         f"{log2(sets) + log2(lanes)} so that a tag remains above the set "
+                         f"index, not {addr_width}")
     check_int("fifo_depth", fifo_depth, minimum=1)
     check_int("burst_size", burst_size, minimum=1)
     if burst_size > fifo_depth:

@@ -109,8 +109,8 @@ MUTANTS = {
     "accepted_count_counts_valid": (
         "counters", "accepted_count counts offered gradients, not accepted ones",
         "accepted-count",
-        "self.accepted_count + (self.grad_in.valid & self.grad_in.ready)",
-        "self.accepted_count + self.grad_in.valid"),
+        "self.accepted_count + self._gradients(self.grad_in.valid & self.grad_in.ready)",
+        "self.accepted_count + self._gradients(self.grad_in.valid)"),
     # (Was hit_strobe_while_stalled: the pipeline never stalls a decision.)
     "hit_strobe_on_direct": (
         "counters", "l1_hit also strobes for a direct gradient whose address is held",
@@ -152,8 +152,8 @@ MUTANTS = {
     "value_truncated_to_l2": (
         "widths", "value truncated by one bit on its way to DRAM (L1 -> L2)",
         "l1-to-l2-value",
-        "writeback.push.p.value.eq(l1.push.p.value),",
-        "writeback.push.p.value.eq(l1.push.p.value[:-1]),"),
+        "writeback.push.p.value.eq(l1.push.p.value)]",
+        "writeback.push.p.value.eq(l1.push.p.value[:-1])]"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
@@ -246,8 +246,8 @@ MUTANTS = {
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "discard-count",
-        "self.count.eq(Mux(clear, 0, self.count) + self.discard),",
-        "self.count.eq(self.count + self.discard),"),
+        "self.count.eq(Mux(clear, 0, self.count) + counted),",
+        "self.count.eq(self.count + counted),"),
     "discard_on_a_bubble": (
         "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
         "discard-strobe",
@@ -317,8 +317,8 @@ MUTANTS = {
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
         "bypass-window-limit",
-        "at_most(self.grad_in.p.addr, getattr(self, f\"bypass{i}_limit\"))",
-        "~at_most(getattr(self, f\"bypass{i}_limit\"), self.grad_in.p.addr)"),
+        "at_most(addr, getattr(self, f\"bypass{i}_limit\"))",
+        "~at_most(getattr(self, f\"bypass{i}_limit\"), addr)"),
     "bypass_ignores_enable": (
         "bypass", "a window applies even when its enable bit is low",
         "bypass-window-enable",
