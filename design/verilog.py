@@ -1,12 +1,16 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
-    python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 ...]
+    python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
 ``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, the
 event outputs under their member names (``direct_write``, ..., ``dram_write_count``), and the
 run-time modes' inputs and outputs under their member names (``small_threshold``, ...,
 ``bypass1_enable``, ``lfsr_seed``, ``lfsr_load``; ``current_threshold``, ..., ``bypassed``).
+On lines (``--lanes N``, N > 1) a beat is ``in_addr`` (lane 0's address), ``in_grads`` (lane
+``i`` in bits ``[i*grad_width +: grad_width]``, AXI4-Stream's TDATA) and ``in_mask`` (a bit per
+lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in bits
+``[i*(grad_width+2) +: grad_width+2]``) and ``dram_mask`` (a bit per lane, WSTRB).
 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its
@@ -47,9 +51,17 @@ PORTS = {
     "flush":      ("flush",),
     "idle":       ("idle",),
 }
+#: ... on lines: the flat ports that differ.
+LINE_PORTS = {
+    "in_grads":    ("grad_in", "payload", "grads"),
+    "in_mask":     ("grad_in", "payload", "mask"),
+    "dram_values": ("dram_out", "payload", "values"),
+    "dram_mask":   ("dram_out", "payload", "mask"),
+}
 #: Run-time mode inputs, under their member names.
 MODE_INPUTS = (*MODES_OFF, "lfsr_seed", "lfsr_load")
 INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush", *MODE_INPUTS)
+LINE_INPUTS = ("in_grads", "in_mask")
 EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
           "l1_hit", "l1_miss", "l1_valid_count", "l2_level", "burst_active",
           "accepted_count", "dram_write_count",
@@ -73,14 +85,20 @@ def flat_ports(dut):
     m.submodules.compressor = dut
     sync = m.domains.sync = ClockDomain("sync")
     ports = [sync.clk, sync.rst]
+    compressor = dut.compressor if isinstance(dut, CompressorWithRegisters) else dut
+    streams = PORTS
+    if compressor.lanes > 1:
+        streams = {name: path for name, path in PORTS.items()
+                   if name not in ("in_grad", "dram_value")}
+        streams.update(LINE_PORTS)
     if isinstance(dut, CompressorWithRegisters):
-        members = {name: path for name, path in PORTS.items()
+        members = {name: path for name, path in streams.items()
                    if path[0] in ("grad_in", "dram_out")}
         members.update({f"s_axi_{name}": (name,) for name in AXI})
-        inputs = (*INPUTS, *(f"s_axi_{name}" for name in AXI_INPUTS))
+        inputs = (*INPUTS, *LINE_INPUTS, *(f"s_axi_{name}" for name in AXI_INPUTS))
     else:
-        members = dict(PORTS, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
-        inputs = INPUTS
+        members = dict(streams, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
+        inputs = (*INPUTS, *LINE_INPUTS)
     for name, path in members.items():
         member = dut
         for step in path:
@@ -129,6 +147,8 @@ def main(argv=None):
     for param, default in DEFAULTS.items():
         parser.add_argument("--" + param.replace("_", "-"), dest=param, type=int,
                             default=default, help=f"default: {default}")
+    parser.add_argument("--lanes", type=int, default=1,
+                        help="gradients per beat (a line): 1, 2, 4, ..., 32 (default: 1)")
     args = parser.parse_args(argv)
     params = {k: v for k, v in vars(args).items() if k not in ("output", "name", "registers")}
     try:

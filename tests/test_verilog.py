@@ -1,7 +1,8 @@
 import re
 import subprocess
 
-from design.verilog import main, yosys_command, INPUTS, EVENTS, MODE_INPUTS, PORTS
+from design.verilog import (main, yosys_command, INPUTS, EVENTS, MODE_INPUTS, PORTS,
+                            LINE_PORTS)
 
 
 def test_verilog_has_flat_ports_and_reads_back(tmp_path):
@@ -21,7 +22,33 @@ def test_verilog_has_flat_ports_and_reads_back(tmp_path):
     subprocess.run([yosys_command(), "-q", "-p", script], cwd=tmp_path, check=True)
 
 
+def test_lines_have_data_and_mask_ports(tmp_path):
+    """On lines the streams are AXI-like: the lanes side by side (TDATA) and a bit per lane
+    (TKEEP, WSTRB)."""
+    path = tmp_path / "gc.v"
+    main(["-o", str(path), "--sets", "4", "--ways", "2", "--lanes", "8"])
+    text = path.read_text()
+    header = re.search(r"module gradient_compressor\((.*?)\);", text, re.S).group(1)
+    ports = {name.strip() for name in header.split(",")}
+    assert ports == ({"clk", "rst", *PORTS, *LINE_PORTS, *MODE_INPUTS, *EVENTS} -
+                     {"in_grad", "dram_value"})
+    assert re.search(r"input \[127:0\] in_grads;", text)
+    assert re.search(r"input \[7:0\] in_mask;", text)
+    assert re.search(r"output \[143:0\] dram_values;", text)
+    assert re.search(r"output \[7:0\] dram_mask;", text)
+    assert re.search(r"output \[7:0\] discard;", text)
+
+
 def test_bad_parameter_is_a_usage_error(capsys):
     assert main(["--ways", "3"]) == 2
     assert capsys.readouterr().err == ("python -m design.verilog: error: ways must be a power "
                                        "of two (1, 2, 4, ...), not 3\n")
+
+
+def test_bad_lanes_is_a_usage_error(capsys):
+    assert main(["--lanes", "3"]) == 2
+    assert capsys.readouterr().err == ("python -m design.verilog: error: lanes must be a power "
+                                       "of two (1, 2, 4, ...), not 3\n")
+    assert main(["--lanes", "2", "--addr-width", "5", "--sets", "16"]) == 2
+    assert "addr_width must be greater than log2(sets) + log2(lanes) = 5" in (
+        capsys.readouterr().err)

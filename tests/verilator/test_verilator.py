@@ -49,8 +49,9 @@ def lint(verilog, *extra):
 
 @needs_verilator
 @pytest.mark.parametrize("config", [[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
-                                         "--burst-size", "2", "--grad-width", "8"]],
-                         ids=["default", "small"])
+                                         "--burst-size", "2", "--grad-width", "8"],
+                                     ["--lanes", "8"]],
+                         ids=["default", "small", "lanes8"])
 def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), *config])
@@ -66,10 +67,11 @@ def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
 def test_every_waiver_matches_a_warning(tmp_path, verilator_env):
     """A waiver that matches nothing (the idiom it was written for has gone from the code)
     would hide the next warning of its kind: each must match some warning of the exported
-    Verilog of the default or the small configuration."""
+    Verilog of the default, the small or the 8-lane configuration."""
     warnings = []
     for i, config in enumerate([[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
-                                     "--burst-size", "2", "--grad-width", "8"]]):
+                                     "--burst-size", "2", "--grad-width", "8"],
+                                ["--lanes", "8"]]):
         verilog = tmp_path / f"config{i}.v"
         export_verilog(["-o", str(verilog), *config])
         warnings += re.findall(r"^%Warning-(\w+): [^:]+:\d+:\d+: (.*)$", lint(verilog).stderr,
