@@ -98,6 +98,7 @@ class WritebackBuffer(wiring.Component):
             self.newest         = Signal(layout)
             self.newest_ptr     = Signal(range(depth))
             self.newest_waiting = Signal()
+            self.merge          = Signal()    # the write pushed merges into the newest
 
     def _next_ptr(self, ptr):
         return Mux(ptr == self.depth - 1, 0, ptr + 1)
@@ -187,7 +188,7 @@ class WritebackBuffer(wiring.Component):
         m.d.comb += [merged.addr.eq(newest.addr), merged.mask.eq(newest.mask | push.mask)]
         # The newest write leaves storage when it is loaded (it is the one at r_ptr).
         leaving = load & (self.r_ptr == self.newest_ptr)
-        merge, enters = Signal(), Signal()
+        merge, enters = self.merge, Signal()
         m.d.comb += [
             merge.eq(push_fire & self.newest_waiting & ~leaving &
                      (push.addr == newest.addr) & fits.all()),

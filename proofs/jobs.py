@@ -127,7 +127,8 @@ class Job:
     @property
     def properties(self):
         if self.component:
-            groups = sorted({g for g, c in COMPONENT_GROUPS.items() if c == self.component})
+            groups = sorted({g for g, c in COMPONENT_GROUPS.items() if c == self.component} |
+                            set(COMPONENTS[self.component].shares))
             return f"{self.component} alone: " + ("covers" if self.mode == "cover"
                                                   else "+".join(groups))
         if self.mode in ("cover", "sim"):

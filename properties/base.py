@@ -43,7 +43,10 @@ GROUPS = {
     "storage":      "with the whole storage read: the queue's and L2's shadows for the "
                     "tracked address match their storage; neither writes it out unless it "
                     "holds a write for it",
-    "fifo":         "L2 is an order-preserving FIFO (one tracked write)",
+    "fifo":         "L2 is an order-preserving FIFO (one tracked write); on lines, the tracked "
+                    "write holds what was pushed into it and merged into it, lane by lane",
+    "combine":      "L2 on lines: a push merges only into the newest write in storage, for "
+                    "its line, without overflow; the newest write's copy is its slot's",
     "queue":        "L1's output queue is an order-preserving FIFO (one tracked write)",
     "lfsr":         "the LFSR steps through its polynomial's Galois sequence from any state, "
                     "loads a seed (0 loads 1), never sticks at 0",
@@ -84,7 +87,8 @@ GROUPS = {
 #: for the past cycles (sound: a fact of every state the component reaches under any inputs
 #: holds in every state the system reaches). Assumed in every cycle instead, they slowed some
 #: of default's jobs four-fold.
-COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "queue": "queue", "lfsr": "lfsr",
+COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "combine": "l2_lines", "queue": "queue",
+                    "lfsr": "lfsr",
                     "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards",
                     "registers": "registers"}
 

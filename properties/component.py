@@ -51,6 +51,13 @@ class Component:
     pins_outputs: bool = False  # the contract states every output as a function of the
                                 # inputs so far: a mutant that keeps it (by induction) has
                                 # the component's outputs in every reachable state
+    shares: tuple = ()    # groups of another component's contract that its contract
+                          # asserts too (beside its own, COMPONENT_GROUPS)
+    only_on: tuple = None  # the configurations it is proven on (None: each distinct one)
+
+
+#: Lanes of the line components proven alone (the contract does not depend on the number).
+LINE_LANES = 4
 
 
 def _free_pick():
@@ -67,6 +74,18 @@ COMPONENTS = {
         contract=writeback.contract, covers=writeback.covers, depth=3,
         # fill it (depth cycles), then send a write in each of depth cycles
         bmc_depth=lambda p: 2 * p["depth"] + 4),
+    # L2 on lines of LINE_LANES (write combining): the same contract, with the merges.
+    "l2_lines": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
+                              depth=c["fifo_depth"], burst_size=c["burst_size"],
+                              lanes=LINE_LANES),
+        build=lambda **p: WritebackBuffer(**p),
+        probes=lambda wb: dict(_free_pick(),
+                               track_port=wb.storage.read_port(domain="comb")),
+        contract=writeback.contract, covers=writeback.covers, depth=3,
+        bmc_depth=lambda p: 2 * p["depth"] + 4, shares=("l2", "fifo"),
+        # the smallest, a depth that is not a power of two (the pointers wrap), the product's
+        only_on=("small", "dm", "default")),
     "queue": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
         build=lambda addr_width, grad_width: WriteQueue(write_layout(addr_width, grad_width),
@@ -115,7 +134,10 @@ def instances(name, configs):
     """The configurations (names, in the order of ``configs``) on which component ``name`` is
     proven: the first one of each distinct set of its parameters."""
     seen, chosen = set(), []
+    only_on = COMPONENTS[name].only_on
     for config_name, config in configs.items():
+        if only_on is not None and config_name not in only_on:
+            continue
         key = tuple(sorted(COMPONENTS[name].params(config).items()))
         if key not in seen:
             seen.add(key)

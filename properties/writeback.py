@@ -18,6 +18,11 @@ system harness, where the buffer is a submodule.
   loaded, the output register holds it, with nothing ahead; it leaves ``dram_out`` exactly
   when ``ahead`` writes have left before it, unchanged. As the write is arbitrary, this holds
   for every write (docs/proofs.md composes this with L1's conservation).
+* On lines (``lanes > 1``, write combining), ``fifo`` follows the tracked write with the
+  writes merged into it: its slot holds what was pushed into it plus, lane by lane, what each
+  later merge into it added (sums made here, not read from the buffer), and that leaves for
+  DRAM; ``combine``: a push merges only into the newest write in storage (not the one being
+  loaded), for its line, and no lane's sum overflows; the newest write's copy is its slot's.
 """
 
 from amaranth import *
@@ -67,7 +72,9 @@ def contract(m, P, wb, *, pick, track_port):
     # of its own: the system's jobs do not assume it, only_for, so that their solvers do not
     # carry it.)
     held = Signal(range(D + 1), name="l2_pushed_less_taken")
-    m.d.sync += held.eq(held + push - pop)
+    # (On lines a push that merges adds no write.)
+    enters = push if wb.lanes == 1 else push & ~wb.merge
+    m.d.sync += held.eq(held + enters - pop)
     P.check("l2", "level_counts_writes_pushed_less_taken", wb.level == held, only_for=["l2"])
     P.check("l2", "level_eq_count_plus_out_valid", wb.level == wb.count + wb.out_valid)
     P.check("l2", "level_at_most_depth", wb.level <= D)
@@ -109,7 +116,7 @@ def contract(m, P, wb, *, pick, track_port):
     ahead = Signal(range(D + 1), name="l2_tracked_ahead")
     with m.Switch(state):
         with m.Case(Tracked.NONE):
-            with m.If(push & pick):
+            with m.If(enters & pick):
                 m.d.sync += [state.eq(Tracked.STORED), slot.eq(wb.w_ptr),
                              entry.eq(wb.push.payload), ahead.eq(wb.level - pop)]
         with m.Case(Tracked.STORED):
@@ -122,6 +129,8 @@ def contract(m, P, wb, *, pick, track_port):
                 m.d.sync += state.eq(Tracked.GONE)
 
     stored, output = state == Tracked.STORED, state == Tracked.OUTPUT
+    if wb.lanes > 1:
+        entry = _combined(m, P, wb, entry, state, slot, push, load)
     m.d.comb += track_port.addr.eq(slot)
     offset = Signal(range(2 * D), name="l2_tracked_offset")   # slot - r_ptr, mod D
     m.d.comb += offset.eq(Mux(slot >= wb.r_ptr, slot - wb.r_ptr, slot + D - wb.r_ptr))
@@ -139,6 +148,51 @@ def contract(m, P, wb, *, pick, track_port):
             ~(stored & pop) | (ahead != 0))
 
 
+def _combined(m, P, wb, pushed, state, slot, push, load):
+    """On lines: the tracked write as it is now, ``pushed`` (the write as pushed, recorded by
+    :func:`contract`) plus what each merge into it added, lane by lane (returned); and the
+    ``combine`` group."""
+    D, out, newest = wb.depth, wb.dram_out, wb.newest
+    p = wb.push.payload
+    # The sums the merges into the tracked write made, kept here (a lane the tracked write
+    # holds plus the pushed lane), and whether any of them overflowed a value.
+    added = Signal.like(pushed, name="l2_tracked_merged")
+    merged_now = Signal(name="l2_merge_into_tracked")
+    m.d.comb += merged_now.eq(wb.merge & (state == Tracked.STORED) & (wb.newest_ptr == slot))
+    current = Signal.like(pushed, name="l2_tracked_current")
+    m.d.comb += current.eq(Mux(state == Tracked.NONE, pushed, added))
+    with m.If((state == Tracked.NONE) & push & ~wb.merge):
+        m.d.sync += added.eq(p)
+    with m.Elif(merged_now):
+        m.d.sync += added.mask.eq(added.mask | p.mask)
+        for i in range(wb.lanes):
+            m.d.sync += added.values[i].eq(Mux(added.mask[i], added.values[i], 0) +
+                                           Mux(p.mask[i], p.values[i], 0))
+    value_max = 2 ** (len(p.values[0]) - 1)
+    for i in range(wb.lanes):
+        total = (Mux(added.mask[i], added.values[i], 0).as_signed() +
+                 Mux(p.mask[i], p.values[i], 0).as_signed())
+        P.check("combine", f"a_merge_into_the_tracked_write_fits_lane_{i}",
+                ~merged_now | ((total >= -value_max) & (total < value_max)))
+    P.check("combine", "a_merge_into_the_tracked_write_is_for_its_line",
+            ~merged_now | (p.addr == added.addr))
+    # Where a merge goes: the newest write, in storage, not being loaded.
+    newest_slot = Signal(range(D), name="l2_write_slot_before_w_ptr")
+    m.d.comb += newest_slot.eq(Mux(wb.w_ptr == 0, D - 1, wb.w_ptr - 1))
+    P.check("combine", "newest_waiting_iff_storage_holds_a_write",
+            wb.newest_waiting == (wb.count != 0))
+    P.check("combine", "newest_is_the_slot_before_w_ptr",
+            ~wb.newest_waiting | (wb.newest_ptr == newest_slot))
+    P.check("combine", "a_merge_goes_into_the_newest_write_in_storage",
+            ~wb.merge | (wb.newest_waiting & ~(load & (wb.r_ptr == wb.newest_ptr))))
+    P.check("combine", "a_merge_is_a_push", ~wb.merge | push)
+    # The copy the merges are made from is the newest write's (checked on the tracked one).
+    P.check("combine", "newest_copy_is_the_tracked_write_when_it_is_the_newest",
+            ~((state == Tracked.STORED) & wb.newest_waiting & (wb.newest_ptr == slot)) |
+            (newest.as_value() == current.as_value()))
+    return current
+
+
 def covers(m, P, wb):
     """What the buffer alone must be able to do (reached from reset by its cover job)."""
     out = wb.dram_out
@@ -151,3 +205,7 @@ def covers(m, P, wb):
     taken = Signal(range(wb.depth + 1), name="l2_writes_sent_in_a_row")
     m.d.sync += taken.eq(Mux(out.valid & out.ready, Mux(taken == wb.depth, taken, taken + 1), 0))
     P.cover("l2_sends_depth_writes_in_consecutive_cycles", taken == wb.depth)
+    if wb.lanes > 1:
+        P.cover("l2_merges_a_write_into_the_newest", wb.merge)
+        P.cover("l2_merges_into_a_write_that_holds_another_lane",
+                wb.merge & (wb.newest.mask & ~wb.push.payload.mask).any())
