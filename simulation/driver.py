@@ -1,7 +1,9 @@
 """Run a stream of gradients and flushes through :class:`design.GradientCompressor` in the
 Amaranth simulator, and record every handshake.
 
-Operations are the reference model's: ``("grad", addr, grad, threshold)``, ``("flush",)``,
+Operations are the reference model's: ``("grad", addr, grad, threshold)`` (on lines, the
+line model's ``("line", line, grads, mask, threshold)``: a compressor with ``lanes > 1``),
+``("flush",)``,
 ``("modes", {input: value})`` (run-time mode inputs, :data:`design.params.MODES_OFF`, set
 before the next gradient is offered) and ``("seed", value)`` (``lfsr_seed`` and ``lfsr_load``
 held until the compressor is idle, then one cycle more). A gradient is offered (after an optional gap with ``valid`` low) and held, with a stable
@@ -116,11 +118,12 @@ class periodic_ready:
 @dataclass
 class SimResult:
     """What a simulation run saw."""
-    #: Gradients accepted, as ``(addr, grad, threshold)``, in order.
+    #: Gradients accepted, as ``(addr, grad, threshold)``, in order (on lines, beats as
+    #: ``(line, grads, mask, threshold)``).
     accepted: list = field(default_factory=list)
     #: Cycle of each acceptance.
     accept_cycles: list = field(default_factory=list)
-    #: DRAM writes as ``(addr, value)``, in order.
+    #: DRAM writes as ``(addr, value)``, in order (on lines, one per lane written).
     writes: list = field(default_factory=list)
     #: Cycle of each DRAM write.
     write_cycles: list = field(default_factory=list)
@@ -145,6 +148,8 @@ class SimResult:
     step_discards: list = field(default_factory=list)
     #: Gradients accepted in an enabled bypass window.
     bypassed: int = 0
+    #: Gradients accepted (on lines, the beats' masked lanes).
+    gradients: int = 0
 
 
 #: The cause strobes, in the order of :data:`model.CAUSES`.
@@ -182,6 +187,8 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     """
     ops = list(ops)
     result = SimResult()
+    lanes = getattr(dut, "lanes", 1)
+    beat, write = _beat_fields(dut, lanes), _write_fields(dut, lanes)
     # Generous bounds from the configuration (a flush, or a wait for L2 after L1's INIT).
     generous = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
     flush_timeout = generous if flush_timeout is None else flush_timeout
@@ -202,20 +209,21 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
             if offering and not in_fire and not ctx.get(dut.flush):
                 result.input_stall_cycles += 1
             if in_fire:
-                result.accepted.append((ctx.get(dut.grad_in.p.addr), ctx.get(dut.grad_in.p.grad),
-                                        ctx.get(dut.threshold)))
+                accepted = beat(ctx)
+                result.accepted.append(accepted)
                 result.accept_cycles.append(cycle)
+                result.gradients += 1 if lanes == 1 else bin(accepted[2]).count("1")
             dram_valid = ctx.get(dut.dram_out.valid)
             if last_dram is not None:
                 assert dram_valid, f"cycle {cycle}: dram_out.valid fell before it was taken"
-                payload = (ctx.get(dut.dram_out.p.addr), ctx.get(dut.dram_out.p.value))
+                payload = write(ctx)
                 assert payload == last_dram, \
                     f"cycle {cycle}: dram_out payload changed from {last_dram} to {payload}"
             last_dram = None
             if dram_valid:
-                payload = (ctx.get(dut.dram_out.p.addr), ctx.get(dut.dram_out.p.value))
+                payload = write(ctx)
                 if ctx.get(dut.dram_out.ready):
-                    result.writes.append(payload)
+                    result.writes.extend(_per_address(payload, lanes))
                     result.write_cycles.append(cycle)
                 else:
                     result.dram_stall_cycles += 1
@@ -225,9 +233,14 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
                     result.causes.append(name)
             result.hits += ctx.get(dut.l1_hit)
             result.misses += ctx.get(dut.l1_miss)
-            result.bypassed += ctx.get(dut.bypassed)
-            if ctx.get(dut.discard):
+            result.bypassed += bin(ctx.get(dut.bypassed)).count("1")
+            discard = ctx.get(dut.discard)
+            if discard and lanes == 1:
                 result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
+            elif discard:
+                result.discards += [(ctx.get(dut.discard_addr) + i,
+                                     ctx.get(dut.discard_error[i]))
+                                    for i in range(lanes) if discard >> i & 1]
             await ctx.tick()
             cycle += 1
             if in_fire:   # current_threshold shows, `delay` cycles later, the one it was judged by
@@ -250,13 +263,17 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
             return cycle - start
 
         for index, op in enumerate(ops):
-            if op[0] == "grad":
-                _, addr, grad, threshold = op
+            if op[0] == ("grad" if lanes == 1 else "line"):
                 for _ in range(gap(index) if gap else 0):
                     await tick(False)
-                ctx.set(dut.threshold, threshold)
-                ctx.set(dut.grad_in.p.addr, addr)
-                ctx.set(dut.grad_in.p.grad, grad)
+                ctx.set(dut.threshold, op[-1])
+                ctx.set(dut.grad_in.p.addr, op[1])
+                if lanes == 1:
+                    ctx.set(dut.grad_in.p.grad, op[2])
+                else:
+                    for i, grad in enumerate(op[2]):
+                        ctx.set(dut.grad_in.p.grads[i], grad)
+                    ctx.set(dut.grad_in.p.mask, op[3])
                 ctx.set(dut.grad_in.valid, 1)
                 waited = 0
                 while not await tick(True):
@@ -297,6 +314,33 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
 
     run_testbench(dut, testbench, vcd=vcd, vcd_cycles=vcd_cycles)
     return result
+
+
+def _beat_fields(dut, lanes):
+    """A function of the simulation context: the beat on ``grad_in`` as recorded."""
+    p = dut.grad_in.p
+    if lanes == 1:
+        return lambda ctx: (ctx.get(p.addr), ctx.get(p.grad), ctx.get(dut.threshold))
+    return lambda ctx: (ctx.get(p.addr), tuple(ctx.get(p.grads[i]) for i in range(lanes)),
+                        ctx.get(p.mask), ctx.get(dut.threshold))
+
+
+def _write_fields(dut, lanes):
+    """A function of the simulation context: the write on ``dram_out`` (on lines, the line,
+    its values and mask)."""
+    p = dut.dram_out.p
+    if lanes == 1:
+        return lambda ctx: (ctx.get(p.addr), ctx.get(p.value))
+    return lambda ctx: (ctx.get(p.addr), tuple(ctx.get(p.values[i]) for i in range(lanes)),
+                        ctx.get(p.mask))
+
+
+def _per_address(write, lanes):
+    """A DRAM write as ``(addr, value)`` pairs, one per lane written."""
+    if lanes == 1:
+        return [write]
+    line, values, mask = write
+    return [(line + i, value) for i, value in enumerate(values) if mask >> i & 1]
 
 
 def run_testbench(dut, testbench, *, vcd=None, vcd_cycles=None):

@@ -179,3 +179,24 @@ def test_one_beat_per_cycle():
     sim.add_testbench(testbench)
     sim.run()
     assert not any(low)
+
+
+def test_the_simulation_driver_takes_lines():
+    """simulation.driver.simulate runs line operations (the line model's) on a compressor with
+    lanes, checking the DRAM stream's rules, and records beats, per-lane writes, discards."""
+    from simulation.driver import simulate as drive, every_other
+    lanes = 4
+    rng = random.Random("driver")
+    steps = random_steps(rng, lanes, steps=2, beats=20)
+    ops = [("modes", MODES["stochastic"])]
+    for beats in steps:
+        ops += [("line", *beat) for beat in beats] + [("flush",)]
+    result = drive(GradientCompressor(lanes=lanes, **GEOMETRY), ops, dram_ready=every_other)
+    expected, expected_discards = model_run(lanes, steps, MODES["stochastic"])
+    assert [beat[:3] for beat in result.accepted] == [
+        (line, tuple(grads), mask) for beats in steps for line, grads, mask, _ in beats]
+    assert result.gradients == sum(bin(mask).count("1") for beats in steps
+                                   for _, _, mask, _ in beats)
+    assert result.discards == expected_discards
+    assert per_address(result.writes) == per_address(
+        (w.addr, w.value) for lw in expected for w in lw.writes())
