@@ -352,10 +352,11 @@ class GradientCompressor(wiring.Component):
     # -- what depends on the number of lanes ----------------------------------------------------
 
     def _lane_addresses(self):
-        """The address of each lane of the beat on ``grad_in``."""
+        """The address of each lane of the beat on ``grad_in`` (lane ``i`` at the line's ``+ i``)."""
         if self.lanes == 1:
             return [self.grad_in.p.addr]
-        return [self.grad_in.p.addr + i for i in range(self.lanes)]
+        line = self.streamer.grad_out.p.addr        # the low log2(lanes) bits cleared
+        return [line + i for i in range(self.lanes)]
 
     def _in_window(self, addr):
         """``addr`` lies in an enabled bypass window."""

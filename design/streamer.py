@@ -4,7 +4,7 @@ from amaranth.lib.wiring import In, Out
 
 from .layouts import gradient_layout, classified_layout, line_layout, classified_line_layout
 from .params import (DEFAULTS, EMA_SCALE_WIDTH, checked, check_int, check_lanes,
-                     ema_fraction_bits)
+                     ema_fraction_bits, log2)
 
 __all__ = ["Streamer"]
 
@@ -96,7 +96,7 @@ class Streamer(wiring.Component):
         m.d.comb += [
             self.grad_out.valid.eq(self.grad_in.valid),
             self.grad_in.ready.eq(self.grad_out.ready),
-            self.grad_out.p.addr.eq(self.grad_in.p.addr),
+            self.grad_out.p.addr.eq(self._line()),
             *judged,
             self.grad_out.p.small_threshold.eq(self.small_threshold),
             self.grad_out.p.stochastic.eq(self.stochastic),
@@ -118,3 +118,10 @@ class Streamer(wiring.Component):
                     [o.ema.eq(self.ema & ~self.bypass)])
         return ([o.grads.eq(i.grads), o.mask.eq(i.mask), o.bypass.eq(self.bypass),
                  o.threshold.eq(self.threshold)], [o.ema.eq(self.ema)])
+
+    def _line(self):
+        """The address passed on: on lines, the line's (the low ``log2(lanes)`` bits of
+        ``addr`` are ignored: lane ``i`` is at ``line + i``)."""
+        addr = self.grad_in.p.addr
+        return addr if self.lanes == 1 else Cat(Const(0, log2(self.lanes)),
+                                                 addr[log2(self.lanes):])

@@ -12,6 +12,7 @@ from amaranth.back import rtlil
 
 from properties.component import ComponentHarness
 from properties.harness import CONFIGS, FormalHarness
+from properties.lines import LineHarness
 
 
 def solver(job=None):
@@ -64,6 +65,8 @@ def generate(job, outdir):
     if job.get("component"):
         harness = ComponentHarness(job["component"], _parameters(job),
                                    covers=job["covers"], reset=job["reset"])
+    elif job.get("lanes", 1) > 1:
+        harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]))
     else:
         harness = _system_harness(job)
     text = rtlil.convert(harness, ports=[])

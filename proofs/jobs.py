@@ -90,6 +90,8 @@ PROVEN = {"small": 2, "dm": 2, "assoc": 3, "mid": 2, "default": 2, "large": 2}
 WHOLE_STORAGE = ("small", "dm", "assoc")
 #: Bounded checks from reset (make bmc): depth, per configuration.
 BMC_DEPTH = 10
+#: ... and of the compressor on lines (INIT, a beat through the pipeline, L2 and a flush).
+LINE_BMC_DEPTH = 13
 
 
 @dataclass
@@ -118,6 +120,7 @@ class Job:
                               # properties.harness.CONFIGS (the geometry sweep)
     alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
     witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
+    lanes: int = 1            # > 1: the compressor on lines (properties.lines.LineHarness)
 
     @property
     def parameters(self):
@@ -126,6 +129,8 @@ class Job:
 
     @property
     def properties(self):
+        if self.lanes > 1:
+            return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
         if self.component:
             groups = sorted({g for g, c in COMPONENT_GROUPS.items() if c == self.component} |
                             set(COMPONENTS[self.component].shares))
@@ -244,7 +249,19 @@ def _bmc_jobs():
         jobs.append(Job(f"{config}-liveness-K{K}-bmc", config, "bmc", BMC_DEPTH + 4,
                         focus=["progress", "termination"], fairness=K, whole_storage=True,
                         timeout=600))
-    return jobs
+    return jobs + LINE_JOBS
+
+
+#: The compressor on lines, from reset: conservation at idle and the stream rules (bounded),
+#: and covers that show the check is not vacuous.
+#: A geometry where a beat to another line evicts at once (one set, one way), so that a
+#: bounded run reaches evictions, merges, discards and idle within a few beats.
+LINE_GEOMETRY = dict(addr_width=2, grad_width=2, sets=1, ways=1, max_updates=2, fifo_depth=2,
+                     burst_size=1)
+LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="initial",
+                 geometry=LINE_GEOMETRY, timeout=600),
+             Job("lines2-cover", "lines", "cover", LINE_BMC_DEPTH, lanes=2, covers=True,
+                 reset="initial", geometry=LINE_GEOMETRY, timeout=600)]
 
 
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
@@ -388,7 +405,7 @@ COVER_JOBS = _cover_jobs()
 
 #: The longest jobs (35-80 s each; most jobs take seconds), longest first. ``make prove`` and
 #: ``make bmc`` start them first, so that no core runs one alone at the end.
-SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "default-progress-K2",
+SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "lines2-bmc", "default-progress-K2",
            "small-conservation-bmc", "l1-large-policy-0", "large-progress-K2",
            "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",

@@ -76,6 +76,9 @@ GROUPS = {
     "pipeline":     "L1 pipeline and scan invariants (strengthening)",
     "forwarding":   "each L1 stage works on its set as it is now: rows read, forwarded or "
                     "corrected for s4",
+    "lines":        "the compressor on lines, from reset (bounded): a tracked address's "
+                    "gradients accepted = DRAM writes + discards at idle; dram_out's stream "
+                    "rules",
     "cover":        "reachability of interesting situations",
 }
 
