@@ -4,9 +4,10 @@
 
 For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
 speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
-cell counts, Fmax per seed and their median, gradients per second at that Fmax (one gradient
-per clock), the critical path named by the Amaranth signals on it, the flip-flops per Amaranth
-signal and the outputs that an input reaches through combinational logic only.
+cell counts, Fmax per seed and their median, gradients per second at that Fmax (a beat of
+``lanes`` gradients per clock), the critical path named by the Amaranth signals on it, the
+flip-flops per Amaranth signal and the outputs that an input reaches through combinational
+logic only.
 """
 
 import argparse
@@ -50,7 +51,7 @@ def build_parser():
                "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4), KEY=VALUE overrides, "
                f"KEY one of {', '.join(PARAMETERS)}, and modes=off (the run-time modes' "
                "settings tied off, so the logic they control is left out); e.g. 1024x4, "
-               "128x4,fifo_depth=64 or default,modes=off. "
+               "128x4,fifo_depth=64, default,lanes=8 or default,modes=off. "
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")

@@ -21,7 +21,7 @@ from amaranth.back import rtlil
 
 from design import GradientCompressor
 from design.params import MODES_OFF
-from design.verilog import MODE_INPUTS, flat_ports, yosys_command
+from design.verilog import LINE_INPUTS, MODE_INPUTS, flat_ports, yosys_command
 
 from .depth import depth_summary
 from .netlist import Netlist
@@ -44,6 +44,8 @@ GEOMETRY = re.compile(r"(\d+)x(\d+)")
 #: Outputs of the run-time modes, folded into one pin on the FPGA (see :func:`fpga_top`).
 MODE_OUTPUTS = ("current_threshold", "ema_average", "stochastic_write", "discard",
                 "discard_addr", "discard_error", "discard_count", "discard_sum", "bypassed")
+#: Outputs of a DRAM write on lines, folded into one pin on the FPGA (see :func:`fpga_top`).
+LINE_OUTPUTS = ("dram_values", "dram_mask")
 
 
 def fpga_top(dut, modes=True):
@@ -54,6 +56,17 @@ def fpga_top(dut, modes=True):
     pin ``settings_in`` (as control registers would feed them), and the mode outputs are
     folded (XOR) into the registered pin ``mode_out``. Both keep every setting a free input
     and every output observed, so no logic is optimised away; the datapath is unchanged.
+
+    On lines (``dut.lanes`` > 1) the beat's and the DRAM write's payloads no longer fit either
+    (at 8 lanes 136 bits of gradients and mask in, 152 bits of values and mask out, where one
+    lane has 16 and 18), so they go the same way: the lanes' gradients and mask come from a
+    register chain loaded one bit per cycle through the pin ``line_in`` (``in_grads`` in its
+    low bits, ``in_mask`` above them), and the DRAM write's values and mask are folded (XOR)
+    into the registered pin ``line_out``. Valid, ready and the addresses stay on pins: 178
+    pins at any number of lanes, where a pin per bit would be 464 at 8 lanes against the 365
+    I/O nextpnr offers in CABGA381. The paths from the chain into the compressor are then
+    register to register and so timed, where those from the one-lane design's ``in_grad``
+    pins are not; one lane is as above.
 
     With ``modes=False`` the mode settings are tied to their off values instead
     (:data:`design.params.MODES_OFF`, the LFSR never loaded), as a system that does not use
@@ -74,7 +87,18 @@ def fpga_top(dut, modes=True):
     else:   # settings_in stays a pin, unused, so that both forms have the same ports
         m.d.comb += [p.eq(MODES_OFF.get(p.name, 0)) for p in settings]
     kept = [p for p in ports if p.name not in MODE_INPUTS and p.name not in MODE_OUTPUTS]
-    return m, kept + [settings_in, mode_out]
+    pins = [settings_in, mode_out]
+    if dut.lanes > 1:
+        beat = [p for p in kept if p.name in LINE_INPUTS]
+        write = [p for p in kept if p.name in LINE_OUTPUTS]
+        line_in, line_out = Signal(name="line_in"), Signal(name="line_out")
+        line_chain = Signal(sum(len(p) for p in beat), name="line_chain")
+        m.d.sync += [line_chain.eq(Cat(line_in, line_chain[:-1])),
+                     line_out.eq(Cat(*write).xor())]
+        m.d.comb += Cat(*beat).eq(line_chain)
+        kept = [p for p in kept if p.name not in LINE_INPUTS and p.name not in LINE_OUTPUTS]
+        pins += [line_in, line_out]
+    return m, kept + pins
 
 
 class UsageError(Exception):
@@ -341,8 +365,8 @@ def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log
     if result["seeds"]:
         fmax = [s["fmax_mhz"] for s in result["seeds"]]
         result["fmax_median_mhz"] = round(statistics.median(fmax), 2)
-        # One gradient per clock.
-        result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6)
+        # One beat per clock, of ``lanes`` gradients when every lane is valid.
+        result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6 * dut.lanes)
         # The critical path shown: that of the seed closest to the median.
         result["median_seed"] = min(result["seeds"], key=lambda s: (
             abs(s["fmax_mhz"] - result["fmax_median_mhz"]), s["seed"]))["seed"]

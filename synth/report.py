@@ -54,8 +54,8 @@ def render_markdown(report):
              "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
              "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit). Fmax after "
              "place and route, one run per placement seed; gradients per second = median "
-             "Fmax (one gradient per clock). The last column lists the outputs that some "
-             "input reaches through combinational logic only.", ""]
+             "Fmax x lanes (a beat of that many gradients per clock). The last column lists "
+             "the outputs that some input reaches through combinational logic only.", ""]
     lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
     for r in report["results"]:
         config = ", ".join(f"{k}={v}" for k, v in r["configuration"].items())

@@ -4,12 +4,18 @@ Place and route (minutes per configuration) is a benchmark, not a test: ``make s
 """
 
 import json
+import random
 
 import pytest
+from amaranth import Cat
+from amaranth.back import rtlil
+from amaranth.sim import Simulator
 
+from design import GradientCompressor
 from synth.__main__ import main
 from synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
                          main as depth_main, path_estimates)
+from synth.flow import fpga_top
 from synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
@@ -66,6 +72,56 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     assert lines[0].startswith("estimated ns  loop  register")
 
 
+def test_fpga_top_puts_a_line_on_one_pin_each_way():
+    # One lane: the data streams on pins, as ever. Lines: the beat's gradients and mask from
+    # a chain on line_in, the DRAM write's values and mask folded into line_out; valid, ready
+    # and the addresses stay on pins.
+    small = dict(sets=2, ways=2, addr_width=8, grad_width=8, fifo_depth=4, burst_size=2)
+    module, one = fpga_top(GradientCompressor(**small))
+    rtlil.convert(module, name="top", ports=one)     # as synthesis would (and it is used)
+    names = {port.name for port in one}
+    assert {"in_grad", "dram_value", "settings_in", "mode_out"} <= names
+    assert not names & {"line_in", "line_out"}
+    dut = GradientCompressor(lanes=2, **small)
+    m, ports = fpga_top(dut)
+    pins = {port.name: port for port in ports}
+    assert set(pins) == (names - {"in_grad", "dram_value"}) | {"line_in", "line_out"}
+    assert {"in_valid", "in_ready", "in_addr", "dram_valid", "dram_ready", "dram_addr"} <= set(pins)
+    assert len(pins["line_in"]) == len(pins["line_out"]) == 1
+    beat = Cat(dut.grad_in.payload.grads, dut.grad_in.payload.mask)
+    write = Cat(dut.dram_out.payload.values, dut.dram_out.payload.mask)
+    rng = random.Random(7)
+
+    async def testbench(ctx):
+        # Every beat the pin shifts in reaches the compressor: a gradient per lane, the mask.
+        for _ in range(3):
+            bits = rng.getrandbits(len(beat))
+            for i in reversed(range(len(beat))):       # the first bit ends at the top
+                ctx.set(pins["line_in"], (bits >> i) & 1)
+                await ctx.tick()
+            assert ctx.get(beat) == bits
+        # Beats to changing lines, over a threshold of 1, go to DRAM: line_out is the XOR of
+        # the write's values and mask a cycle earlier.
+        ctx.set(pins["threshold"], 1)
+        ctx.set(pins["in_valid"], 1)
+        ctx.set(pins["dram_ready"], 1)
+        ones = 0
+        for cycle in range(60):
+            ctx.set(pins["line_in"], rng.getrandbits(1))
+            if cycle % 7 == 0:
+                ctx.set(pins["in_addr"], rng.getrandbits(len(pins["in_addr"])) & ~1)
+            folded = bin(ctx.get(write)).count("1") & 1
+            await ctx.tick()
+            assert ctx.get(pins["line_out"]) == folded
+            ones += folded
+        assert ones > 0
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
 def test_depth_rejects_a_file_that_is_not_a_netlist(tmp_path, capsys):
     (tmp_path / "top.json").write_text("not json")
     assert depth_main([str(tmp_path / "top.json")]) == 2
@@ -84,6 +140,18 @@ def test_modes_off_leaves_the_modes_logic_out(tmp_path, capsys):
     assert f"| {SMALL},modes=off |" in (tmp_path / "synth.md").read_text()
 
 
+def test_lines_synthesise_with_a_pin_each_way(tmp_path):
+    # A beat of 2 lanes: Yosys keeps the line's pins and nothing else of its data streams.
+    assert main(["--synth-only", SMALL + ",lanes=2", "--out", str(tmp_path)]) == 0
+    (result,) = json.loads((tmp_path / "synth.json").read_text())["results"]
+    assert result["configuration"]["lanes"] == 2
+    assert result["combinational_io_paths"] == {}
+    (path,) = tmp_path.glob("*/top.json")
+    ports = Netlist(path).module["ports"]
+    assert {"line_in", "line_out", "in_addr", "dram_addr"} <= set(ports)
+    assert not set(ports) & {"in_grad", "in_grads", "in_mask", "dram_values", "dram_mask"}
+
+
 @pytest.mark.parametrize("config, message", [
     ("fast", "unknown configuration 'fast': use default, SETSxWAYS (e.g. 1024x4), KEY=VALUE "
              "or modes=off"),
@@ -91,7 +159,7 @@ def test_modes_off_leaves_the_modes_logic_out(tmp_path, capsys):
     ("3x4", "configuration '3x4': sets must be a power of two (1, 2, 4, ...), not 3"),
     ("ways=x", "ways must be an integer, not 'x'"),
     ("128x4,depth=8", "unknown parameter 'depth' in '128x4,depth=8': use one of addr_width, "
-                      "grad_width, sets, ways, max_updates, fifo_depth, burst_size"),
+                      "grad_width, sets, ways, max_updates, fifo_depth, burst_size, lanes"),
     ("burst_size=64", "configuration 'burst_size=64': burst_size must be at most fifo_depth "
                       "(32), not 64"),
 ])
@@ -139,7 +207,6 @@ def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_pat
 def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
     # python -m synth.loops: every loop elaborates with either form of compare (place and
     # route is the benchmark); an unknown loop is a one-line usage error before any run.
-    from amaranth.back import rtlil
     from synth.loops import FORMS, LOOPS, loop, main
     for name in LOOPS:
         for form in FORMS:
