@@ -3,7 +3,7 @@
 from .compressor import GradientCompressor
 from .l1 import L1Accumulator, L1State
 from .layouts import Cause, value_width
-from .lines import LineAccumulator
+from .line_accumulator import LineAccumulator
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 

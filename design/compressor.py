@@ -6,7 +6,7 @@ from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dram_layout,
                       discard_error_width, discard_sum_width)
-from .lines import LineAccumulator
+from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
 from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, BYPASS_WINDOWS,
                      DISCARD_COUNT_WIDTH, check_config, check_lanes, checked, ema_fraction_bits)

@@ -101,7 +101,7 @@ def write_layout(addr_width, grad_width):
     })
 
 
-# -- lines: beats of ``lanes`` gradients (design.lines) ------------------------------------------
+# -- lines: beats of ``lanes`` gradients (design.line_accumulator) ------------------------------------------
 
 def line_layout(addr_width, grad_width, lanes):
     """A beat as the compute core sends it: a line address (lane 0's, a multiple of

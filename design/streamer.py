@@ -29,7 +29,7 @@ class Streamer(wiring.Component):
 
     On lines (``lanes > 1``) a beat passes through with the lanes' ``bypass`` bits, the
     threshold and the EMA's settings as they are: L1 judges a lane in a bypass window against
-    0 (:class:`~design.lines.LineAccumulator`).
+    0 (:class:`~design.line_accumulator.LineAccumulator`).
 
     Parameters
     ----------

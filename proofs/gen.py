@@ -12,7 +12,7 @@ from amaranth.back import rtlil
 
 from properties.component import ComponentHarness
 from properties.harness import CONFIGS, FormalHarness
-from properties.lines import LineHarness
+from properties.line_harness import LineHarness
 
 
 def solver(job=None):

@@ -120,7 +120,7 @@ class Job:
                               # properties.harness.CONFIGS (the geometry sweep)
     alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
     witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
-    lanes: int = 1            # > 1: the compressor on lines (properties.lines.LineHarness)
+    lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness)
 
     @property
     def parameters(self):
