@@ -101,12 +101,20 @@ def _cxxrtl_include():
 
 def _params_of(dut_or_params):
     if isinstance(dut_or_params, GradientCompressor):
+        _one_lane(dut_or_params.lanes)
         return {name: getattr(dut_or_params, name) for name in PARAMS}
     params = dict(dut_or_params or {})
+    _one_lane(params.pop("lanes", 1))
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
     return {name: params.get(name, DEFAULTS[name]) for name in PARAMS}
+
+
+def _one_lane(lanes):
+    if lanes != 1:
+        raise ValueError(f"the compiled simulator takes one lane so far, not lanes={lanes}: "
+                         f"simulate lines with simulation.driver.simulate")
 
 
 class CompiledSimulator:
@@ -296,6 +304,7 @@ class CompiledSimulator:
         result.step_discards = list(zip(step_count.tolist(), step_sum.tolist()))
         result.discards = list(zip(discard_addr.tolist(), discard_error.tolist()))
         result.bypassed = header[11]
+        result.gradients = len(result.accepted)
         self.last_sim_seconds = header[9] / 1e9
         return result
 
@@ -369,11 +378,11 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     parameters (missing ones take their defaults). Returns a :class:`CompiledSimulator`.
     Raises :class:`CompilerMissing` if there is no C++ compiler.
     """
+    params = _params_of(dut_or_params)
     if not compiler_available():
         raise CompilerMissing(f"no C++ compiler ({CXX}) on the path: the compiled simulator "
                               f"needs one (e.g. apt-get install g++)")
     dut = dut_or_params if isinstance(dut_or_params, GradientCompressor) else None
-    params = _params_of(dut_or_params)
     memo_key = (tuple(params[n] for n in PARAMS),
                 None if dut is None or type(dut) is GradientCompressor else id(dut))
     if memo_key in _built and _built[memo_key].binary.exists():

@@ -235,3 +235,9 @@ def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     cxxrtl._built.clear()
     build(dict(SMALL), cache_dir=tmp_path)          # from the cache: nothing to say
     assert "building" not in capsys.readouterr().err
+
+
+def test_lines_are_refused_with_a_message():
+    from simulation.cxxrtl import build
+    with pytest.raises(ValueError, match="the compiled simulator takes one lane so far"):
+        build({"lanes": 8})
