@@ -310,6 +310,7 @@ class LineAccumulator(L1Accumulator):
             with m.Elif(hit_here[i]):
                 m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
                              way.count.eq(d.entry.count + 1)]
+                # mutation site: lane-sum-cleared
                 m.d.comb += [way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))
                              for j in range(self.lanes)]
         with m.If(d.c_evict):
@@ -324,6 +325,7 @@ class LineAccumulator(L1Accumulator):
         own = Signal(self._write_layout(), name="s3_own_write")
         m.d.comb += [
             own.addr.eq(s3.addr),
+            # mutation site: lane-mask
             own.mask.eq(d.direct | Mux(d.c_hit, d.crossed | d.flushed,
                                        d.rounded | Mux(mu1, d.kept, 0))),
         ]
@@ -345,7 +347,7 @@ class LineAccumulator(L1Accumulator):
         victim_write = Signal(self._write_layout(), name="s3_victim_write")
         m.d.comb += [
             victim_write.addr.eq(self._line(d.s3_set, d.victim.tag)),
-            victim_write.values.eq(d.victim.sums),
+            victim_write.values.eq(d.victim.sums),  # mutation site: lane-order
             victim_write.mask.eq(Mux(d.c_evict, d.victim.held, 0)),
             *[cause.eq(Cause.EVICTION) for cause in victim_write.causes],
         ]

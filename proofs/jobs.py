@@ -256,7 +256,7 @@ def _bmc_jobs():
 #: and covers that show the check is not vacuous.
 #: A geometry where a beat to another line evicts at once (one set, one way), so that a
 #: bounded run reaches evictions, merges, discards and idle within a few beats.
-LINE_GEOMETRY = dict(addr_width=2, grad_width=2, sets=1, ways=1, max_updates=2, fifo_depth=2,
+LINE_GEOMETRY = dict(addr_width=2, grad_width=2, sets=1, ways=1, max_updates=3, fifo_depth=2,
                      burst_size=1)
 LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="initial",
                  geometry=LINE_GEOMETRY, timeout=600),

@@ -29,11 +29,12 @@ import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 from reports.console import ArgumentParser, positive_integer, table, usage_error
 from properties.component import COMPONENTS
 from properties.harness import CONFIGS
-from .jobs import Job
+from .jobs import Job, LINE_JOBS
 from reports.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -154,6 +155,24 @@ MUTANTS = {
         "l1-to-l2-value",
         "writeback.push.p.value.eq(l1.push.p.value)]",
         "writeback.push.p.value.eq(l1.push.p.value[:-1])]"),
+    # -- lanes: bugs of one lane of a line (design/line_accumulator.py), checked on the
+    # compressor on lines from reset (properties/line_harness.py) --------------------------
+    "lane_sum_cleared_by_another": (
+        "lanes", "a lane's held sum is cleared when another lane of the line crosses the "
+        "threshold", "lane-sum-cleared",
+        "way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))",
+        "way.sums[j].eq(Mux(d.crossed.any(), 0, d.new_sums[j]))"),
+    "lane_mask_ignores_lane_1": (
+        "lanes", "a direct gradient in lane 1 is left out of the line write's mask",
+        "lane-mask", "own.mask.eq(d.direct |", "own.mask.eq((d.direct & ~2) |"),
+    "direct_lane_dropped_with_small_lanes": (
+        "lanes", "a direct lane is dropped when the rest of the beat is small",
+        "lane-mask", "own.mask.eq(d.direct |", "own.mask.eq(Mux(d.small.any(), 0, d.direct) |"),
+    "victim_lanes_swapped": (
+        "lanes", "a victim line's lanes 0 and 1 are swapped in its write",
+        "lane-order", "victim_write.values.eq(d.victim.sums),",
+        "victim_write.values.eq(Cat(d.victim.sums[1], d.victim.sums[0], "
+        "*(d.victim.sums[i] for i in range(2, self.lanes)))),"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
@@ -515,8 +534,19 @@ def jobs_for(name, design_path, config="small"):
     (:data:`DEEP_LIVENESS`) on the default configuration (of :data:`DEEP_SMALL` on small), every
     safety property (progress and termination) under its directed stimulus; for one of
     :data:`STALLS`, the liveness check first. A mutant of a component's file is first checked
-    by that component's own proofs (:data:`COMPONENT_FILES`)."""
+    by that component's own proofs (:data:`COMPONENT_FILES`); a mutant of the line L1
+    (:data:`LINE_FILES`) by the check of the compressor on lines (``lines2-bmc``, whatever
+    ``config``)."""
+    fname, _ = find_sites(os.path.join(ROOT, "design"))[MUTANTS[name][2]]
+    if fname in LINE_FILES:
+        return [replace(LINE_BMC, name=f"mutant-{name}-lines2", design_path=design_path)]
     return _component_jobs(name, design_path, config) + _system_jobs(name, design_path, config)
+
+
+#: The design files only the compressor on lines uses.
+LINE_FILES = {"line_accumulator.py"}
+#: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
+LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 
 
 #: The design files that hold a component proven alone (properties/component.py), and those

@@ -311,10 +311,18 @@ def test_mutant_classes():
         classes.setdefault(cls, []).append(name)
     assert set(classes) == {"policy", "progress", "counters", "power-up", "widths", "l2",
                             "forwarding", "dual-threshold", "stochastic", "ema", "bypass",
-                            "lfsr", "registers"}
+                            "lfsr", "registers", "lanes"}
     assert all(len(names) >= 3 for names in classes.values()), classes
-    # make mutants checks one mutant of every class on the default configuration too
-    assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes)
+    # make mutants checks one mutant of every class on the default configuration too (but
+    # the lane mutants: their check, the compressor on lines, is the same for any)
+    assert {MUTANTS[n][0] for n in DEFAULT_SAMPLE} == set(classes) - {"lanes"}
+
+
+def test_lane_mutants_are_checked_on_lines():
+    from proofs.mutants import jobs_for
+    for name, (cls, *_rest) in MUTANTS.items():
+        jobs = jobs_for(name, "/nowhere", "default")
+        assert (cls == "lanes") == any(job.lanes > 1 for job in jobs), name
 
 
 def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
