@@ -561,7 +561,7 @@ class L1Accumulator(wiring.Component):
     def _compare_stage(self, m):
         """Stage ``s2``: the row (:meth:`_forward_row`), the hit and the hit way, and the
         verdict and bounds (:meth:`_judge`), registered for ``s3``."""
-        s2, s3, magnitude = self.s2, self.s3, self.s2_magnitude
+        s2, s3 = self.s2, self.s3
         forwarded, use_forwarded = self._forward_row(m)
         judged = self._judge(m)
         s2_hit, s2_hit_way, s2_hit_ways = self._s2_hit(m, forwarded, use_forwarded)
@@ -576,6 +576,14 @@ class L1Accumulator(wiring.Component):
             self.s3_hit_ways.eq(s2_hit_ways),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
+            *self._dual_threshold_tests(),
+        ]
+
+    def _dual_threshold_tests(self):
+        """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is
+        tiny, and its stochastic test on ``random`` and on ``random_next``."""
+        s2, magnitude = self.s2, self.s2_magnitude
+        return [
             self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
             # random * small_threshold < |g| << grad_width, on the product's high half: the
             # same test (the right side's low half is 0), with a compare half as long.

@@ -179,26 +179,14 @@ class LineAccumulator(L1Accumulator):
 
     # -- stage s2: compare ----------------------------------------------------------------------
 
-    def _compare_stage(self, m):
-        s2, s3, gw = self.s2, self.s3, self.grad_width
-        forwarded, use_forwarded = self._forward_row(m)
-        judged = self._judge(m)
-        s2_hit, s2_hit_way, s2_hit_ways = self._s2_hit(m, forwarded, use_forwarded)
+    def _dual_threshold_tests(self):
+        """Per lane: tiny, and the stochastic test on the beat's one draw of random bits
+        (``random * small_threshold < |g| << grad_width``, on the product's high half), on
+        the bits now and after one more step."""
+        s2, gw = self.s2, self.grad_width
         magnitudes = [self.s2_magnitude[i] for i in range(self.lanes)]
-        # One draw of random bits per beat: random * small_threshold < |g| << grad_width, on the
-        # product's high half, per lane, on the bits now and after one more step.
         draws = [(random * s2.small_threshold)[gw:] for random in (self.random, self.random_next)]
-        m.d.sync += [
-            self.s3_valid.eq(self.s2_valid),
-            s3.eq(s2),
-            s3.threshold.eq(judged.threshold),
-            self.s3_direct.eq(judged.direct),
-            self.s3_row.eq(self.row),
-            self.s3_hit.eq(s2_hit),
-            self.s3_hit_way.eq(s2_hit_way),
-            self.s3_hit_ways.eq(s2_hit_ways),
-            self.s3_high.eq(judged.high),
-            self.s3_low.eq(judged.low),
+        return [
             self.s3_tiny.eq(Cat(less(mag, s2.small_threshold) for mag in magnitudes)),
             self.s3_chance.eq(Cat(Cat(less(draw, mag) for mag in magnitudes) for draw in draws)),
         ]

@@ -8,8 +8,9 @@ import pytest
 from amaranth.sim import Simulator
 
 from design import GradientCompressor
-from design.layouts import Cause
-from model import LineModel, LineWrite
+from model import LineModel
+
+from .lines import line_write, offer, set_line
 
 GEOMETRY = dict(addr_width=9, grad_width=8, sets=2, ways=2, max_updates=3, fifo_depth=4,
                 burst_size=2)
@@ -40,13 +41,7 @@ def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
             ctx.set(dut.dram_out.ready, ready(cycle))
             push = dut.l1.push
             if ctx.get(push.valid) and ctx.get(push.ready):
-                mask = ctx.get(push.p.mask)
-                l1_writes.append(LineWrite(
-                    ctx.get(push.p.addr),
-                    tuple(ctx.get(push.p.values[i]) if mask >> i & 1 else 0
-                          for i in range(lanes)), mask,
-                    tuple(Cause(ctx.get(push.p.causes[i])).name if mask >> i & 1 else None
-                          for i in range(lanes))))
+                l1_writes.append(line_write(ctx, push.p, lanes))
             if ctx.get(dut.dram_out.valid) and ctx.get(dut.dram_out.ready):
                 p, mask = dut.dram_out.p, ctx.get(dut.dram_out.p.mask)
                 dram.extend((ctx.get(p.addr) + i, ctx.get(p.values[i]))
@@ -62,20 +57,9 @@ def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
             ctx.set(getattr(dut, name), value)
         for beats in steps:
             for line, grads, mask, threshold in beats:
-                ctx.set(dut.grad_in.p.addr, line)
-                for i, grad in enumerate(grads):
-                    ctx.set(dut.grad_in.p.grads[i], grad)
-                ctx.set(dut.grad_in.p.mask, mask)
+                set_line(ctx, dut.grad_in.p, line, grads, mask)
                 ctx.set(dut.threshold, threshold)
-                ctx.set(dut.grad_in.valid, 1)
-                for _ in range(limit):
-                    if ctx.get(dut.grad_in.ready):
-                        break
-                    await tick()
-                else:
-                    raise AssertionError(f"grad_in.ready stayed low for {limit} cycles")
-                await tick()
-                ctx.set(dut.grad_in.valid, 0)
+                await offer(ctx, dut.grad_in, tick, limit)
             ctx.set(dut.flush, 1)
             for _ in range(limit):
                 if ctx.get(dut.idle):
@@ -166,10 +150,7 @@ def test_one_beat_per_cycle():
         ctx.set(dut.threshold, 100)
         await ctx.tick().repeat(GEOMETRY["sets"])
         for i in range(60):
-            ctx.set(dut.grad_in.p.addr, (i % 3) * 2 * lanes)
-            for lane in range(lanes):
-                ctx.set(dut.grad_in.p.grads[lane], 1 + lane)
-            ctx.set(dut.grad_in.p.mask, 0b1111)
+            set_line(ctx, dut.grad_in.p, (i % 3) * 2 * lanes, [1, 2, 3, 4], 0b1111)
             ctx.set(dut.grad_in.valid, 1)
             low.append(not ctx.get(dut.grad_in.ready))
             await ctx.tick()

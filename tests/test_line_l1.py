@@ -6,10 +6,11 @@ import pytest
 from amaranth.sim import Simulator
 
 from design import LineAccumulator
-from design.layouts import Cause
 from design.params import LFSR_RESET
-from model import LineModel, LineWrite
+from model import LineModel
 from model.reference import lfsr_step
+
+from .lines import line_write, offer, set_line
 
 
 def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=9,
@@ -31,14 +32,7 @@ def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr
             ctx.set(dut.random_next, lfsr_step(lfsr) & (2 ** bits - 1))
             ctx.set(dut.push.ready, ready(cycle))
             if ctx.get(dut.push.valid) and ctx.get(dut.push.ready):
-                p = dut.push.p
-                mask = ctx.get(p.mask)
-                writes.append(LineWrite(
-                    ctx.get(p.addr),
-                    tuple(ctx.get(p.values[i]) if mask >> i & 1 else 0 for i in range(lanes)),
-                    mask,
-                    tuple(Cause(ctx.get(p.causes[i])).name if mask >> i & 1 else None
-                          for i in range(lanes))))
+                writes.append(line_write(ctx, dut.push.p, lanes))
             discard = ctx.get(dut.discard)
             for i in range(lanes):
                 if discard >> i & 1:
@@ -53,20 +47,9 @@ def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr
         ctx.set(dut.grad_in.p.small_threshold, small_threshold)
         ctx.set(dut.grad_in.p.stochastic, stochastic)
         for line, grads, mask, threshold in beats:
-            ctx.set(dut.grad_in.p.addr, line)
-            for i, grad in enumerate(grads):
-                ctx.set(dut.grad_in.p.grads[i], grad)
-            ctx.set(dut.grad_in.p.mask, mask)
+            set_line(ctx, dut.grad_in.p, line, grads, mask)
             ctx.set(dut.grad_in.p.threshold, threshold)
-            ctx.set(dut.grad_in.valid, 1)
-            for _ in range(limit):
-                if ctx.get(dut.grad_in.ready):
-                    break
-                await tick()
-            else:
-                raise AssertionError(f"grad_in.ready stayed low for {limit} cycles")
-            await tick()
-            ctx.set(dut.grad_in.valid, 0)
+            await offer(ctx, dut.grad_in, tick, limit)
         ctx.set(dut.flush, 1)
         for _ in range(limit):
             if ctx.get(dut.idle):
@@ -143,10 +126,7 @@ def test_one_beat_per_cycle_when_l2_takes_every_write():
         ctx.set(dut.push.ready, 1)
         await ctx.tick().repeat(2)      # INIT: a cycle per set
         for line, grads, mask, threshold in beats:
-            ctx.set(dut.grad_in.p.addr, line)
-            for i, grad in enumerate(grads):
-                ctx.set(dut.grad_in.p.grads[i], grad)
-            ctx.set(dut.grad_in.p.mask, mask)
+            set_line(ctx, dut.grad_in.p, line, grads, mask)
             ctx.set(dut.grad_in.p.threshold, threshold)
             ctx.set(dut.grad_in.valid, 1)
             if not ctx.get(dut.grad_in.ready):

@@ -8,6 +8,8 @@ from amaranth.sim import Simulator
 
 from design import WritebackBuffer
 
+from .lines import offer, set_line
+
 VALUE_MAX = 2 ** 9 - 1          # grad_width 8: values of 10 bits
 
 
@@ -35,20 +37,8 @@ def run_pushes(pushes, *, lanes=4, depth=8, burst_size=4, ready=lambda cycle: Tr
             cycle += 1
 
         for line, values, mask in pushes:
-            ctx.set(dut.push.p.addr, line)
-            for i, value in enumerate(values):
-                ctx.set(dut.push.p.values[i], value)
-            ctx.set(dut.push.p.mask, mask)
-            ctx.set(dut.push.valid, 1)
-            for wait in range(limit):
-                if ctx.get(dut.push.ready):
-                    break
-                await tick()
-            else:
-                raise AssertionError(f"push.ready stayed low for {limit} cycles")
-            waited.append(wait)
-            await tick()
-            ctx.set(dut.push.valid, 0)
+            set_line(ctx, dut.push.p, line, values, mask, field="values")
+            waited.append(await offer(ctx, dut.push, tick, limit))
         ctx.set(dut.flush, 1)
         for _ in range(limit):
             if not ctx.get(dut.level):
