@@ -30,7 +30,7 @@ from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_
 from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
                       interrupted, positive_integer, prepare_out, table, usage_error)
 from .console import progress as console_progress
-from .modes import mode_table
+from .mode_comparison import mode_table
 from .provenance import describe, provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
@@ -124,7 +124,7 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m reports.modes), each setting run "
+                          "stochastic, EMA, bypass: python -m reports.mode_comparison), each setting run "
                           "on the RTL and checked against the reference model")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -314,7 +314,7 @@ def render_markdown(report):
     moded = [m for m in report["workloads"] if m.get("modes")]
     if moded:
         lines += ["## Run-time modes", "",
-                  "Each setting (`python -m reports.modes`, docs/reports.md) run on the RTL and "
+                  "Each setting (`python -m reports.mode_comparison`, docs/reports.md) run on the RTL and "
                   "on the reference model; figures from the model, which the RTL matched write "
                   "for write, cause for cause and discard for discard. Error = DRAM content "
                   "minus exact, per address after each step.", ""]
@@ -429,7 +429,7 @@ def _report(args, argv, result_filter):
             print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
             return 1
         if args.modes:
-            from .modes import compare_modes
+            from .mode_comparison import compare_modes
             try:
                 metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
                                                  backend=backend)

@@ -5,9 +5,9 @@
 
 For each workload and number of lanes N, every L1 geometry of the grid (``sets`` from 16 to
 ``--max-sets``, ``ways`` from 1 to ``--max-ways``, powers of two; each entry a line of N
-lanes) writes the workload's beats (:func:`reports.lines.pack_lines`) through the line model,
+lanes) writes the workload's beats (:func:`reports.line_costs.pack_lines`) through the line model,
 and its masked line writes' bytes are set against dense write-through's, with the byte counts
-of :data:`reports.lines.FORMAT`. The table gives, per workload and N, the smallest geometry
+of :data:`reports.line_costs.FORMAT`. The table gives, per workload and N, the smallest geometry
 (fewest lines held, then fewest ways) whose line writes cost fewer bytes than dense
 write-through, the saving there, the saving at the default geometry, and the best saving of
 the grid with the smallest geometry that reaches it (a larger L1 saves no more once it holds
@@ -21,7 +21,7 @@ from model import LineModel
 
 from .console import (ArgumentParser, UsageError, check_writable, int_list, interrupted,
                       positive_integer, progress, table, usage_error)
-from .lines import ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, pack_lines
+from .line_costs import ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, pack_lines
 from .provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]

@@ -182,7 +182,7 @@ def test_bad_input(call, message):
 
 
 def test_gradients_pack_into_beats_by_line_lane_and_threshold():
-    from reports.lines import pack_lines
+    from reports.line_costs import pack_lines
     ops = [("grad", 8, 1, 5), ("grad", 9, 2, 5), ("grad", 9, 3, 5),    # lane 1 again
            ("grad", 10, 4, 6),                                          # another threshold
            ("grad", 12, 5, 6), ("flush",), ("grad", 13, 6, 6)]
@@ -193,7 +193,7 @@ def test_gradients_pack_into_beats_by_line_lane_and_threshold():
 
 
 def test_line_costs_of_one_lane_are_the_records():
-    from reports.lines import line_costs
+    from reports.line_costs import line_costs
     from workloads import get_workload
     ops = get_workload("seed").ops()
     one = line_costs(ops, lanes=1, sets=32, ways=4)
@@ -204,7 +204,7 @@ def test_line_costs_of_one_lane_are_the_records():
 
 
 def test_line_report_refuses_a_bad_geometry_or_output(capsys, tmp_path):
-    from reports.lines import main
+    from reports.line_costs import main
     assert main(["seed", "--lanes", "3"]) == 2
     assert "lanes must be a power of two" in capsys.readouterr().err
     assert main(["seed", "--out", str(tmp_path)]) == 2

@@ -1,6 +1,6 @@
 """DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
 
-    python -m reports.lines [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+    python -m reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
 
 Each workload's gradients are packed into beats as an accelerator would write them: a run of
 gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,
@@ -98,7 +98,7 @@ def render(rows):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m reports.lines",
+        prog="python -m reports.line_costs",
         description="DRAM transfers and bytes of workloads streamed as lines of N lanes: dense "
                     "write-through, per-gradient records, and the line model's masked line "
                     "writes.",
