@@ -371,6 +371,7 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
             raise UsageError(f"--pytest {pytest_path}: the file exists (--force replaces it)")
         if not os.path.isdir(os.path.dirname(os.path.abspath(pytest_path))):
             raise UsageError(f"--pytest {pytest_path}: its folder does not exist")
+    steps = read_witness(path)        # the file is a witness or trace before all else
     jobdir = _find_job_dir(path)
     job, meta = {}, {}
     if jobdir:
@@ -390,10 +391,8 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
     bound = meta.get("bound")
     lines = config.get("lanes", 1) > 1
     factory = _factory(config, design_path)
-    if lines:
+    if lines:       # the line harness's inputs are the compressor's ports: read from the VCD
         steps = _line_steps(path, config)
-    else:
-        steps = read_witness(path)
     print(f"replaying {len(steps)} steps of {path}")
     missing = [name for name in CORE_INPUTS if not any(name in step for step in steps)]
     if missing and not lines:
