@@ -5,6 +5,10 @@ cycle, and ready at random half of the time.
 Run as ``python -m simulation.bench`` (``--help`` for the sizes). The compiled simulator runs a
 one-million-gradient trace; the run fails (exit status 1) if it takes a minute or more, or if the
 two simulators disagree on the small trace they both run.
+
+Then the same on lines (``GradientCompressor(lanes=N)``, ``--lanes``, by default 8, on the
+default geometry of lines): a small trace of beats in both simulators (which must agree) and a
+long one in the compiled simulator; gradients count the beats' masked lanes.
 """
 
 import random
@@ -18,7 +22,7 @@ from reports.console import ArgumentParser, positive_integer, table
 from .cxxrtl import build, compiler_available
 from .driver import always, every_other, random_ready, simulate
 
-__all__ = ["make_trace", "main"]
+__all__ = ["make_trace", "make_line_trace", "main"]
 
 #: The compiled simulation of a million gradients must take less than this (seconds).
 LIMIT = 60.0
@@ -31,6 +35,21 @@ def make_trace(n, *, seed=1, span=4096, sigma=300, threshold=1000):
     rng = random.Random(seed)
     lo, hi = -(1 << 15), (1 << 15) - 1
     ops = [("grad", rng.randrange(span), max(lo, min(hi, int(rng.gauss(0, sigma)))), threshold)
+           for _ in range(n)]
+    ops.append(("flush",))
+    return ops
+
+
+def make_line_trace(n, lanes, *, seed=1, span=4096, sigma=300, threshold=1000):
+    """``n`` beats of ``lanes`` then a flush: lines uniform over ``span`` words, gradients as
+    :func:`make_trace`'s, every lane in half of the beats and a random set of lanes in the
+    others."""
+    rng = random.Random(seed)
+    lo, hi = -(1 << 15), (1 << 15) - 1
+    full = (1 << lanes) - 1
+    ops = [("line", rng.randrange(span // lanes) * lanes,
+            tuple(max(lo, min(hi, int(rng.gauss(0, sigma)))) for _ in range(lanes)),
+            full if rng.random() < 0.5 else rng.randrange(1, full + 1), threshold)
            for _ in range(n)]
     ops.append(("flush",))
     return ops
@@ -57,7 +76,19 @@ def main(argv=None):
                         help="gradients for the Amaranth simulator (default 5000)")
     parser.add_argument("--compiled", type=positive_integer, default=1_000_000, metavar="N",
                         help="gradients for the compiled simulator (default 1000000)")
+    parser.add_argument("--lanes", type=int, default=8, metavar="N",
+                        help="lanes of the runs on lines (default 8; 1: none)")
+    parser.add_argument("--line-amaranth", type=positive_integer, default=1000, metavar="N",
+                        help="beats for the Amaranth simulator on lines (default 1000)")
+    parser.add_argument("--line-compiled", type=positive_integer, default=125_000, metavar="N",
+                        help="beats for the compiled simulator on lines (default 125000)")
     args = parser.parse_args(argv)
+    if args.lanes != 1:
+        from design.params import check_lanes
+        try:
+            check_lanes(args.lanes)
+        except (TypeError, ValueError) as error:
+            parser.error(str(error))
 
     if not compiler_available():
         print("no C++ compiler (g++): cannot build the compiled simulator", file=sys.stderr)
@@ -100,8 +131,48 @@ def main(argv=None):
         if args.compiled >= 1_000_000 and total >= LIMIT:
             print(f"  took {total:.1f} s, not under {LIMIT:.0f} s")
             ok = False
+    if args.lanes > 1:
+        ok &= _lines(args, patterns, rows)
     print(table(rows, HEADERS, align=["left", "left"] + ["right"] * 5 + ["left"]))
     return 0 if ok else 1
+
+
+def _lines(args, patterns, rows):
+    """The rows on lines (appended to ``rows``); whether the simulators agreed and every beat
+    of the long trace was accepted."""
+    lanes, ok = args.lanes, True
+    t0 = time.perf_counter()
+    sim = build({"lanes": lanes})
+    print(f"compiled simulator, {lanes} lanes: {sim.binary} "
+          f"(ready in {time.perf_counter() - t0:.1f} s)")
+    small = make_line_trace(args.line_amaranth, lanes)
+    for ready_name, ready in patterns:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = simulate(GradientCompressor(lanes=lanes), small,
+                                 dram_ready=_fresh(ready))
+        seconds = time.perf_counter() - t0
+        name = f"{lanes} lanes"
+        rows.append(_row(f"amaranth, {name}", ready_name, reference.gradients, reference.cycles,
+                         seconds, f"{args.line_amaranth} beats"))
+        same = sim.run(small, dram_ready=_fresh(ready)) == reference
+        ok &= same
+        rows.append(_row(f"compiled, {name}", ready_name, reference.gradients, reference.cycles,
+                         sim.last_total_seconds,
+                         "identical" if same else "DIFFERENT FROM AMARANTH"))
+    big = make_line_trace(args.line_compiled, lanes)
+    for ready_name, ready in patterns:
+        result = sim.run(big, dram_ready=_fresh(ready))
+        rows.append(_row(f"compiled, {lanes} lanes", ready_name, result.gradients, result.cycles,
+                         sim.last_total_seconds,
+                         f"{args.line_compiled} beats; simulation alone "
+                         f"{sim.last_sim_seconds:.2f} s, "
+                         f"{result.cycles / sim.last_sim_seconds:,.0f} cycles/s"))
+        if len(result.accepted) != args.line_compiled:
+            print(f"  only {len(result.accepted)} beats were accepted")
+            ok = False
+    return ok
 
 
 if __name__ == "__main__":

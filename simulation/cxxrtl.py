@@ -10,8 +10,9 @@ cycle, at a few million cycles per second instead of about a thousand.
 
 Built simulators are cached in ``<user cache>/gradient-compressor/cxxrtl/<hash>/`` (e.g.
 ``~/.cache/...`` on Linux; ``$GC_CXXRTL_CACHE`` overrides the folder), keyed by a hash of the
-RTLIL, the driver source, the compiler command and the tool versions: the first run of a
-configuration takes 5-10 seconds to build it.
+RTLIL, the Yosys script, the driver source, the compiler command and the tool versions: the
+first run of a configuration takes seconds to build it (on lines, up to minutes: 20 s for 2
+lanes on 2 x 2 lines, about 1.5 min for 8 lanes on the default 32 x 4, on this machine).
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
@@ -20,6 +21,15 @@ threshold)``, ``("flush",)``, ``("modes", {input: value})``, ``("seed", value)``
 integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush, every
 run-time mode off).
 ``gap`` may be ``None``, an integer, or a callable ``gap(index)`` as for ``simulate``.
+
+Lines: a configuration with ``lanes`` = N > 1 (``GradientCompressor(lanes=N)``) takes the line
+model's beats ``("line", line, grads, mask, threshold)`` instead of gradients (``grads`` holds
+exactly N gradients, lane 0 first), with the same flushes, modes and seeds, and returns what
+``simulate`` returns on lines: beats accepted as ``(line, grads, mask, threshold)``, one write
+``(addr, value)`` per lane of each DRAM line write's mask (one write cycle per line write), one
+discard per lane, ``bypassed`` and ``gradients`` counting lanes. A NumPy trace is for one lane
+only. A cycle costs more on lines (about 150,000 cycles per second at 8 lanes on the default
+geometry on this machine, against a few hundred in the Amaranth simulator).
 
 The DRAM ready pattern must be one the compiled driver knows: :func:`~simulation.driver.always`,
 :func:`~simulation.driver.every_other`, a fresh :class:`~simulation.driver.random_ready` (the
@@ -48,7 +58,7 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from design import GradientCompressor
-from design.params import DEFAULTS, MODES_OFF, check_modes
+from design.params import DEFAULTS, MODES_OFF, check_lanes, check_modes
 from model import CAUSES
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
@@ -59,7 +69,8 @@ __all__ = ["CompiledSimulator", "CompilerMissing", "compiler_available", "build"
 _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
 
-#: Constructor parameters of :class:`design.GradientCompressor`, in order.
+#: Constructor parameters of :class:`design.GradientCompressor`, in order, but for ``lanes``
+#: (which a :class:`CompiledSimulator`'s ``params`` hold too, last).
 PARAMS = tuple(DEFAULTS)
 
 CXX = os.environ.get("CXX", "g++")
@@ -100,31 +111,33 @@ def _cxxrtl_include():
 
 
 def _params_of(dut_or_params):
+    """The constructor parameters of a configuration, each named, ``lanes`` last."""
     if isinstance(dut_or_params, GradientCompressor):
-        _one_lane(dut_or_params.lanes)
-        return {name: getattr(dut_or_params, name) for name in PARAMS}
+        return {**{name: getattr(dut_or_params, name) for name in PARAMS},
+                "lanes": dut_or_params.lanes}
     params = dict(dut_or_params or {})
-    _one_lane(params.pop("lanes", 1))
+    lanes = check_lanes(params.pop("lanes", 1))
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
-    return {name: params.get(name, DEFAULTS[name]) for name in PARAMS}
-
-
-def _one_lane(lanes):
-    if lanes != 1:
-        raise ValueError(f"the compiled simulator takes one lane so far, not lanes={lanes}: "
-                         f"simulate lines with simulation.driver.simulate")
+    return {**{name: params.get(name, DEFAULTS[name]) for name in PARAMS}, "lanes": lanes}
 
 
 class CompiledSimulator:
-    """A built CXXRTL simulator of one :class:`~design.GradientCompressor` configuration.
+    """A built CXXRTL simulator of one :class:`~design.GradientCompressor` configuration
+    (``params``: the constructor's parameters, ``lanes`` included).
 
     Use :func:`build` (cached) to get one.
     """
 
     def __init__(self, params, binary):
         self.params = dict(params)
+        self.params.setdefault("lanes", 1)
+        #: 1, or the lanes of a line: then the operations are beats (``"line"``).
+        self.lanes = self.params["lanes"]
+        # The operations' kinds as the driver numbers them (a gradient, or on lines a beat, 0).
+        self._kinds = {"grad" if self.lanes == 1 else "line": 0, "flush": 1, "modes": 2,
+                       "seed": 3}
         self.binary = Path(binary)
         #: Seconds the last :meth:`run` spent simulating (inside the compiled program).
         self.last_sim_seconds = None
@@ -137,8 +150,14 @@ class CompiledSimulator:
     # -- encoding ------------------------------------------------------------------------------
     def _encode_ops(self, ops, gap):
         """The operations file (see ``cxxrtl_driver.cc``): a header, the kinds, the
-        gradients' columns, then the mode settings' columns."""
+        gradients' (on lines the beats') columns, then the mode settings' columns."""
         np_ops = _as_numpy_gradients(ops)
+        if np_ops is not None and self.lanes > 1:
+            raise ValueError(f"a NumPy trace holds gradients of one lane: on lines "
+                             f"(lanes={self.lanes}) pass (\"line\", line, grads, mask, "
+                             f"threshold) operations")
+        kinds_of = self._kinds
+        grad_kind = "grad" if self.lanes == 1 else "line"
         settings = []   # (mode input index, value), one per kind 2 or 3
         if np_ops is not None:
             n = n_ops = np_ops.shape[0]
@@ -149,27 +168,21 @@ class CompiledSimulator:
             if not isinstance(ops, (list, tuple)):
                 ops = list(ops)
             try:
-                kinds = bytes(map(_KINDS.__getitem__, [op[0] for op in ops]))
+                kinds = bytes(map(kinds_of.__getitem__, [op[0] for op in ops]))
             except (KeyError, IndexError, TypeError):
                 for op in ops:
-                    if not op or op[0] not in _KINDS:
+                    if not op or op[0] not in kinds_of:
                         raise ValueError(f"unknown operation {op!r}") from None
                 raise
             # gap(index) counts the operations as given, before the settings are expanded.
-            gap_indices = [i for i, k in enumerate(kinds) if k == _KINDS["grad"]]
-            if len(gap_indices) + kinds.count(_KINDS["flush"]) < len(ops):
+            gap_indices = [i for i, k in enumerate(kinds) if k == kinds_of[grad_kind]]
+            if len(gap_indices) + kinds.count(kinds_of["flush"]) < len(ops):
                 ops, kinds, settings = self._expand_modes(ops)
             n_ops = len(ops)
-            n = kinds.count(_KINDS["grad"])
-            grads = ops if n == n_ops else [op for op in ops if op[0] == "grad"]
-            if grads and set(map(len, grads)) != {4}:
-                bad = next(op for op in grads if len(op) != 4)
-                raise ValueError(f"a gradient operation is (\"grad\", addr, grad, threshold), "
-                                 f"not {bad!r}")
-            widths = (self.params["addr_width"], self.params["grad_width"],
-                      self.params["grad_width"])
-            columns = [_int64_column([op[i + 1] for op in grads], width).tobytes()
-                       for i, width in enumerate(widths)]
+            n = kinds.count(kinds_of[grad_kind])
+            grads = ops if n == n_ops else [op for op in ops if op[0] == grad_kind]
+            columns = (self._gradient_columns(grads) if self.lanes == 1 else
+                       self._beat_columns(grads))
         if gap is None:
             gap_mode, gap_const, gaps = 0, 0, b""
         elif isinstance(gap, int) and not isinstance(gap, bool):
@@ -184,6 +197,31 @@ class CompiledSimulator:
         inputs = array("q", [i for i, _ in settings]).tobytes()
         values = array("q", [v for _, v in settings]).tobytes()
         return b"".join([header, kinds, pad, *columns, gaps, inputs, values])
+
+    def _gradient_columns(self, grads):
+        """The columns addr, grad, threshold of the gradient operations ``grads``."""
+        if grads and set(map(len, grads)) != {4}:
+            bad = next(op for op in grads if len(op) != 4)
+            raise ValueError(f"a gradient operation is (\"grad\", addr, grad, threshold), "
+                             f"not {bad!r}")
+        widths = (self.params["addr_width"], self.params["grad_width"],
+                  self.params["grad_width"])
+        return [_int64_column([op[i + 1] for op in grads], width).tobytes()
+                for i, width in enumerate(widths)]
+
+    def _beat_columns(self, beats):
+        """The columns addr, grads (``lanes`` per beat, beat by beat), threshold and mask of
+        the line operations ``beats``."""
+        lanes = self.lanes
+        for op in beats:
+            if len(op) != 5 or len(op[2]) != lanes:
+                raise ValueError(f"a line operation is (\"line\", line, grads, mask, threshold) "
+                                 f"with {lanes} grads, not {op!r}")
+        addr_width, grad_width = self.params["addr_width"], self.params["grad_width"]
+        return [_int64_column([op[1] for op in beats], addr_width).tobytes(),
+                _int64_column([g for op in beats for g in op[2]], grad_width).tobytes(),
+                _int64_column([op[4] for op in beats], grad_width).tobytes(),
+                _int64_column([op[3] for op in beats], lanes).tobytes()]
 
     def _expand_modes(self, ops):
         """``ops`` with each ``("modes", {...})`` split into one operation per input it
@@ -204,7 +242,8 @@ class CompiledSimulator:
                 settings.append((0, op[1]))
             else:
                 expanded.append(op)
-        kinds = bytes(_KINDS["modes"] if op[0] == "mode" else _KINDS[op[0]] for op in expanded)
+        kinds = bytes(self._kinds["modes"] if op[0] == "mode" else self._kinds[op[0]]
+                      for op in expanded)
         return expanded, kinds, settings
 
     @staticmethod
@@ -271,6 +310,9 @@ class CompiledSimulator:
         header = struct.unpack_from("<13q", data, 0)
         n_acc, n_wr, n_causes, n_flush = header[:4]
         n_discards = header[10]
+        lanes = self.lanes
+        # On lines, one write per lane written (header[12]); with one lane, one per write.
+        n_lane_writes = n_wr if lanes == 1 else header[12]
         offset = struct.calcsize("<13q")
         unsigned_addr = self.params["addr_width"] >= 64
 
@@ -283,16 +325,24 @@ class CompiledSimulator:
             return a
 
         acc_addr = take(n_acc, "Q" if unsigned_addr else "q")
-        acc_grad, acc_threshold, accept_cycles = take(n_acc), take(n_acc), take(n_acc)
+        acc_grad, acc_threshold, accept_cycles = take(n_acc * lanes), take(n_acc), take(n_acc)
         accept_thresholds = take(n_acc)
-        wr_addr = take(n_wr, "Q" if unsigned_addr else "q")
-        wr_value, write_cycles = take(n_wr), take(n_wr)
+        acc_mask = take(n_acc) if lanes > 1 else None
+        wr_addr = take(n_lane_writes, "Q" if unsigned_addr else "q")
+        wr_value, write_cycles = take(n_lane_writes), take(n_wr)
         flush_cycles, step_count, step_sum = take(n_flush), take(n_flush), take(n_flush)
         discard_addr = take(n_discards, "Q" if unsigned_addr else "q")
         discard_error = take(n_discards)
         causes = take(n_causes, "B")
         result = SimResult()
-        result.accepted = list(zip(acc_addr.tolist(), acc_grad.tolist(), acc_threshold.tolist()))
+        if lanes == 1:
+            result.accepted = list(zip(acc_addr.tolist(), acc_grad.tolist(),
+                                       acc_threshold.tolist()))
+        else:
+            grads = acc_grad.tolist()
+            beats = [tuple(grads[k:k + lanes]) for k in range(0, len(grads), lanes)]
+            result.accepted = list(zip(acc_addr.tolist(), beats, acc_mask.tolist(),
+                                       acc_threshold.tolist()))
         result.accept_cycles = accept_cycles.tolist()
         result.writes = list(zip(wr_addr.tolist(), wr_value.tolist()))
         result.write_cycles = write_cycles.tolist()
@@ -304,12 +354,12 @@ class CompiledSimulator:
         result.step_discards = list(zip(step_count.tolist(), step_sum.tolist()))
         result.discards = list(zip(discard_addr.tolist(), discard_error.tolist()))
         result.bypassed = header[11]
-        result.gradients = len(result.accepted)
+        result.gradients = (len(result.accepted) if lanes == 1 else
+                            sum(bin(mask).count("1") for mask in acc_mask))
         self.last_sim_seconds = header[9] / 1e9
         return result
 
 
-_KINDS = {"grad": 0, "flush": 1, "modes": 2, "seed": 3}
 #: The run-time mode inputs, numbered for the driver's ``set_mode_input``.
 _MODE_INPUTS = tuple(MODES_OFF)
 
@@ -375,7 +425,8 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     """Build (or find in the cache) the compiled simulator of a configuration.
 
     ``dut_or_params`` is a :class:`~design.GradientCompressor` or a dict of its constructor
-    parameters (missing ones take their defaults). Returns a :class:`CompiledSimulator`.
+    parameters (missing ones take their defaults; ``lanes`` > 1 builds the compressor on lines).
+    Returns a :class:`CompiledSimulator`.
     Raises :class:`CompilerMissing` if there is no C++ compiler.
     """
     params = _params_of(dut_or_params)
@@ -383,7 +434,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
         raise CompilerMissing(f"no C++ compiler ({CXX}) on the path: the compiled simulator "
                               f"needs one (e.g. apt-get install g++)")
     dut = dut_or_params if isinstance(dut_or_params, GradientCompressor) else None
-    memo_key = (tuple(params[n] for n in PARAMS),
+    memo_key = (tuple(params.values()),
                 None if dut is None or type(dut) is GradientCompressor else id(dut))
     if memo_key in _built and _built[memo_key].binary.exists():
         return CompiledSimulator(params, _built[memo_key].binary)
@@ -397,10 +448,12 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     include = _cxxrtl_include()
     defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
                f"-DGC_GRAD_WIDTH={params['grad_width']}",
+               f"-DGC_LANES={params['lanes']}",
                f"-DGC_THRESHOLD_DELAY={getattr(dut, 'CURRENT_THRESHOLD_DELAY', 1)}",
                '-DCXXRTL_DESIGN="design.cc"']
     h = hashlib.sha256()
-    for part in (il_text, DRIVER_SOURCE.read_text(), _modes_source(),
+    script = _yosys_script(params["lanes"])
+    for part in (il_text, script, DRIVER_SOURCE.read_text(), _modes_source(),
                  " ".join([CXX, *CXXFLAGS, *defines]),
                  _tool_version(), str(include)):
         h.update(part.encode())
@@ -418,7 +471,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
                     print(f"building the compiled simulator of {params['sets']} x "
                           f"{params['ways']} (first use of this configuration: seconds to a "
                           f"few minutes; cached in {cache})", file=sys.stderr, flush=True)
-                    _compile(il_text, folder, include, defines, verbose)
+                    _compile(il_text, script, folder, include, defines, verbose)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
     sim = CompiledSimulator(params, binary)
@@ -446,12 +499,27 @@ def _tool_version():
     return _version
 
 
-def _compile(il_text, folder, include, defines, verbose):
+def _yosys_script(lanes):
+    """The Yosys commands that turn ``design.il`` into ``design.cc``.
+
+    Converted as it is, the design on lines has wires through which CXXRTL sees feedback
+    (``write_cxxrtl -print-wire-types`` lists the streamer's beat payload and a few of L1's
+    internal wires), so that every cycle takes several delta cycles. Flattening the design
+    and cleaning it (``opt_clean``, which merges the alias wires between the modules' ports)
+    before ``write_cxxrtl`` leaves none, and a cycle takes one. One lane keeps the plain
+    conversion (it settles in one delta cycle as it is)."""
+    if lanes == 1:
+        return "read_rtlil design.il; write_cxxrtl design.cc"
+    return ("read_rtlil design.il; hierarchy -top top; proc; flatten; opt_clean; "
+            "write_cxxrtl design.cc")
+
+
+def _compile(il_text, script, folder, include, defines, verbose):
     work = Path(tempfile.mkdtemp(prefix=f"{folder.name}.tmp-", dir=folder.parent))
     try:
         (work / "design.il").write_text(il_text)
         t0 = time.perf_counter()
-        cmd = [*_yosys(), "-q", "-p", "read_rtlil design.il; write_cxxrtl design.cc"]
+        cmd = [*_yosys(), "-q", "-p", script]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(f"yosys write_cxxrtl failed:\n{proc.stdout}\n{proc.stderr}")
@@ -483,8 +551,10 @@ def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_h
                       flush_timeout=None, max_cycles=None, progress=None, vcd=None,
                       vcd_cycles=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
-    :class:`~design.GradientCompressor` or a dict of its parameters) and return a
-    :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
+    :class:`~design.GradientCompressor` or a dict of its parameters, ``lanes`` among them on
+    lines) and return a :class:`~simulation.driver.SimResult`, identical to
+    :func:`~simulation.driver.simulate`'s. On lines ``ops`` holds beats ``("line", line,
+    grads, mask, threshold)`` with exactly ``lanes`` grads (see the module's docstring).
 
     The keyword arguments are :func:`~simulation.driver.simulate`'s; ``gap`` may also be an
     integer; ``progress``, ``vcd`` and ``vcd_cycles`` are :meth:`CompiledSimulator.run`'s.

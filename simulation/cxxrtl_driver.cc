@@ -5,6 +5,14 @@
 //   GC_ADDR_WIDTH, GC_GRAD_WIDTH   port widths (payload field offsets follow the layouts:
 //                                  grad_in payload = addr | grad << addr_width,
 //                                  dram_out payload = addr | value << addr_width)
+//   GC_LANES                       1, or the lanes of a line (design.layouts.line_layout,
+//                                  line_dram_layout, fields in order from bit 0):
+//                                  grad_in payload = addr | grads[i] << (addr_width +
+//                                  i * grad_width) | mask << (addr_width + lanes * grad_width),
+//                                  dram_out payload = addr | values[i] << (addr_width +
+//                                  i * value_width) | mask << (addr_width + lanes * value_width),
+//                                  discard and bypassed one bit per lane, discard_error one
+//                                  grad_width + 1-bit field per lane (lane 0 lowest)
 //   GC_THRESHOLD_DELAY             the design's CURRENT_THRESHOLD_DELAY: current_threshold
 //                                  shows the threshold of an acceptance in cycle c in cycle
 //                                  c + GC_THRESHOLD_DELAY (the pipelined design: 3)
@@ -14,7 +22,9 @@
 // and writes `modes.inc` beside it: `set_mode_input(top, index, value)`, which sets the
 // run-time mode input number `index` (in the order of design.params.MODES_OFF).
 //
-// It follows simulation/driver.py's `simulate` exactly, cycle for cycle:
+// It follows simulation/driver.py's `simulate` exactly, cycle for cycle (on lines too:
+// a beat is offered and recorded as driver.py does, a DRAM line write is recorded as one
+// write per lane in its mask, a discard as one per lane set in `discard`):
 // every cycle ("tick") the inputs are set, the design is settled (clock low), outputs are
 // sampled, then the clock rises. See driver.py for the protocol.
 //
@@ -28,6 +38,9 @@
 //         gradient); int64 setting_input[n_settings], setting_value[n_settings] (one per kind
 //         2 or 3, in order; kind 3 ignores the input). Gradient values are truncated to the
 //         port widths, as the Amaranth simulator does; mode values are checked by the caller.
+//         On lines (GC_LANES > 1) kind 0 is a beat, grad holds n_grads * GC_LANES values (beat
+//         by beat, lane 0 first), and an int64 mask[n_grads] column follows threshold (before
+//         the gaps).
 //   OUT   binary results file (see write_results), written on success.
 //   DRAM_MODE 0 always, 1 every_other, 2 random(seed, probability, max_stall), 3 periodic PATTERN
 //   MAX_STALL, MAX_CYCLES: -1 for none. PATTERN: "-" unless DRAM_MODE is 3.
@@ -68,12 +81,21 @@
 #endif
 static_assert(GC_THRESHOLD_DELAY >= 1, "current_threshold is a register: its delay is at least 1");
 
+#ifndef GC_LANES
+#define GC_LANES 1
+#endif
+static_assert(GC_LANES >= 1 && GC_LANES <= 32, "lanes are 1 to 32");
+
 static_assert(GC_ADDR_WIDTH <= 64, "addr_width above 64 is not supported by the compiled driver");
 static_assert(GC_GRAD_WIDTH + 2 <= 64, "grad_width above 62 is not supported by the compiled driver");
 
 static const size_t ADDR_W  = GC_ADDR_WIDTH;
 static const size_t GRAD_W  = GC_GRAD_WIDTH;
 static const size_t VALUE_W = GC_GRAD_WIDTH + 2;
+static const size_t LANES   = GC_LANES;
+// The mask fields of a line (unused with one lane).
+static const size_t IN_MASK_AT   = ADDR_W + LANES * GRAD_W;
+static const size_t DRAM_MASK_AT = ADDR_W + LANES * VALUE_W;
 
 static inline uint64_t mask_of(size_t width) {
 	return width >= 64 ? ~uint64_t(0) : ((uint64_t(1) << width) - 1);
@@ -87,7 +109,9 @@ static inline int64_t sext(uint64_t v, size_t width) {
 	return (int64_t)((v ^ sign) - sign);
 }
 
-// Bit-field access on a CXXRTL value (32-bit chunks); offset + width <= Bits, width <= 64.
+// Bit-field access on a CXXRTL value (32-bit chunks); offset + width <= Bits, width <= 64, at
+// any offset (a field spans at most 3 chunks: offset % 32 + 64 <= 96 bits), so the lanes of a
+// wide line payload (576 bits at 32 lanes of 16 bits) are read and set field by field.
 template<size_t Bits>
 static uint64_t get_field(const cxxrtl::value<Bits> &v, size_t offset, size_t width) {
 	typedef cxxrtl::value<Bits> V;
@@ -165,7 +189,10 @@ struct Failure {
 };
 
 struct Results {
+	// On lines accepted_grad holds GC_LANES values per beat, accepted_mask one mask per beat,
+	// and write_addr / write_value one entry per lane written (write_cycles one per line write).
 	std::vector<int64_t> accepted_addr, accepted_grad, accepted_threshold, accept_cycles;
+	std::vector<int64_t> accepted_mask;
 	std::vector<int64_t> write_addr, write_value, write_cycles;
 	std::vector<uint8_t> causes;         // index into model.CAUSES
 	std::vector<int64_t> flush_cycles;
@@ -216,6 +243,7 @@ struct Ops {
 	int64_t n_ops = 0, n_grads = 0, gap_mode = 0, gap = 0, n_settings = 0;
 	const uint8_t *kind = nullptr;
 	const int64_t *addr = nullptr, *grad = nullptr, *threshold = nullptr, *gaps = nullptr;
+	const int64_t *mask = nullptr;   // on lines
 	const int64_t *setting_input = nullptr, *setting_value = nullptr;
 };
 
@@ -224,6 +252,37 @@ static const size_t DISCARD_ERROR_W = GC_GRAD_WIDTH + 1;
 // discard_sum is grad_width + 33 bits wide: read as int64, it is exact while the step's sum
 // of discard errors fits in 64 bits.
 static const size_t DISCARD_SUM_W = GC_GRAD_WIDTH + 33 < 64 ? GC_GRAD_WIDTH + 33 : 64;
+
+// A write on dram_out, every field (for the check that the payload holds while not taken).
+struct DramWrite {
+	uint64_t addr = 0;
+	int64_t values[LANES] = {};
+	uint64_t mask = 0;   // on lines
+
+	bool operator!=(const DramWrite &other) const {
+		if (addr != other.addr || mask != other.mask)
+			return true;
+		for (size_t i = 0; i < LANES; i++)
+			if (values[i] != other.values[i])
+				return true;
+		return false;
+	}
+
+	// As Python prints driver.py's payload tuple: (addr, value), or (addr, (v0, v1, ...), mask).
+	std::string repr() const {
+		std::string s = "(" + std::to_string(addr) + ", ";
+		if (LANES == 1)
+			return s + std::to_string(values[0]) + ")";
+		s += "(";
+		for (size_t i = 0; i < LANES; i++)
+			s += (i ? ", " : "") + std::to_string(values[i]);
+		return s + "), " + std::to_string(mask) + ")";
+	}
+};
+
+static inline int popcount(uint64_t v) {
+	return __builtin_popcountll(v);
+}
 
 struct Driver {
 	cxxrtl_design::p_top top;
@@ -235,8 +294,18 @@ struct Driver {
 	bool last_dram_pending = false;
 	// Cycles in which current_threshold shows the threshold of an acceptance (in order).
 	std::deque<uint64_t> threshold_pending;
-	uint64_t last_dram_addr = 0;
-	int64_t last_dram_value = 0;
+	DramWrite last_dram;
+
+	DramWrite read_dram() {
+		DramWrite w;
+		w.addr = get_field(top.p_dram__out____payload, 0, ADDR_W);
+		for (size_t i = 0; i < LANES; i++)
+			w.values[i] = sext(get_field(top.p_dram__out____payload, ADDR_W + i * VALUE_W, VALUE_W),
+			                   VALUE_W);
+		if (LANES > 1)
+			w.mask = get_field(top.p_dram__out____payload, DRAM_MASK_AT, LANES);
+		return w;
+	}
 
 	// Settle the design (as module::step, calling the non-virtual commit).
 	void settle() {
@@ -292,40 +361,48 @@ struct Driver {
 			r.input_stall_cycles++;
 		if (in_fire) {
 			r.accepted_addr.push_back((int64_t)get_field(top.p_grad__in____payload, 0, ADDR_W));
-			r.accepted_grad.push_back(sext(get_field(top.p_grad__in____payload, ADDR_W, GRAD_W), GRAD_W));
+			for (size_t i = 0; i < LANES; i++)
+				r.accepted_grad.push_back(sext(get_field(top.p_grad__in____payload, ADDR_W + i * GRAD_W,
+				                                         GRAD_W), GRAD_W));
+			if (LANES > 1)
+				r.accepted_mask.push_back((int64_t)get_field(top.p_grad__in____payload, IN_MASK_AT, LANES));
 			r.accepted_threshold.push_back((int64_t)get_field(top.p_threshold, 0, GRAD_W));
 			r.accept_cycles.push_back((int64_t)cycle);
 			threshold_pending.push_back(cycle + GC_THRESHOLD_DELAY);
 		}
 		bool dram_valid = top.p_dram__out____valid.get<bool>();
 		if (last_dram_pending || dram_valid) {
-			uint64_t addr = get_field(top.p_dram__out____payload, 0, ADDR_W);
-			int64_t value = sext(get_field(top.p_dram__out____payload, ADDR_W, VALUE_W), VALUE_W);
+			DramWrite w = read_dram();
 			if (last_dram_pending) {
-				char buf[256];
+				char buf[128];
 				if (!dram_valid) {
 					snprintf(buf, sizeof buf, "cycle %" PRIu64 ": dram_out.valid fell before it was taken", cycle);
 					fail(buf);
 				}
-				if (addr != last_dram_addr || value != last_dram_value) {
-					snprintf(buf, sizeof buf,
-					         "cycle %" PRIu64 ": dram_out payload changed from (%" PRIu64 ", %" PRId64
-					         ") to (%" PRIu64 ", %" PRId64 ")",
-					         cycle, last_dram_addr, last_dram_value, addr, value);
-					fail(buf);
+				if (w != last_dram) {
+					snprintf(buf, sizeof buf, "cycle %" PRIu64 ": dram_out payload changed from ", cycle);
+					fail(std::string(buf) + last_dram.repr() + " to " + w.repr());
 				}
 			}
 			last_dram_pending = false;
 			if (dram_valid) {
 				if (top.p_dram__out____ready.get<bool>()) {
-					r.write_addr.push_back((int64_t)addr);
-					r.write_value.push_back(value);
+					if (LANES == 1) {
+						r.write_addr.push_back((int64_t)w.addr);
+						r.write_value.push_back(w.values[0]);
+					} else {
+						// One write per lane in the mask, lane by lane (driver.py's _per_address).
+						for (size_t i = 0; i < LANES; i++)
+							if (w.mask >> i & 1) {
+								r.write_addr.push_back((int64_t)(w.addr + i));
+								r.write_value.push_back(w.values[i]);
+							}
+					}
 					r.write_cycles.push_back((int64_t)cycle);
 				} else {
 					r.dram_stall_cycles++;
 					last_dram_pending = true;
-					last_dram_addr = addr;
-					last_dram_value = value;
+					last_dram = w;
 				}
 			}
 		}
@@ -338,11 +415,17 @@ struct Driver {
 		if (top.p_stochastic__write.get<bool>())  r.causes.push_back(5);
 		r.hits += top.p_l1__hit.get<bool>();
 		r.misses += top.p_l1__miss.get<bool>();
-		r.bypassed += top.p_bypassed.get<bool>();
-		if (top.p_discard.get<bool>()) {
-			r.discard_addr.push_back((int64_t)get_field(top.p_discard__addr, 0, ADDR_W));
-			r.discard_error.push_back(sext(get_field(top.p_discard__error, 0, DISCARD_ERROR_W),
-			                               DISCARD_ERROR_W));
+		r.bypassed += popcount(get_field(top.p_bypassed, 0, LANES));
+		uint64_t discard = get_field(top.p_discard, 0, LANES);
+		if (discard) {
+			// On lines, one discard per lane set, at the line's address + the lane.
+			uint64_t line = get_field(top.p_discard__addr, 0, ADDR_W);
+			for (size_t i = 0; i < LANES; i++)
+				if (discard >> i & 1) {
+					r.discard_addr.push_back((int64_t)(line + i));
+					r.discard_error.push_back(sext(get_field(top.p_discard__error, i * DISCARD_ERROR_W,
+					                                         DISCARD_ERROR_W), DISCARD_ERROR_W));
+				}
 		}
 		// The clock edge. CXXRTL's eval() computes combinational values before the registers
 		// take their next values (in commit()), so after the edge the outputs are stale until
@@ -399,7 +482,11 @@ struct Driver {
 					tick(false);
 				top.p_threshold.set<uint64_t>((uint64_t)ops.threshold[g] & mask_of(GRAD_W));
 				set_field(top.p_grad__in____payload, 0, ADDR_W, (uint64_t)ops.addr[g]);
-				set_field(top.p_grad__in____payload, ADDR_W, GRAD_W, (uint64_t)ops.grad[g]);
+				for (size_t i = 0; i < LANES; i++)
+					set_field(top.p_grad__in____payload, ADDR_W + i * GRAD_W, GRAD_W,
+					          (uint64_t)ops.grad[g * LANES + i]);
+				if (LANES > 1)
+					set_field(top.p_grad__in____payload, IN_MASK_AT, LANES, (uint64_t)ops.mask[g]);
 				g++;
 				top.p_grad__in____valid.set<bool>(true);
 				while (!tick(true)) {}
@@ -462,10 +549,13 @@ static void put(FILE *f, const std::vector<T> &v) {
 }
 
 // Results file: 13 int64 (n_accepted, n_writes, n_causes, n_flushes, input_stall_cycles,
-// dram_stall_cycles, hits, misses, cycles, run_ns, n_discards, bypassed, 0), then int64
-// columns accepted_addr, accepted_grad, accepted_threshold, accept_cycles, accept_thresholds
-// (n each), write_addr, write_value, write_cycles (m each), flush_cycles, step_discard_count,
-// step_discard_sum (f each), discard_addr, discard_error (d each), then uint8 causes (k).
+// dram_stall_cycles, hits, misses, cycles, run_ns, n_discards, bypassed, n_lane_writes), then
+// int64 columns accepted_addr, accepted_grad, accepted_threshold, accept_cycles,
+// accept_thresholds (n each), write_addr, write_value, write_cycles (m each), flush_cycles,
+// step_discard_count, step_discard_sum (f each), discard_addr, discard_error (d each), then
+// uint8 causes (k). With one lane n_lane_writes is 0. On lines accepted_grad holds n * lanes
+// values, an accepted_mask column (n) follows accept_thresholds, and write_addr and
+// write_value hold n_lane_writes entries (one per lane written), write_cycles m.
 static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	FILE *f = fopen(path, "wb");
 	if (!f) {
@@ -475,7 +565,8 @@ static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	int64_t header[13] = {
 		(int64_t)r.accept_cycles.size(), (int64_t)r.write_cycles.size(), (int64_t)r.causes.size(),
 		(int64_t)r.flush_cycles.size(), r.input_stall_cycles, r.dram_stall_cycles, r.hits, r.misses,
-		r.cycles, run_ns, (int64_t)r.discard_addr.size(), r.bypassed, 0,
+		r.cycles, run_ns, (int64_t)r.discard_addr.size(), r.bypassed,
+		LANES == 1 ? 0 : (int64_t)r.write_addr.size(),
 	};
 	if (fwrite(header, sizeof header, 1, f) != 1) {
 		perror("write");
@@ -486,6 +577,7 @@ static void write_results(const char *path, const Results &r, int64_t run_ns) {
 	put(f, r.accepted_threshold);
 	put(f, r.accept_cycles);
 	put(f, r.accept_thresholds);
+	put(f, r.accepted_mask);   // empty with one lane
 	put(f, r.write_addr);
 	put(f, r.write_value);
 	put(f, r.write_cycles);
@@ -528,7 +620,8 @@ static bool parse_ops(const std::vector<char> &data, Ops &ops) {
 	if (ops.n_ops < 0 || ops.n_grads < 0 || ops.n_settings < 0 ||
 	    ops.n_grads + ops.n_settings > ops.n_ops || ops.gap_mode < 0 || ops.gap_mode > 2)
 		return false;
-	size_t columns = ops.gap_mode == 2 ? 4 : 3;
+	// Columns of n_grads entries: addr, grad (LANES of them), threshold, mask (on lines), gaps.
+	size_t columns = 2 + LANES + (LANES > 1) + (ops.gap_mode == 2);
 	size_t kind_bytes = ((size_t)ops.n_ops + 7) / 8 * 8;   // keeps the columns aligned
 	if (data.size() != header + kind_bytes + columns * sizeof(int64_t) * (size_t)ops.n_grads +
 	                   2 * sizeof(int64_t) * (size_t)ops.n_settings)
@@ -538,9 +631,17 @@ static bool parse_ops(const std::vector<char> &data, Ops &ops) {
 	p += kind_bytes;
 	ops.addr = (const int64_t *)p;
 	ops.grad = ops.addr + ops.n_grads;
-	ops.threshold = ops.grad + ops.n_grads;
-	ops.gaps = ops.gap_mode == 2 ? ops.threshold + ops.n_grads : nullptr;
-	ops.setting_input = ops.threshold + (columns - 2) * ops.n_grads;
+	ops.threshold = ops.grad + LANES * ops.n_grads;
+	const int64_t *next = ops.threshold + ops.n_grads;
+	if (LANES > 1) {
+		ops.mask = next;
+		next += ops.n_grads;
+	}
+	if (ops.gap_mode == 2) {
+		ops.gaps = next;
+		next += ops.n_grads;
+	}
+	ops.setting_input = next;
 	ops.setting_value = ops.setting_input + ops.n_settings;
 	int64_t grads = 0, settings = 0;
 	for (int64_t i = 0; i < ops.n_ops; i++) {
@@ -584,9 +685,12 @@ int main(int argc, char **argv) {
 		d->dram_ready.pattern = argv[10];
 	}
 	size_t n_grads = (size_t)ops.n_grads;
-	for (auto *v : { &d->r.accepted_addr, &d->r.accepted_grad, &d->r.accepted_threshold,
-	                 &d->r.accept_cycles, &d->r.write_addr, &d->r.write_value, &d->r.write_cycles })
+	for (auto *v : { &d->r.accepted_addr, &d->r.accepted_threshold, &d->r.accept_cycles,
+	                 &d->r.write_addr, &d->r.write_value, &d->r.write_cycles })
 		v->reserve(n_grads + 64);
+	d->r.accepted_grad.reserve(n_grads * LANES + 64);
+	if (LANES > 1)
+		d->r.accepted_mask.reserve(n_grads + 64);
 	d->r.causes.reserve(n_grads + 64);
 
 	const char *progress_env = getenv("GC_PROGRESS_EVERY");

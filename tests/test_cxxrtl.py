@@ -1,8 +1,10 @@
 """The compiled (Yosys CXXRTL) simulation gives the same SimResult as the Amaranth simulation,
 cycle for cycle: same accepted gradients and accept cycles, same DRAM writes and write cycles,
 same causes, stall counts, hits, misses, flush durations and total cycles; with the run-time
-modes, the same thresholds in force, discards, step totals and bypassed gradients."""
+modes, the same thresholds in force, discards, step totals and bypassed gradients; on lines
+(GradientCompressor(lanes=N)), the same beats, per-lane writes and discards, every field."""
 
+import dataclasses
 import random
 import zlib
 
@@ -80,10 +82,8 @@ def amaranth_result(params, ops, **kwargs):
 
 
 def assert_same(expected, got):
-    for name in ("accepted", "accept_cycles", "writes", "write_cycles", "causes",
-                 "input_stall_cycles", "dram_stall_cycles", "hits", "misses", "flush_cycles",
-                 "cycles", "accept_thresholds", "discards", "step_discards", "bypassed"):
-        assert getattr(got, name) == getattr(expected, name), f"{name} differs"
+    for f in dataclasses.fields(expected):     # every SimResult field, named when it differs
+        assert getattr(got, f.name) == getattr(expected, f.name), f"{f.name} differs"
     assert got == expected
 
 
@@ -237,7 +237,177 @@ def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     assert "building" not in capsys.readouterr().err
 
 
-def test_lines_are_refused_with_a_message():
-    from simulation.cxxrtl import build
-    with pytest.raises(ValueError, match="the compiled simulator takes one lane so far"):
-        build({"lanes": 8})
+def test_bad_lanes_are_refused():
+    with pytest.raises(ValueError, match="lanes must be a power of two"):
+        build({"lanes": 3})
+    with pytest.raises(ValueError, match="lanes must be one of"):
+        build({"lanes": 64})
+
+
+# -- lines ---------------------------------------------------------------------------------------
+
+def random_line_ops(seed, params, n, *, flush_rate=0.03):
+    """A random trace of beats: lines from a small span (hits, misses and evictions), a few
+    addresses off the line (their low bits are ignored), random masks (all lanes, none, some),
+    gradients around the thresholds and some of any size, flushes here and there and one at
+    the end."""
+    rng = random.Random(seed)
+    lanes, grad_width = params["lanes"], params.get("grad_width", 16)
+    lines = 4 * params.get("sets", 32) * params.get("ways", 4)
+    base = rng.randrange((1 << params.get("addr_width", 32)) // lanes - lines + 1) * lanes
+    gmin, gmax = -(1 << (grad_width - 1)), (1 << (grad_width - 1)) - 1
+    tmax = (1 << grad_width) - 1
+    thresholds = [tmax // 16 + 1, tmax // 6 + 1, tmax // 3 + 1]
+    ops = []
+    for _ in range(n):
+        if rng.random() < flush_rate:
+            ops.append(("flush",))
+            continue
+        threshold = rng.choice(thresholds)
+        grads = tuple(rng.choice([rng.randint(-(threshold // 8), threshold // 8),
+                                  rng.randint(-threshold, threshold),
+                                  rng.randint(gmin, gmax)]) for _ in range(lanes))
+        mask = rng.choice([(1 << lanes) - 1, 0, rng.randrange(1 << lanes),
+                           rng.randrange(1 << lanes)])
+        line = base + rng.randrange(lines) * lanes
+        if rng.random() < 0.1:
+            line += rng.randrange(lanes)
+        ops.append(("line", line, grads, mask, threshold))
+    ops.append(("flush",))
+    return ops
+
+
+def random_line_mode_ops(seed, params, n):
+    """:func:`random_line_ops` with run-time mode settings and LFSR seeds mixed in, each kind
+    in turn at random points: dual threshold (stochastic and drop), EMA (per beat and per
+    step) and bypass windows over the trace's addresses."""
+    rng = random.Random(seed)
+    ops = random_line_ops(seed, params, n)
+    addrs = [op[1] for op in ops if op[0] == "line"]
+    low, high = min(addrs), max(addrs) + params["lanes"] - 1
+    tmax = (1 << params.get("grad_width", 16)) - 1
+    choices = [
+        lambda: {"small_threshold": rng.randint(0, tmax // 16), "stochastic": 1},
+        lambda: {"ema_enable": rng.randint(0, 1), "ema_per_step": rng.randint(0, 1),
+                 "ema_shift": rng.randint(0, 7), "ema_scale": rng.randint(0, 255),
+                 "ema_min": rng.randint(0, tmax // 8), "ema_max": rng.randint(tmax // 8, tmax)},
+        lambda: {**dict(zip(("bypass0_base", "bypass0_limit"),
+                            sorted(rng.randint(low, high) for _ in range(2)))),
+                 **dict(zip(("bypass1_base", "bypass1_limit"),
+                            sorted(rng.randint(low, high) for _ in range(2)))),
+                 "bypass0_enable": 1, "bypass1_enable": rng.randint(0, 1)},
+        lambda: {"small_threshold": rng.randint(0, tmax // 16), "stochastic": 0,
+                 "ema_enable": 0, "bypass0_enable": rng.randint(0, 1)},
+    ]
+    mixed = []
+    for op in ops:
+        if rng.random() < 0.05:
+            mixed.append(("modes", choices[sum(op[0] == "modes" for op in mixed) % 4]()))
+        mixed.append(op)
+        if op[0] == "flush" and rng.random() < 0.5:
+            mixed.append(("seed", rng.randrange(1 << 32)))   # the LFSR loads only while idle
+    return mixed
+
+
+#: The two configurations on lines (each build takes seconds to a minute): 2 lanes of narrow
+#: ports on 2 x 2 lines, and 8 lanes of 16-bit gradients on 4 x 2 lines, whose payloads (168
+#: bits in, 184 out) put lanes in every 32-bit chunk and across chunk boundaries.
+LINES = {
+    "lanes2": dict(lanes=2, addr_width=9, grad_width=8, sets=2, ways=2, max_updates=3,
+                   fifo_depth=4, burst_size=2),
+    "lanes8": dict(lanes=8, addr_width=32, grad_width=16, sets=4, ways=2, max_updates=3,
+                   fifo_depth=4, burst_size=2),
+}
+
+
+def line_amaranth_result(params, ops, **kwargs):
+    return simulate(GradientCompressor(**params), ops, **kwargs)
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(LINES))
+def test_lines_match_amaranth(name):
+    """Random beats with masks, flushes, every run-time mode switched at random points, LFSR
+    seeds, gaps in valid and DRAM backpressure: every SimResult field is the same."""
+    params = LINES[name]
+    ops = random_line_mode_ops(zlib.crc32(name.encode()), params, 400)
+    dram = lambda: random_ready(zlib.crc32(name.encode()) + 1, probability=0.4, max_stall=6)
+    expected = line_amaranth_result(params, ops, gap=stalls_and_gaps, dram_ready=dram())
+    got = simulate_compiled(params, ops, gap=stalls_and_gaps, dram_ready=dram())
+    # The trace reaches what it is meant to compare.
+    causes = set(expected.causes)
+    assert {"DIRECT", "ACCUM_THRESHOLD", "EVICTION", "FLUSH", "STOCHASTIC"} <= causes, causes
+    assert expected.discards and expected.bypassed and expected.hits and expected.misses
+    assert expected.dram_stall_cycles and expected.input_stall_cycles
+    assert len(set(expected.accept_thresholds)) > 4, "the threshold in force should move"
+    assert len(expected.writes) > len(expected.write_cycles), "line writes of several lanes"
+    assert_same(expected, got)
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(LINES))
+def test_lines_without_modes_match_amaranth(name):
+    """Modes off, DRAM on a fixed pattern, a gap before every beat; then the same build runs a
+    second trace (DRAM always ready, no gaps), and a GradientCompressor instance builds the
+    same simulator as its parameters."""
+    params = LINES[name]
+    ops = random_line_ops(zlib.crc32(name.encode()) + 2, params, 300)
+    expected = line_amaranth_result(params, ops, gap=lambda i: i % 2,
+                                    dram_ready=periodic_ready("1101000"))
+    dut = GradientCompressor(**params)
+    sim = build(dut)
+    assert sim.lanes == params["lanes"]
+    assert_same(expected, sim.run(ops, gap=lambda i: i % 2, dram_ready=periodic_ready("1101000")))
+    assert_same(simulate(dut, ops[:60] + [("flush",)], dram_ready=every_other),
+                sim.run(ops[:60] + [("flush",)], dram_ready=every_other))
+    assert "MAX_UPDATES" in expected.causes
+    assert_same(line_amaranth_result(params, ops[:120] + [("flush",)]),
+                build(params).run(ops[:120] + [("flush",)]))
+
+
+@needs_compiler
+@pytest.mark.parametrize("name", list(LINES))
+def test_lines_settle_in_one_delta_cycle(name):
+    """The line designs are built so that CXXRTL evaluates a cycle in one delta cycle (no
+    feedback through the payloads' aliases), which makes them several times faster."""
+    design = (build(LINES[name]).binary.parent / "design.cc").read_text()
+    assert "converged = false" not in design
+
+
+@needs_compiler
+def test_lines_start_truncate_and_fail_like_amaranth():
+    """Reset (the first beat right after L1's clearing cycles), values wider than the ports
+    truncated alike, and the same failures."""
+    params = LINES["lanes2"]
+    ops = [("line", 1000, (300, -129), 0b111, 1 << 9), ("line", 6, (-3, 3), 0b10, 2),
+           ("flush",)]
+    expected = line_amaranth_result(params, ops)
+    assert_same(expected, simulate_compiled(params, ops))
+    assert expected.accept_cycles[0] == params["sets"]
+    assert expected.accepted[0] == (1000 % 512, (300 - 256, -129 + 256), 0b11, 0)
+    ops = random_line_ops(9, params, 100)
+    with pytest.raises(AssertionError, match="more than 50 cycles"):
+        line_amaranth_result(params, ops, max_cycles=50)
+    with pytest.raises(AssertionError, match="more than 50 cycles"):
+        simulate_compiled(params, ops, max_cycles=50)
+    with pytest.raises(AssertionError, match="did not reach idle within 2 cycles"):
+        simulate_compiled(params, [("line", 2, (1, 1), 3, 100), ("flush",)], flush_timeout=2)
+
+
+@needs_compiler
+def test_line_operations_checked():
+    """On lines the operations are beats of exactly `lanes` gradients; a gradient operation is
+    unknown there (as in simulate), a beat is unknown on one lane, and a NumPy trace is for one
+    lane."""
+    params = LINES["lanes2"]
+    with pytest.raises(ValueError, match="unknown operation"):
+        line_amaranth_result(params, [("grad", 1, 1, 100)])
+    with pytest.raises(ValueError, match="unknown operation"):
+        simulate_compiled(params, [("grad", 1, 1, 100)])
+    with pytest.raises(ValueError, match="with 2 grads"):
+        simulate_compiled(params, [("line", 0, (1, 2, 3), 7, 100)])
+    with pytest.raises(ValueError, match="unknown operation"):
+        simulate_compiled(SMALL, [("line", 0, (1, 2), 3, 100)])
+    np = pytest.importorskip("numpy")
+    with pytest.raises(ValueError, match="one lane"):
+        simulate_compiled(params, np.zeros((4, 3), dtype=np.int64))
