@@ -79,29 +79,66 @@ struct State {
 
 extern "C" {
 
-// The outputs of one call: arrays the caller sized for the worst case of its beats and events
-// (see model/emulator.py), and where an error stopped the run.
+// The inputs of one call: beats (the line addresses as uint32 or uint64, the gradients as
+// int16 or int32, `lanes` per beat, the thresholds as uint16, uint32 or int64, one per beat or
+// one for all, the masks or none for every lane) and events (position, kind, a, b).
+struct In {
+    int64_t n;
+    const void *line;
+    int64_t line_bytes;          // 4 or 8
+    const void *grads;
+    int64_t grad_bytes;          // 2 or 4
+    const void *thr;
+    int64_t thr_bytes;           // 2, 4 or 8 (8: signed)
+    int64_t thr_stride;          // 0: one threshold for every beat
+    const uint32_t *mask;        // null: every lane
+    int64_t ne;
+    const int64_t *ev_pos, *ev_kind, *ev_a, *ev_b;
+};
+
+// The outputs: arrays of the given capacities, filled from nw, nd, ns on. A call stops before
+// a beat or an event whose worst case would not fit, with `full` set and `beat`, `event` the
+// place to resume from (the caller grows the arrays and calls again), or where an error
+// stopped it.
 struct Out {
     uint64_t *w_line;
     uint32_t *w_mask;
     int64_t *w_values;       // lanes per write
     uint8_t *w_causes;       // lanes per write
-    int64_t nw;
+    int64_t nw, w_capacity;
     uint64_t *d_addr;
     int64_t *d_error;
-    int64_t nd;
+    int64_t nd, d_capacity;
     int64_t *s_count;
     int64_t *s_sum;
-    int64_t ns;
-    int64_t error, error_index, error_lane, error_is_event;
+    int64_t ns, s_capacity;
+    int64_t beat, event, full;
+    int64_t error, error_lane;
 };
 
 }
 
 namespace {
 
+// The outputs while a call runs: the counters in locals and the arrays as restrict pointers,
+// so that the compiler need not reload them after every store (they are written back to Out
+// at the end of the call).
+struct Sink {
+    uint64_t *__restrict__ w_line;
+    uint32_t *__restrict__ w_mask;
+    int64_t *__restrict__ w_values;
+    uint8_t *__restrict__ w_causes;
+    int64_t nw;
+    uint64_t *__restrict__ d_addr;
+    int64_t *__restrict__ d_error;
+    int64_t nd;
+    int64_t *__restrict__ s_count;
+    int64_t *__restrict__ s_sum;
+    int64_t ns;
+};
+
 struct Writer {
-    Out &o;
+    Sink &o;
     int lanes;
     int64_t *values(int64_t w) { return o.w_values + w * lanes; }
     uint8_t *causes(int64_t w) { return o.w_causes + w * lanes; }
@@ -152,7 +189,7 @@ inline void held_write(Writer &wr, int64_t w, uint64_t line, uint32_t held, cons
     }
 }
 
-void end_step(State &s, Out &o) {
+void end_step(State &s, Sink &o) {
     s.ema_latched = s.ema;
     o.s_count[o.ns] = s.discard_count;
     o.s_sum[o.ns] = s.discard_sum;
@@ -160,7 +197,7 @@ void end_step(State &s, Out &o) {
     s.clear_discards = true;
 }
 
-void flush(State &s, Out &o) {
+void flush(State &s, Sink &o) {
     end_step(s, o);
     Writer wr{o, s.lanes};
     const int L = s.lanes;
@@ -188,7 +225,8 @@ void flush(State &s, Out &o) {
 
 // One beat, the lanes a compile-time constant where it is one of the designs' (0: any).
 template <int FIXED>
-int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t threshold, Out &o,
+inline __attribute__((always_inline))
+int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t threshold, Sink &o,
          int64_t &lane_of_error) {
     const int L = FIXED ? FIXED : s.lanes;
     // The models' checks (model.lines.LineModel._check_beat, ReferenceModel.write).
@@ -391,42 +429,84 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
 }
 
 template <int FIXED>
-void run(State &s, int64_t n, const uint64_t *line, const int32_t *grads, const int64_t *thr,
-         const uint32_t *mask, int64_t ne, const int64_t *ev_pos, const int64_t *ev_kind,
-         const int64_t *ev_a, const int64_t *ev_b, Out &o) {
+void run_into(State &s, const In &in, Sink &o, Out &out) {
     const int L = FIXED ? FIXED : s.lanes;
     const uint32_t all = L == 32 ? 0xffffffffu : ((1u << L) - 1);
-    int64_t e = 0;
-    for (int64_t i = 0; i <= n; i++) {
-        for (; e < ne && ev_pos[e] == i; e++) {
-            switch (ev_kind[e]) {
+    int64_t e = out.event;
+    int32_t wide[32];
+    for (int64_t i = out.beat; i <= in.n; i++) {
+        for (; e < in.ne && in.ev_pos[e] == i; e++) {
+            switch (in.ev_kind[e]) {
             case EV_FLUSH:
+                if (o.nw + s.valid_count > out.w_capacity || o.ns + 1 > out.s_capacity) {
+                    out.full = 1;
+                    out.beat = i;
+                    out.event = e;
+                    return;
+                }
                 flush(s, o);
                 break;
             case EV_MODE:
-                if (ev_a[e] >= 0 && ev_a[e] < N_MODES) s.mode[ev_a[e]] = ev_b[e];
+                if (in.ev_a[e] >= 0 && in.ev_a[e] < N_MODES) s.mode[in.ev_a[e]] = in.ev_b[e];
                 break;
             case EV_SEED:
                 if (s.valid_count) {
-                    o.error = ERR_SEED_NOT_IDLE;
-                    o.error_index = e;
-                    o.error_is_event = 1;
+                    out.error = ERR_SEED_NOT_IDLE;
+                    out.beat = i;
+                    out.event = e;
                     return;
                 }
-                s.lfsr = ev_a[e] ? (uint32_t)ev_a[e] : 1u;
+                s.lfsr = in.ev_a[e] ? (uint32_t)in.ev_a[e] : 1u;
                 break;
             }
         }
-        if (i == n) break;
+        if (i == in.n) {
+            out.beat = i;
+            out.event = e;
+            break;
+        }
+        // A beat writes its own line and a victim's (built one slot ahead) and discards at
+        // most every lane.
+        if (o.nw + 2 > out.w_capacity || o.nd + L > out.d_capacity) {
+            out.full = 1;
+            out.beat = i;
+            out.event = e;
+            return;
+        }
+        const uint64_t line = in.line_bytes == 4 ? ((const uint32_t *)in.line)[i]
+                                                 : ((const uint64_t *)in.line)[i];
+        const int32_t *g;
+        if (in.grad_bytes == 2) {
+            const int16_t *narrow = (const int16_t *)in.grads + i * L;
+            for (int k = 0; k < L; k++) wide[k] = narrow[k];
+            g = wide;
+        } else {
+            g = (const int32_t *)in.grads + i * L;
+        }
+        const int64_t t = in.thr_stride * i;
+        const int64_t threshold = in.thr_bytes == 2 ? ((const uint16_t *)in.thr)[t]
+            : in.thr_bytes == 4 ? ((const uint32_t *)in.thr)[t] : ((const int64_t *)in.thr)[t];
         int64_t lane = -1;
-        int err = beat<FIXED>(s, line[i], grads + i * L, mask ? mask[i] : all, thr[i], o, lane);
+        int err = beat<FIXED>(s, line, g, in.mask ? in.mask[i] : all, threshold, o, lane);
         if (err) {
-            o.error = err;
-            o.error_index = i;
-            o.error_lane = lane;
+            out.error = err;
+            out.beat = i;
+            out.event = e;
+            out.error_lane = lane;
             return;
         }
     }
+}
+
+template <int FIXED>
+void run(State &s, const In &in, Out &out) {
+    Sink o{out.w_line, out.w_mask, out.w_values, out.w_causes, out.nw,
+           out.d_addr, out.d_error, out.nd, out.s_count, out.s_sum, out.ns};
+    out.full = 0;
+    run_into<FIXED>(s, in, o, out);
+    out.nw = o.nw;
+    out.nd = o.nd;
+    out.ns = o.ns;
 }
 
 }  // namespace
@@ -471,18 +551,16 @@ void *gc_new(int64_t lanes, int64_t sets, int64_t ways, int64_t max_updates,
 
 void gc_free(void *p) { delete static_cast<State *>(p); }
 
-int64_t gc_run(void *p, int64_t n, const uint64_t *line, const int32_t *grads,
-               const int64_t *thr, const uint32_t *mask, int64_t ne, const int64_t *ev_pos,
-               const int64_t *ev_kind, const int64_t *ev_a, const int64_t *ev_b, Out *o) {
+int64_t gc_run(void *p, const In *in, Out *o) {
     State &s = *static_cast<State *>(p);
     switch (s.lanes) {
-    case 1: run<1>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    case 2: run<2>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    case 4: run<4>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    case 8: run<8>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    case 16: run<16>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    case 32: run<32>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
-    default: run<0>(s, n, line, grads, thr, mask, ne, ev_pos, ev_kind, ev_a, ev_b, *o); break;
+    case 1: run<1>(s, *in, *o); break;
+    case 2: run<2>(s, *in, *o); break;
+    case 4: run<4>(s, *in, *o); break;
+    case 8: run<8>(s, *in, *o); break;
+    case 16: run<16>(s, *in, *o); break;
+    case 32: run<32>(s, *in, *o); break;
+    default: run<0>(s, *in, *o); break;
     }
     return o->error;
 }

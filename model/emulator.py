@@ -98,8 +98,9 @@ _ERR_ADDR, _ERR_LINE_ALIGN, _ERR_MASK, _ERR_GRAD, _ERR_THRESHOLD, _ERR_SEED = ra
 # gc_get's fields.
 _LFSR, _EMA, _EMA_LATCHED, _DISCARD_COUNT, _DISCARD_SUM, _VALID_COUNT, _EMA_THRESHOLD = range(7)
 
-#: Gradients per kernel call: bounds the output buffers a call needs (sized for its worst case).
-_CHUNK_GRADIENTS = 1 << 20
+#: Writes and discards a call's output arrays hold at first, beside one per beat; they grow
+#: (doubling) when the kernel finds them too small for a beat's or a flush's worst case.
+_SLACK = 1024
 
 _IDLE_MESSAGE = ("the LFSR is seeded only while the compressor is idle: seed at the start or "
                  "after a flush")
@@ -107,15 +108,28 @@ _IDLE_MESSAGE = ("the LFSR is seeded only while the compressor is idle: seed at 
 _CAUSE_NAMES = list(CAUSES) + [None] * (256 - len(CAUSES))
 
 
+class _In(ctypes.Structure):
+    """The kernel's ``struct In``."""
+    _fields_ = [("n", ctypes.c_int64), ("line", ctypes.c_void_p), ("line_bytes", ctypes.c_int64),
+                ("grads", ctypes.c_void_p), ("grad_bytes", ctypes.c_int64),
+                ("thr", ctypes.c_void_p), ("thr_bytes", ctypes.c_int64),
+                ("thr_stride", ctypes.c_int64), ("mask", ctypes.c_void_p),
+                ("ne", ctypes.c_int64), ("ev_pos", ctypes.c_void_p),
+                ("ev_kind", ctypes.c_void_p), ("ev_a", ctypes.c_void_p),
+                ("ev_b", ctypes.c_void_p)]
+
+
 class _Out(ctypes.Structure):
     """The kernel's ``struct Out``."""
     _fields_ = [("w_line", ctypes.c_void_p), ("w_mask", ctypes.c_void_p),
                 ("w_values", ctypes.c_void_p), ("w_causes", ctypes.c_void_p),
-                ("nw", ctypes.c_int64),
-                ("d_addr", ctypes.c_void_p), ("d_error", ctypes.c_void_p), ("nd", ctypes.c_int64),
-                ("s_count", ctypes.c_void_p), ("s_sum", ctypes.c_void_p), ("ns", ctypes.c_int64),
-                ("error", ctypes.c_int64), ("error_index", ctypes.c_int64),
-                ("error_lane", ctypes.c_int64), ("error_is_event", ctypes.c_int64)]
+                ("nw", ctypes.c_int64), ("w_capacity", ctypes.c_int64),
+                ("d_addr", ctypes.c_void_p), ("d_error", ctypes.c_void_p),
+                ("nd", ctypes.c_int64), ("d_capacity", ctypes.c_int64),
+                ("s_count", ctypes.c_void_p), ("s_sum", ctypes.c_void_p),
+                ("ns", ctypes.c_int64), ("s_capacity", ctypes.c_int64),
+                ("beat", ctypes.c_int64), ("event", ctypes.c_int64), ("full", ctypes.c_int64),
+                ("error", ctypes.c_int64), ("error_lane", ctypes.c_int64)]
 
 
 # -- building and loading the kernel -----------------------------------------------------------
@@ -191,8 +205,7 @@ def _bind(lib):
     lib.gc_free.restype = None
     lib.gc_free.argtypes = [ptr]
     lib.gc_run.restype = i64
-    lib.gc_run.argtypes = [ptr, i64, ptr, ptr, ptr, ptr, i64, ptr, ptr, ptr, ptr,
-                           ctypes.POINTER(_Out)]
+    lib.gc_run.argtypes = [ptr, ctypes.POINTER(_In), ctypes.POINTER(_Out)]
     lib.gc_get.restype = i64
     lib.gc_get.argtypes = [ptr, i64]
     lib.gc_get_mode.restype = i64
@@ -495,18 +508,18 @@ class LineEmulator:
         -------
         WriteArrays
         """
-        addr = self._column(addr, "address", np.uint64)
+        addr = self._column(addr, "address", (np.uint32, np.uint64))
         grad = np.asarray(grad)
         n = len(addr)
         if grad.shape != (n,):
             raise ValueError(f"{n} addresses but gradients of shape {grad.shape}")
+        grads = self._grads(grad.reshape(n, 1), None)
         if self.lanes == 1:
-            return self._execute(addr, self._grads(grad.reshape(n, 1), None), threshold, None,
-                                 self._events(events, n))
-        lane = addr & np.uint64(self.lanes - 1)
-        grads = np.zeros((n, self.lanes), np.int32)
-        grads[np.arange(n), lane.astype(np.intp)] = self._grads(grad.reshape(n, 1), None)[:, 0]
-        return self._execute(addr - lane, grads, threshold,
+            return self._execute(addr, grads, threshold, None, self._events(events, n))
+        lane = addr & addr.dtype.type(self.lanes - 1)
+        wide = np.zeros((n, self.lanes), grads.dtype)
+        wide[np.arange(n), lane.astype(np.intp)] = grads[:, 0]
+        return self._execute(addr - lane, wide, threshold,
                              (np.uint32(1) << lane.astype(np.uint32)).astype(np.uint32),
                              self._events(events, n))
 
@@ -529,7 +542,7 @@ class LineEmulator:
         -------
         WriteArrays
         """
-        line = self._column(line, "line", np.uint64)
+        line = self._column(line, "line", (np.uint32, np.uint64))
         n = len(line)
         grads = np.asarray(grads)
         if self.lanes == 1 and grads.shape == (n,):
@@ -538,7 +551,7 @@ class LineEmulator:
             raise ValueError(f"a beat has {self.lanes} gradients: grads must be of shape "
                              f"({n}, {self.lanes}), not {grads.shape}")
         if mask is not None:
-            mask = self._column(mask, "mask", np.uint32, maximum=2 ** self.lanes - 1)
+            mask = self._column(mask, "mask", (np.uint32,), maximum=2 ** self.lanes - 1)
             if len(mask) != n:
                 raise ValueError(f"{n} lines but {len(mask)} masks")
         return self._execute(line, self._grads(grads, mask), threshold, mask,
@@ -561,8 +574,9 @@ class LineEmulator:
 
     # -- encoding ---------------------------------------------------------------------------
 
-    def _column(self, values, name, dtype, maximum=None):
-        """``values`` as a contiguous 1-D array of ``dtype``, every value in range."""
+    def _column(self, values, name, dtypes, maximum=None):
+        """``values`` as a contiguous 1-D array of one of ``dtypes`` (as it is if it is one,
+        else the last, its values checked to lie in ``[0, maximum]``)."""
         a = np.asarray(values)
         if a.ndim != 1:
             raise ValueError(f"{name} values must be one-dimensional, not of shape {a.shape}")
@@ -570,19 +584,26 @@ class LineEmulator:
             raise TypeError(f"{name} values must be integers, not {a.dtype}")
         if maximum is None:
             maximum = 2 ** self.addr_width - 1
-        if a.size and a.dtype != dtype:
+        if a.dtype in dtypes:
+            return np.ascontiguousarray(a)
+        if a.size:
             low, high = int(a.min()), int(a.max())
             if low < 0 or high > maximum:
                 bad = low if low < 0 else high
                 raise ValueError(f"{name} {bad} is outside [0, {maximum}]")
-        return np.ascontiguousarray(a, dtype=dtype)
+        return np.ascontiguousarray(a, dtype=dtypes[-1])
 
     def _grads(self, grads, mask):
-        """``grads`` (n, lanes) as int32; a wide type's values checked in the masked lanes
-        (those outside the mask are ignored, as the models ignore them)."""
+        """``grads`` (n, lanes) as int16 or int32 (the kernel checks their range); a wider
+        type's values checked here in the masked lanes (those outside the mask are ignored,
+        as the models ignore them)."""
         if grads.size and grads.dtype.kind not in "iub":
             raise TypeError(f"gradients must be integers, not {grads.dtype}")
-        if grads.dtype.kind == "b" or np.can_cast(grads.dtype, np.int32):
+        if grads.dtype in (np.int16, np.int32):
+            return np.ascontiguousarray(grads)
+        if grads.dtype.kind == "b" or np.can_cast(grads.dtype, np.int16):
+            return np.ascontiguousarray(grads, dtype=np.int16)
+        if np.can_cast(grads.dtype, np.int32):
             return np.ascontiguousarray(grads, dtype=np.int32)
         wide = grads.astype(np.int64)
         bad = (wide < self.grad_min) | (wide > self.grad_max)
@@ -715,82 +736,79 @@ class LineEmulator:
     # -- running the kernel -----------------------------------------------------------------
 
     def _execute(self, line, grads, threshold, mask, events):
-        """Run beats (``line`` uint64, ``grads`` int32 (n, lanes), ``mask`` uint32 or None
-        for every lane) and kernel events ``(position, kind, a, b)``, in chunks whose worst
-        case fits the output buffers; return the writes."""
+        """Run beats (``line`` uint32 or uint64, ``grads`` int16 or int32 of shape (n, lanes),
+        ``mask`` uint32 or None for every lane) and kernel events ``(position, kind, a, b)``;
+        return the writes. The output arrays grow when the kernel stops for room."""
         n, lanes = len(line), self.lanes
         if np.ndim(threshold) == 0:
-            threshold = np.full(n, threshold, np.int64)
+            threshold, stride = np.array([threshold], np.int64), 0
         else:
-            threshold = np.asarray(threshold)
+            threshold, stride = np.asarray(threshold), 1
             if threshold.shape != (n,):
                 raise ValueError(f"{n} beats but thresholds of shape {threshold.shape}")
             if threshold.size and threshold.dtype.kind not in "iub":
                 raise TypeError(f"thresholds must be integers, not {threshold.dtype}")
-            if threshold.dtype == np.uint64 and threshold.size and \
-                    int(threshold.max()) > self.threshold_max:
-                bad = int(threshold.max())
-                raise ValueError(f"threshold {bad} is outside [0, {self.threshold_max}]")
-            threshold = np.ascontiguousarray(threshold, dtype=np.int64)
+            if threshold.dtype not in (np.uint16, np.uint32, np.int64):
+                if threshold.size and int(threshold.max()) > self.threshold_max:
+                    raise ValueError(f"threshold {int(threshold.max())} is outside "
+                                     f"[0, {self.threshold_max}]")
+                threshold = threshold.astype(np.int64)
+            threshold = np.ascontiguousarray(threshold)
         ev = np.array(events, np.int64).reshape(-1, 4)
         ev_pos, ev_kind = np.ascontiguousarray(ev[:, 0]), np.ascontiguousarray(ev[:, 1])
         ev_a, ev_b = np.ascontiguousarray(ev[:, 2]), np.ascontiguousarray(ev[:, 3])
-        chunk = max(1, _CHUNK_GRADIENTS // lanes)
-        parts = []
-        start, e0 = 0, 0
-        while True:
-            end = min(n, start + chunk)
-            # The events before beats start .. end - 1, and those after the last beat.
-            e1 = int(np.searchsorted(ev_pos, end, side="left" if end < n else "right"))
-            parts.append(self._call(start, end, line, grads, threshold, mask,
-                                    ev_pos[e0:e1] - start, ev_kind[e0:e1], ev_a[e0:e1],
-                                    ev_b[e0:e1], e0, events))
-            start, e0 = end, e1
-            if end >= n:
-                break
-        return WriteArrays.concatenate(parts, lanes)
-
-    def _call(self, start, end, line, grads, threshold, mask, ev_pos, ev_kind, ev_a, ev_b,
-              e0, events):
-        lanes, nb = self.lanes, end - start
         flushes = int(np.count_nonzero(ev_kind == _EV_FLUSH))
-        # Worst cases: a beat writes its line and a victim's (and the kernel builds the victim
-        # one slot ahead); the flushes of a call write at most what L1 holds now and what its
-        # beats allocate; a beat discards at most every lane; a flush records one step.
-        capacity = (1 if lanes == 1 else 2) * nb + 2 + \
-            (self.valid_count + nb if flushes else 0)
-        w_line = np.empty(capacity, np.uint64)
-        w_mask = np.empty(capacity, np.uint32)
-        w_values = np.empty((capacity, lanes), np.int64)
-        w_causes = np.empty((capacity, lanes), np.uint8)
-        d_addr = np.empty(lanes * nb + 1, np.uint64)
-        d_error = np.empty(lanes * nb + 1, np.int64)
-        s_count = np.empty(flushes + 1, np.int64)
-        s_sum = np.empty(flushes + 1, np.int64)
-        out = _Out(_address(w_line), _address(w_mask), _address(w_values), _address(w_causes),
-                   0, _address(d_addr), _address(d_error), 0, _address(s_count),
-                   _address(s_sum), 0, 0, -1, -1, 0)
-        m = mask[start:end] if mask is not None else None
-        self._lib.gc_run(self._state, nb, _address(line[start:end]),
-                         _address(grads[start:end]), _address(threshold[start:end]),
-                         _address(m), len(ev_pos), _address(ev_pos), _address(ev_kind),
-                         _address(ev_a), _address(ev_b), ctypes.byref(out))
+        args = _In(n, _address(line), line.itemsize, _address(grads), grads.itemsize,
+                   _address(threshold), threshold.itemsize, stride, _address(mask),
+                   len(ev), _address(ev_pos), _address(ev_kind), _address(ev_a), _address(ev_b))
+        w = self._new_writes(n + _SLACK + (self.valid_count if flushes else 0))
+        discards = n * lanes // 2 + _SLACK
+        d = [np.empty(discards, np.uint64), np.empty(discards, np.int64)]
+        s = [np.empty(flushes + 1, np.int64), np.empty(flushes + 1, np.int64)]
+        out = _Out()
+        out.beat = out.event = 0
+        while True:
+            out.w_line, out.w_mask, out.w_values, out.w_causes = map(_address, w)
+            out.w_capacity = len(w[0])
+            out.d_addr, out.d_error = map(_address, d)
+            out.d_capacity = len(d[0])
+            out.s_count, out.s_sum = map(_address, s)
+            out.s_capacity = len(s[0])
+            self._lib.gc_run(self._state, ctypes.byref(args), ctypes.byref(out))
+            if not out.full:
+                break
+            if out.nw + max(2, self.valid_count) > len(w[0]):
+                w = self._grown(w, out.nw, 2 * len(w[0]) + self.valid_count)
+            if out.nd + lanes > len(d[0]):
+                d = self._grown(d, out.nd, 2 * len(d[0]) + lanes)
         if out.nd:
-            self._discard_parts.append((d_addr[:out.nd].copy(), d_error[:out.nd].copy()))
-        self.step_discards.extend(zip(s_count[:out.ns].tolist(), s_sum[:out.ns].tolist()))
+            self._discard_parts.append((d[0][:out.nd], d[1][:out.nd]))
+        self.step_discards.extend(zip(s[0][:out.ns].tolist(), s[1][:out.ns].tolist()))
         if out.error:
-            self._raise(out, start, line, grads, threshold, mask)
+            self._raise(out, line, grads, threshold if stride else np.repeat(threshold, n), mask)
         nw = out.nw
-        if nw * 2 < capacity:   # copies: the buffers sized for the worst case are let go
-            return WriteArrays(w_line[:nw].copy(), w_values[:nw].copy(), w_mask[:nw].copy(),
-                               w_causes[:nw].copy())
-        return WriteArrays(w_line[:nw], w_values[:nw], w_mask[:nw], w_causes[:nw])
+        return WriteArrays(w[0][:nw], w[2][:nw], w[1][:nw], w[3][:nw])
 
-    def _raise(self, out, start, line, grads, threshold, mask):
+    def _new_writes(self, size):
+        lanes = self.lanes
+        return [np.empty(size, np.uint64), np.empty(size, np.uint32),
+                np.empty((size, lanes), np.int64), np.empty((size, lanes), np.uint8)]
+
+    @staticmethod
+    def _grown(arrays, used, size):
+        """``arrays`` with room for ``size`` rows, the first ``used`` kept."""
+        grown = []
+        for a in arrays:
+            b = np.empty((size, *a.shape[1:]), a.dtype)
+            b[:used] = a[:used]
+            grown.append(b)
+        return grown
+
+    def _raise(self, out, line, grads, threshold, mask):
         """The models' error for what stopped the kernel."""
         if out.error == _ERR_SEED:
             raise ValueError(_IDLE_MESSAGE)
-        i = start + out.error_index
+        i = out.beat
         if out.error == _ERR_ADDR:
             self._raise_address(int(line[i]))
         if out.error == _ERR_LINE_ALIGN:
