@@ -653,7 +653,7 @@ class LineEmulator:
             group = list(group)
             if kind == "grad":
                 addr, grad, threshold = self._unzip(group, 4, '("grad", addr, grad, threshold)')
-                addr = self._addresses(addr)
+                addr = self._addresses(addr, "line", of_line=True)
                 lane = addr & np.uint64(self.lanes - 1)
                 g = np.zeros((len(group), self.lanes), np.int64)
                 g[np.arange(len(group)), lane.astype(np.intp)] = self._ints(grad, "gradient")
@@ -702,13 +702,17 @@ class LineEmulator:
             raise TypeError(f"{name}s must be integers, not {a.dtype}")
         return a.astype(np.int64)
 
-    def _addresses(self, values, name="address"):
+    def _addresses(self, values, name, of_line=False):
+        """Addresses (or lines) as uint64; out of range, the model's error (``of_line``: the
+        line of a gradient's address is checked, as LineModel.write checks it)."""
         a = np.array(values)
         top = 2 ** self.addr_width - 1
         if a.size and (a.dtype.kind not in "iu" or a.min() < 0 or a.max() > top):
             for v in values:
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise TypeError(f"{name} must be an integer, not {v!r}")
+                if of_line:
+                    v -= v % self.lanes
                 if not 0 <= v <= top:
                     word = "least 0" if v < 0 else f"most {top}"
                     raise ValueError(f"{name} must be at {word}, not {v}")
@@ -865,7 +869,7 @@ class Emulator(LineEmulator):
     def _raise_address(self, addr):
         raise ValueError(f"address {addr} is outside [0, {2 ** self.addr_width - 1}]")
 
-    def _addresses(self, values, name="address"):
+    def _addresses(self, values, name, of_line=False):
         try:
             return super()._addresses(values, name)
         except ValueError:
