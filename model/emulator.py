@@ -295,6 +295,40 @@ class WriteArrays:
                                                       self.mask.tolist(), self.causes.tolist())]
 
 
+class _Single:
+    """The buffers of :meth:`LineEmulator._one`: one beat or one flush in, its writes,
+    discards and step totals out."""
+
+    def __init__(self, emulator):
+        lanes = emulator.lanes
+        self.emulator = emulator
+        self.line = np.zeros(1, np.uint64)
+        self.grads = np.zeros((1, lanes), np.int32)
+        self.thr = np.zeros(1, np.int64)
+        self.mask = np.zeros(1, np.uint32)
+        self.flush = np.array([0, _EV_FLUSH, 0, 0], np.int64)   # position, kind, a, b
+        self.args = _In(1, _address(self.line), 8, _address(self.grads), 4,
+                        _address(self.thr), 8, 1, _address(self.mask), 0,
+                        *(_address(self.flush[i:]) for i in range(4)))
+        self.d = [np.empty(lanes, np.uint64), np.empty(lanes, np.int64)]
+        self.s = [np.empty(1, np.int64), np.empty(1, np.int64)]
+        self.out = _Out()
+        self.out.d_addr, self.out.d_error = map(_address, self.d)
+        self.out.d_capacity = lanes
+        self.out.s_count, self.out.s_sum = map(_address, self.s)
+        self.out.s_capacity = 1
+        self.w = None
+        self.room(64)
+
+    def room(self, writes):
+        """Room for at least ``writes`` writes."""
+        if self.w is None or len(self.w[0]) < writes:
+            self.w = self.emulator._new_writes(max(writes, 2 * len(self.w[0]) if self.w else 0))
+            out = self.out
+            out.w_line, out.w_mask, out.w_values, out.w_causes = map(_address, self.w)
+            out.w_capacity = len(self.w[0])
+
+
 # -- the emulators ------------------------------------------------------------------------------
 
 class LineEmulator:
@@ -356,6 +390,8 @@ class LineEmulator:
         self._discard_list = []      # the parts turned into Discards so far
         self._discard_listed = 0     # how many parts that is
         self.step_discards = []
+        self._addr_max = 2 ** addr_width - 1
+        self._single = None
 
     def __repr__(self):
         return (f"{type(self).__name__}(lanes={self.lanes}, sets={self.sets}, ways={self.ways}, "
@@ -479,14 +515,74 @@ class LineEmulator:
         """Run the models' operations; return every write, as the model does
         (:class:`model.LineWrite`\\ s here, :class:`model.Write`\\ s for :class:`Emulator`).
         Use :meth:`run_ops` for the writes as :class:`WriteArrays`."""
+        if type(ops) in (list, tuple) and len(ops) == 1:
+            nw = self._one(ops[0])
+            if nw is not None:
+                return self._single_writes(nw)
         return self._as_model_writes(self._execute_ops(ops))
 
     def _as_model_writes(self, arrays):
         return arrays.to_line_writes()
 
+    def _single_writes(self, nw):
+        b = self._single
+        return WriteArrays(b.w[0][:nw], b.w[2][:nw], b.w[1][:nw], b.w[3][:nw]).to_line_writes()
+
     def run_ops(self, ops):
         """As :meth:`run`, but the writes as :class:`WriteArrays`."""
         return self._execute_ops(ops)
+
+    # -- one operation at a time ------------------------------------------------------------
+
+    def _one(self, op):
+        """One gradient, beat or flush through buffers kept from call to call, so that the
+        models' one-operation-at-a-time use (:meth:`write`, ``run([op])``) costs about what
+        the model's does. Returns the number of writes (in the buffers), or None for anything
+        else, or anything out of range, which the general path runs (or rejects with the
+        model's error)."""
+        if type(op) not in (tuple, list) or not op:
+            return None
+        kind, lanes, b = op[0], self.lanes, self._single
+        if b is None:
+            b = self._single = _Single(self)
+        if kind == "grad" and len(op) == 4:
+            _, addr, grad, threshold = op
+            if not (type(addr) is int and type(grad) is int and type(threshold) is int and
+                    0 <= addr <= self._addr_max and self.grad_min <= grad <= self.grad_max and
+                    0 <= threshold <= self.threshold_max):
+                return None
+            lane = addr & (lanes - 1)
+            if lanes > 1:
+                b.grads.fill(0)
+            b.grads[0, lane] = grad
+            b.line[0], b.mask[0], b.thr[0] = addr - lane, 1 << lane, threshold
+            b.args.n, b.args.ne = 1, 0
+        elif kind == "line" and self._takes_lines and len(op) == 5:
+            _, line, grads, mask, threshold = op
+            if not (type(line) is int and type(mask) is int and type(threshold) is int and
+                    0 <= line <= self._addr_max and 0 <= mask < 1 << lanes and
+                    0 <= threshold <= self.threshold_max and len(grads) == lanes and
+                    all(type(g) is int and self.grad_min <= g <= self.grad_max
+                        for g in grads)):
+                return None
+            b.grads[0] = grads
+            b.line[0], b.mask[0], b.thr[0] = line, mask, threshold
+            b.args.n, b.args.ne = 1, 0
+        elif kind == "flush":
+            b.room(self.valid_count + 2)
+            b.args.n, b.args.ne = 0, 1
+        else:
+            return None
+        out = b.out
+        out.nw = out.nd = out.ns = out.beat = out.event = out.full = out.error = 0
+        self._lib.gc_run(self._state, ctypes.byref(b.args), ctypes.byref(out))
+        if out.nd:
+            self._discard_parts.append((b.d[0][:out.nd].copy(), b.d[1][:out.nd].copy()))
+        if out.ns:
+            self.step_discards.append((int(b.s[0][0]), int(b.s[1][0])))
+        if out.error:
+            self._raise(out, b.line, b.grads, b.thr, b.mask)
+        return out.nw
 
     # -- the fast path ----------------------------------------------------------------------
 
@@ -862,6 +958,13 @@ class Emulator(LineEmulator):
 
     def _as_model_writes(self, arrays):
         return arrays.to_writes()
+
+    def _single_writes(self, nw):
+        if not nw:
+            return []
+        w = self._single.w
+        return [Write(int(w[0][0]), int(w[2][0, 0]), _CAUSE_NAMES[w[3][0, 0]])] if nw == 1 \
+            else WriteArrays(w[0][:nw], w[2][:nw], w[1][:nw], w[3][:nw]).to_writes()
 
     def _grad_message(self, grad, lane):
         return f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]"
