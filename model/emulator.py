@@ -67,8 +67,8 @@ from pathlib import Path
 
 import numpy as np
 
-from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, check_int, check_lanes,
-                           check_modes, check_power_of_two, ema_fraction_bits)
+from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
+                           check_lanes, check_modes, check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
 
@@ -483,7 +483,7 @@ class LineEmulator:
         modes = self.modes
         return any(modes[f"bypass{i}_enable"] and
                    modes[f"bypass{i}_base"] <= addr <= modes[f"bypass{i}_limit"]
-                   for i in range(2))
+                   for i in range(BYPASS_WINDOWS))
 
     # -- settings ---------------------------------------------------------------------------
 

@@ -28,12 +28,11 @@ by the wall clock. It also times the reference model on the stream's first
 Exit status: 0 all equal, 1 a check found a difference, 2 a bad argument (one line).
 """
 
-import sys
 import time
 
 import numpy as np
 
-from design.params import DEFAULTS, check_lanes
+from design.params import check_lanes
 
 __all__ = ["main", "bench_stream", "check_workload", "MODE_NAMES"]
 
@@ -281,13 +280,12 @@ def main(argv=None):
 
 def _check(args, modes, table):
     from reports.console import UsageError
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    from workloads import DEFAULT_WORKLOADS, GENERATORS, TraceError, get_workload
     names = args.workloads or DEFAULT_WORKLOADS
     params = _params(args.param)
     rows, ok = [], True
     for name in names:
         try:
-            from workloads import GENERATORS
             trace = get_workload(name, **(params if name in GENERATORS else {}))
         except TraceError as error:
             raise UsageError(str(error)) from None
