@@ -33,7 +33,9 @@ kernel's errors (a gradient, threshold, line or mask out of range; a seed while 
 entries) as the models do. Differences, deliberate:
 
 * addresses must lie in ``[0, 2**addr_width)`` (``ReferenceModel`` takes any integer); at most
-  ``addr_width = 64`` and ``grad_width = 32`` (the kernel's integers);
+  ``addr_width = 64`` and ``grad_width = 32`` (the kernel's integers; a step's
+  ``discard_sum`` is kept in 64 bits, which more than 2**31 discards in one step could
+  overflow);
 * a bad ``("modes", ...)`` or ``("seed", ...)`` setting, or a malformed operation, raises
   before any operation of the call runs (the models raise when they reach it); a bad gradient,
   threshold, line or mask, and a seed while L1 holds entries, raise where the models do, the
@@ -138,13 +140,28 @@ _kernel = None
 
 
 def load_kernel(*, verbose=False):
-    """The kernel as a :class:`ctypes.CDLL`, built on first use and cached.
+    """The kernel, built on first use and cached.
 
     The library is kept in ``<cache>/emulator-<hash>/libemulator.so``, ``<cache>`` being
     :func:`simulation.cxxrtl.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
     over the source, the compiler command and the compiler's version; a first build announces
-    itself on stderr (about two seconds). Raises :class:`simulation.cxxrtl.CompilerMissing`
-    (one line) when there is no C++ compiler, :class:`RuntimeError` when the build fails.
+    itself on stderr (a few seconds). Later calls in the process return the loaded library.
+
+    Parameters
+    ----------
+    verbose : bool
+        Say on stderr how long a build took.
+
+    Returns
+    -------
+    ctypes.CDLL
+
+    Raises
+    ------
+    simulation.cxxrtl.CompilerMissing
+        There is no C++ compiler (``$CXX``, by default ``g++``); its message is one line.
+    RuntimeError
+        The build failed (the compiler's messages follow).
     """
     global _kernel
     if _kernel is not None:
@@ -488,33 +505,84 @@ class LineEmulator:
     # -- settings ---------------------------------------------------------------------------
 
     def set_modes(self, **modes):
-        """Change run-time mode settings (keys of :data:`design.params.MODES_OFF`); those not
-        given keep their values."""
+        """Change run-time mode settings (keys of :data:`design.params.MODES_OFF`, checked by
+        :func:`design.params.check_modes`); those not given keep their values. They apply to
+        the gradients that follow."""
         self._execute_ops([("modes", modes)])
 
     def seed(self, value):
-        """Load the LFSR (only while L1 is empty, as the RTL does only while idle)."""
+        """Load the LFSR with ``value`` (0 loads 1); only while L1 is empty (the RTL loads it
+        only while idle), else :class:`ValueError`."""
         self._execute_ops([("seed", value)])
 
     # -- the models' operations -------------------------------------------------------------
 
     def write_line(self, line, grads, mask, threshold):
-        """Take one beat; return its line writes (:class:`model.LineWrite`), own line first."""
+        """Take one beat, as :meth:`model.LineModel.write_line`.
+
+        Parameters
+        ----------
+        line : int
+            The line address (a multiple of ``lanes``).
+        grads : sequence of int
+            ``lanes`` gradients (those outside ``mask`` are ignored).
+        mask : int
+            The lanes in the beat, lane 0 lowest.
+        threshold : int
+            The ``threshold`` input.
+
+        Returns
+        -------
+        list of model.LineWrite
+            Empty, one or two: the beat's own line first, then a victim line.
+        """
         return self.run([("line", line, grads, mask, threshold)])
 
     def write(self, addr, grad, threshold):
-        """One gradient as a beat with one lane; returns its writes."""
+        """Take one gradient (a beat of one lane), as the models' ``write``.
+
+        Parameters
+        ----------
+        addr, grad, threshold : int
+            The gradient's address, value and the ``threshold`` input.
+
+        Returns
+        -------
+        list
+            Its writes (:class:`model.LineWrite`, or :class:`model.Write` for
+            :class:`Emulator`).
+        """
         return self.run([("grad", addr, grad, threshold)])
 
     def flush(self):
-        """The flush barrier: every held line written out, set by set, lowest way first; it
-        ends the step (the EMA latched, the discard totals kept in :attr:`step_discards`)."""
+        """The flush barrier: every held line written out, set by set, lowest way first.
+
+        It ends the step: the EMA is latched (for ``ema_per_step``) and the step's discard
+        totals are appended to :attr:`step_discards` (the next gradient clears them).
+
+        Returns
+        -------
+        list
+            The writes, cause ``FLUSH``.
+        """
         return self.run([("flush",)])
 
     def run(self, ops):
-        """Run the models' operations; return every write, as the model does
-        (:class:`model.LineWrite`\\ s here, :class:`model.Write`\\ s for :class:`Emulator`).
-        Use :meth:`run_ops` for the writes as :class:`WriteArrays`."""
+        """Run the models' operations, as the models' ``run``.
+
+        Parameters
+        ----------
+        ops : iterable of tuple
+            ``("grad", addr, grad, threshold)``, ``("line", line, grads, mask, threshold)``
+            (not for :class:`Emulator`, as not for ReferenceModel), ``("flush",)``,
+            ``("modes", {setting: value})`` and ``("seed", value)``.
+
+        Returns
+        -------
+        list
+            Every write, in order: :class:`model.LineWrite`\\ s here, :class:`model.Write`\\ s
+            for :class:`Emulator`. :meth:`run_ops` returns them as :class:`WriteArrays`.
+        """
         if type(ops) in (list, tuple) and len(ops) == 1:
             nw = self._one(ops[0])
             if nw is not None:
@@ -654,11 +722,24 @@ class LineEmulator:
                              self._events(events, n))
 
     def run_trace(self, trace, *, threshold=None, limit=None, prefix=()):
-        """Run a :class:`workloads.Trace` as ``prefix + trace.ops(threshold, limit)`` would
-        run: its gradients (each a beat of one lane), a flush after every step.
+        """Run a trace as ``prefix + trace.ops(threshold, limit)`` would run: its gradients
+        (each a beat of one lane), a flush after every step.
 
-        ``prefix`` holds operations run first (``("modes", ...)``, ``("seed", ...)``,
-        ``("flush",)``). Returns a :class:`WriteArrays`."""
+        Parameters
+        ----------
+        trace : workloads.Trace
+        threshold : int, optional
+            Overrides the trace's thresholds.
+        limit : int, optional
+            The first ``limit`` gradients (the step in which it falls is cut there and still
+            flushed, as :meth:`workloads.Trace.ops` does).
+        prefix : sequence of tuple
+            ``("modes", ...)``, ``("seed", ...)`` or ``("flush",)`` operations run first.
+
+        Returns
+        -------
+        WriteArrays
+        """
         n = len(trace) if limit is None else min(int(limit), len(trace))
         thresholds = trace.thresholds()[:n] if threshold is None else threshold
         events = [(0, op) for op in prefix]
