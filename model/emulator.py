@@ -144,8 +144,10 @@ def load_kernel(*, verbose=False):
 
     The library is kept in ``<cache>/emulator-<hash>/libemulator.so``, ``<cache>`` being
     :func:`simulation.cxxrtl.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
-    over the source, the compiler command and the compiler's version; a first build announces
-    itself on stderr (a few seconds). Later calls in the process return the loaded library.
+    over the source, the compiler command and :func:`simulation.cxxrtl._tool_version` (the
+    compiler's version, with Yosys' that the compiled simulators are keyed by: a new
+    environment builds its own, once); a first build announces itself on stderr (a few
+    seconds). Later calls in the process return the loaded library.
 
     Parameters
     ----------
