@@ -7,13 +7,13 @@ workloads, and measure its speed.
     ... [--out docs/results/emulator.md]
 
 ``--check`` runs every named workload (default: :data:`workloads.DEFAULT_WORKLOADS`), a flush
-after every step, in every mode setting of :func:`reports.modes.mode_settings` (exact, drop,
-stochastic, ema, ema per step, bypass) and ``combined`` (stochastic rounding, the EMA
-threshold and the bypass window at once), through the reference model
+after every step, in every mode setting of :func:`reports.mode_comparison.mode_settings`
+(exact, drop, stochastic, ema, ema per step, bypass) and ``combined`` (stochastic rounding,
+the EMA threshold and the bypass window at once), through the reference model
 (:class:`model.ReferenceModel`, or :class:`model.LineModel` on the workload packed into beats
-by :func:`reports.lines.pack_lines`) and through the emulator, and compares them write for
-write (address, value, cause, in order), discard for discard, the step totals, and the EMA,
-LFSR and L1 contents at the end. It prints one row per run and exits 1 if any differs.
+by :func:`reports.line_costs.pack_lines`) and through the emulator, and compares them write
+for write (address, value, cause, in order), discard for discard, the step totals, and the
+EMA, LFSR and L1 contents at the end. It prints one row per run and exits 1 if any differs.
 
 ``--bench`` generates a stream of at least ``--gradients`` gradients (default 10**7; addresses
 half from a Zipf-distributed hot set, half a sweep over 2**20 addresses, so that L1 hits,
@@ -46,9 +46,9 @@ BENCH_STEP = 1 << 16
 
 def settings(threshold, addr_low, addr_high):
     """``{name: [operations before the first gradient]}`` for :data:`MODE_NAMES`: those of
-    :func:`reports.modes.mode_settings` at ``small_threshold = threshold // 4``, and
+    :func:`reports.mode_comparison.mode_settings` at ``small_threshold = threshold // 4``, and
     ``combined``."""
-    from reports.modes import mode_settings
+    from reports.mode_comparison import mode_settings
     out = mode_settings(threshold, threshold // 4, addr_low, addr_high)
     out["combined"] = out["stochastic"] + out["ema"] + out["bypass"]
     return out
@@ -69,7 +69,7 @@ def check_workload(trace, lanes, prefix, *, limit=None, params=None):
     the emulator; returns a dict: ``gradients``, ``writes``, ``discards``, ``equal``,
     ``model_seconds``, ``emulator_seconds``."""
     from model import LineModel, ReferenceModel
-    from reports.lines import pack_lines
+    from reports.line_costs import pack_lines
     from .emulator import Emulator, LineEmulator
     geometry = dict(params or {})
     ops = list(prefix) + trace.ops(limit=limit)

@@ -22,7 +22,7 @@ from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from reports.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
-from .trace import COLUMNS, TraceError, read_vcd, print_table
+from .trace_table import COLUMNS, TraceError, read_vcd, print_table
 from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
 
 

@@ -9,7 +9,8 @@ from properties.harness import CONFIGS, L1_GROUPS
 from properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
-           "all_jobs", "job_by_name", "reset_check", "slowest_first"]
+           "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
+           "termination_depth"]
 
 #: The safety property groups (properties/base.py GROUPS).
 SAFETY = ["stream", "conservation", "storage", "idle", "valid_count", "overflow", "unique_tag",
@@ -178,6 +179,16 @@ def liveness_depth(config, K):
     return config["ways"] * (l2_place_period(K, config["fifo_depth"]) + 1) + 4
 
 
+def termination_depth(config, K):
+    """Induction depth of the termination jobs. Their facts are the ranking argument's (the
+    measure never grows, falls once in every ``K + 1`` cycles, bounds the time under flush),
+    which windows of at most ``2 * (K + 1)`` steps carry (6 on every proven configuration, at
+    ``K`` 2 and 3), not the longest wait as progress needs: that with a margin of four, and
+    never deeper than :func:`liveness_depth`. (A shorter base case: default's took 6-13 s of
+    each job at :func:`liveness_depth`, 16.)"""
+    return min(liveness_depth(config, K), 2 * (K + 1) + 4)
+
+
 def _names(entry):
     """The property names of a :data:`ONE_JOB_EACH` entry."""
     return list(entry) if isinstance(entry, tuple) else [entry]
@@ -213,7 +224,8 @@ def _prove_jobs_as_named():
                                         **(TUNING.get((config, focus[0]), {})
                                            if len(focus) == 1 else {})))
         for g in LIVENESS:
-            depth = liveness_depth(CONFIGS[config], K)
+            depth = (termination_depth if g == ["termination"] else liveness_depth)(
+                CONFIGS[config], K)
             if config in SPLIT and g[0] in ONE_JOB_EACH:
                 jobs += [Job(f"{config}-{g[0]}-K{K}-{i}", config, "prove", depth,
                              focus=[f"{g[0]}/{name}" for name in _names(entry)], fairness=K,

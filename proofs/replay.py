@@ -97,7 +97,7 @@ def read_witness(path):
     """``[{input: value}]`` per step, from a ``.yw`` or ``.vcd`` file (unknown bits read as 0).
     Raises :class:`WitnessError` if the file cannot be read as one."""
     if path.endswith(".vcd"):
-        from .trace import TraceError, read_vcd
+        from .trace_table import TraceError, read_vcd
         try:
             tr = read_vcd(path)
         except TraceError as error:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from xml.etree import ElementTree
 
 from reports.console import table
-from .trace import read_vcd, print_table
+from .trace_table import read_vcd, print_table
 
 __all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
 

@@ -238,12 +238,21 @@ class FormalHarness(Elaboratable):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.dut = d = self.dut
-        P = self.props
-        l1 = d.l1
-        wb = d.writeback if self.system else None
+        m.submodules.dut = self.dut
+        self._free_inputs(m)
+        self._views(m)
+        self._accepted_stages(m)
+        self._rows(m)
+        q_in_t, in_t, disc_t = self._pipeline_and_queue_shadows(m)
+        self._balances(m, q_in_t, in_t, disc_t)
+        self._storage_views(m)
+        self._mode_rules(m)
+        return self._properties(m)
 
-        # -- free inputs -------------------------------------------------------------------
+    def _free_inputs(self, m):
+        """Every input of the design (or of L1 alone), the run-time modes and the random bits
+        free, each named ``in_*``; the reset free unless ``reset="initial"``."""
+        d = self.dut
         self.rst = ResetSignal()
         if self.reset == "initial" and not self.simulate:
             m.d.comb += Assume(self.rst == Initial())
@@ -288,7 +297,10 @@ class FormalHarness(Elaboratable):
         self.free(m, self.in_random)
         m.d.comb += d.lfsr.source.eq(self.in_random)
 
-        # -- handy views -------------------------------------------------------------------
+    def _views(self, m):
+        """Handy views of the design's handshakes and of the tracked address."""
+        d = self.dut
+        l1 = d.l1
         self.accept = Signal()
         self.push_fire = Signal()
         self.pop = Signal()
@@ -311,7 +323,10 @@ class FormalHarness(Elaboratable):
         self.s4_writes = Signal()
         m.d.comb += self.s4_writes.eq(l1.s4_valid & l1.s4_write)
 
-        # -- the gradients in the pipeline, as accepted ------------------------------------
+    def _accepted_stages(self, m):
+        """The harness's own copy of each gradient in the pipeline, as accepted."""
+        d = self.dut
+        l1 = d.l1
         # The pipeline never stalls: the gradient accepted in cycle t is in stage s<i> in
         # cycle t+i. The harness keeps its own copy of each one, as accepted (the payload the
         # streamer gave, and whether it lay in a bypass window), so that the properties can
@@ -345,6 +360,11 @@ class FormalHarness(Elaboratable):
             self.stage_window.append(w)
             valid, payload, window = v, p, w
 
+    def _rows(self, m):
+        """L1's rows as they are now (the tracked set, the sets the stages work on) and what L1
+        holds for the tracked address."""
+        d = self.dut
+        l1 = d.l1
         # L1 rows. The set as it is in cycle t: the row s4 writes in t if it writes that set,
         # else the row in storage (which holds every write before t).
         write = l1.storage_write
@@ -394,6 +414,12 @@ class FormalHarness(Elaboratable):
             self.l1_n.eq(Mux(self.init, 0, sum(matches[i] for i in range(d.ways)))),
         ]
 
+    def _pipeline_and_queue_shadows(self, m):
+        """What the pipeline and L1's output queue hold for the tracked address: shadows and the
+        queue's contents. Returns the tracked address's queue write, L2 push and discard."""
+        d = self.dut
+        l1 = d.l1
+        queue = l1.queue
         # What the pipeline holds for the tracked address: the gradients in s1 ... s3, as
         # accepted (s4's part is the policy model's: policy.py).
         self.stages_sum = Signal(signed(self.bw))
@@ -427,7 +453,14 @@ class FormalHarness(Elaboratable):
                                        for e, p in zip(q_match, self.queue_ports))),
             self.queue_real_n.eq(sum(q_match)),
         ]
+        return q_in_t, in_t, disc_t
 
+    def _balances(self, m, q_in_t, in_t, disc_t):
+        """The tracked address's shadow of L2 and its balances: accepted less written (to
+        DRAM, or into the queue) less accounted discards."""
+        d = self.dut
+        l1 = d.l1
+        queue = l1.queue
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         if self.system:
             # Shadow of L2 for the tracked address: pushed by L1 minus written to DRAM.
@@ -461,6 +494,13 @@ class FormalHarness(Elaboratable):
         ]
         m.d.sync += self.l1_balance.eq(self.l1_balance + self.l1_delta)
 
+
+    def _storage_views(self, m):
+        """With the whole storage read: L2's contents and the number of valid L1 entries."""
+        d = self.dut
+        l1 = d.l1
+        wb = d.writeback if self.system else None
+        current = self.current
         # L2 contents, from the storage itself (whole_storage).
         if self.l2_ports:
             depth = d.fifo_depth
@@ -491,7 +531,11 @@ class FormalHarness(Elaboratable):
                     enumerate(self.l1_ports)) -
                 Mux(self.scan, sum(l1.scan_done[i] for i in range(d.ways)), 0))
 
-
+    def _mode_rules(self, m):
+        """The threshold each gradient is judged against and the stochastic rule in force, restated
+        as the design computes them."""
+        d = self.dut
+        l1 = d.l1
         # The threshold each gradient is judged against: its payload's, or in the EMA mode the
         # EMA threshold of the payload's EMA value and settings (modes.ema_threshold, restated
         # here on s1's copy, as the design computes it: the solver meets one multiply).
@@ -520,7 +564,13 @@ class FormalHarness(Elaboratable):
         m.d.comb += self.s3_rule.eq(chance.bit_select(self.stepped_last, 1))
         self.s3_chance = chance
 
-
+    def _properties(self, m):
+        """The components' contracts (assumed) and every property module's properties; then the
+        statements (or, in simulation, a signal per property)."""
+        d = self.dut
+        l1 = d.l1
+        wb = d.writeback if self.system else None
+        P = self.props
         # The components' own contracts (proven alone, properties/component.py): assumed.
         self.queue_pick = Signal(name="queue_pick")
         self.free(m, self.queue_pick)

@@ -28,10 +28,10 @@ from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
 from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
-                      interrupted, positive_integer, prepare_out, table, usage_error)
+                      interrupted, positive_integer, prepare_out, usage_error)
 from .console import progress as console_progress
-from .modes import mode_table
-from .provenance import describe, provenance
+from .markdown import fmt, render_markdown
+from .provenance import provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 
@@ -124,7 +124,7 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m reports.modes), each setting run "
+                          "stochastic, EMA, bypass: python -m reports.mode_comparison), each setting run "
                           "on the RTL and checked against the reference model")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
@@ -204,136 +204,6 @@ def seed_comparison(metrics, result):
             "bandwidth_reduction": metrics["bandwidth_reduction"],
         },
     }
-
-
-def _fmt(value, kind="int"):
-    if value is None:
-        return "n/a"
-    if kind == "ratio":
-        return f"{value:.2f}x"
-    if kind == "pct":
-        return f"{100 * value:.1f} %"
-    if kind == "float":
-        return f"{value:.3f}"
-    return f"{value:,}".replace(",", " ")
-
-
-def render_markdown(report):
-    """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
-    cfg = report["configuration"]
-    lines = ["# Gradient compressor bandwidth report", "",
-             f"Command: `{report['command']}`  ",
-             describe(report) + "  ",
-             f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
-             f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
-             f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
-             + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
-                else ""), "",
-             f"All figures are after the final flush (a flush ends every training step). "
-             f"Record format: {RECORD_FORMAT}. Compression ratio = gradients / DRAM writes; "
-             f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
-    ok = [m for m in report["workloads"] if m["conservation"]["ok"]]
-    if ok:
-        summary = [[m["workload"], _fmt(m["gradients"]), m["trace"]["steps"],
-                    _fmt(m["dram_writes"]), _fmt(m["compression_ratio"], "ratio"),
-                    _fmt(m["bandwidth_reduction"], "pct"),
-                    _fmt(m["reference_points"]["oracle"]["compression_ratio"], "ratio"),
-                    _fmt(m["l1_hit_rate"], "pct"), _fmt(m["cycles_per_gradient"], "float"),
-                    f"{m['bursts']['count']} ({_fmt(m['bursts']['mean_length'], 'float')})"]
-                   for m in ok]
-        lines += ["## Summary", "",
-                  table(summary, ["workload", "gradients", "steps", "DRAM writes", "ratio",
-                                  "bandwidth reduction", "oracle ratio", "L1 hit rate",
-                                  "cycles/gradient", "bursts (mean length)"]),
-                  "", "![compression ratio per workload](summary.png)", ""]
-    for m in report["workloads"]:
-        lines += [f"## {m['workload']}", "", m["description"], ""]
-        if not m["conservation"]["ok"]:
-            lines += [f"**{m['conservation']['message']}**", "",
-                      "No ratio is reported for this workload.", ""]
-            continue
-        refs = m["reference_points"]
-        figures = [("gradients in", "gradients", "int"), ("DRAM writes", "dram_writes", "int"),
-                   ("bytes in", "bytes_in", "int"), ("bytes out", "bytes_out", "int"),
-                   ("compression ratio", "compression_ratio", "ratio"),
-                   ("bandwidth reduction", "bandwidth_reduction", "pct")]
-        rows = [[label, _fmt(m[key], kind), _fmt(refs["oracle"][key], kind),
-                 _fmt(refs["no_compression"][key], kind)] for label, key, kind in figures]
-        rows += [[f"writes: {cause}", _fmt(m["writes_by_cause"][cause]),
-                  _fmt(refs["oracle"]["writes_by_cause"][cause]), ""] for cause in CAUSES]
-        lines.append(table(rows, ["", "RTL", "oracle (unbounded L1)", "no compression"]))
-        b = m["bursts"]
-        lines += ["",
-                  f"- L1: {_fmt(m['l1_hits'])} hits, {_fmt(m['l1_misses'])} misses "
-                  f"(hit rate {_fmt(m['l1_hit_rate'], 'pct')} of the small gradients)",
-                  f"- cycles: {_fmt(m['cycles'])} ({_fmt(m['cycles_per_gradient'], 'float')} "
-                  f"per gradient), of which {_fmt(m['flush_cycles_total'])} in "
-                  f"{m['flushes']} flushes (longest {_fmt(m['flush_cycles_max'])}); "
-                  f"DRAM stalled the pipeline {_fmt(m['dram_stall_cycles'])} cycles; input "
-                  f"not ready {_fmt(m['input_stall_cycles'])} cycles",
-                  f"- DRAM bursts (runs of consecutive-cycle writes): {b['count']}, mean length "
-                  f"{_fmt(b['mean_length'], 'float')}, longest {b['max_length']}",
-                  f"- {m['conservation']['message']}",
-                  "- cross-check: the RTL's writes and causes "
-                  + ("match the reference model (same geometry) write for write"
-                     if m["cross_check"]["match"] else
-                     f"**DIFFER from the reference model**: {m['cross_check']}"),
-                  f"- trace: {m['trace']['distinct_addresses']} addresses, "
-                  f"{_fmt(m['trace']['zero_fraction'], 'pct')} zeros, "
-                  f"{_fmt(m['trace']['direct_fraction'], 'pct')} at or above the threshold",
-                  f"- simulated with {m['simulation']['backend']} in "
-                  f"{m['simulation']['seconds']} s", ""]
-        if "seed_comparison" in m:
-            s, o = m["seed_comparison"]["seed"], m["seed_comparison"]["ours"]
-            rows = [
-                ["gradients in", s["gradients"], o["gradients"]],
-                ["writes pushed into L2 before the flush", s["pushes_into_l2"],
-                 o["writes_before_flush_cause"]],
-                ["DRAM writes counted", s["dram_writes"], o["dram_writes"]],
-                ["flush writes", "0 (never flushed)", o["flush_writes"]],
-                ["compression ratio", f"{s['compression_ratio']:.2f}x",
-                 f"{o['compression_ratio']:.2f}x"],
-                ["bandwidth reduction, 4 bytes per record (the seed's convention)",
-                 f"{100 * s['bandwidth_reduction']:.2f} %",
-                 f"{100 * o['bandwidth_reduction_seed_convention']:.2f} %"],
-                ["bandwidth reduction, 6-byte gradients / 8-byte writes", "n/a",
-                 f"{100 * o['bandwidth_reduction']:.2f} %"]]
-            lines += ["### Seed comparison", "",
-                      table(rows, ["", "seed's report (no flush)", "ours (after the flush)"]),
-                      ""]
-            phases = m["seed_comparison"].get("phases")
-            if phases:
-                rows = [[row["name"], row["gradients"], row["writes"],
-                         *(row["writes_by_cause"][c] for c in CAUSES)] for row in phases]
-                lines += ["Writes triggered by each phase's gradients (reference model, same "
-                          "geometry; equal to the RTL's):", "",
-                          table(rows, ["phase", "gradients", "writes", *CAUSES]), ""]
-        if m.get("plots"):
-            lines += [f"![writes by cause]({m['plots']['causes']})",
-                      f"![burst lengths]({m['plots']['bursts']})", ""]
-    moded = [m for m in report["workloads"] if m.get("modes")]
-    if moded:
-        lines += ["## Run-time modes", "",
-                  "Each setting (`python -m reports.modes`, docs/reports.md) run on the RTL and "
-                  "on the reference model; figures from the model, which the RTL matched write "
-                  "for write, cause for cause and discard for discard. Error = DRAM content "
-                  "minus exact, per address after each step.", ""]
-        for m in moded:
-            w = m["modes"]
-            lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "
-                      f"{w['small_threshold']}", "", mode_table(w["rows"]), ""]
-            bad = [r["mode"] for r in w["rows"] if not r["rtl_check"]]
-            if bad:
-                lines += [f"**RTL check FAILED for {', '.join(bad)}**", ""]
-    failed = [m["workload"] for m in report["workloads"] if not m["conservation"]["ok"]]
-    mismatch = [m["workload"] for m in report["workloads"]
-                if m["conservation"]["ok"] and not m["cross_check"]["match"]]
-    conservation = ("FAILED for " + ", ".join(failed)) if failed else "holds for every workload"
-    model = ("MISMATCH for " + ", ".join(mismatch)) if mismatch \
-        else "identical for every workload"
-    lines += ["## Checks", "", f"- conservation: {conservation}",
-              f"- RTL vs reference model: {model}", ""]
-    return "\n".join(lines)
 
 
 def write_report(report, out, plots=True):
@@ -429,7 +299,7 @@ def _report(args, argv, result_filter):
             print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
             return 1
         if args.modes:
-            from .modes import compare_modes
+            from .mode_comparison import compare_modes
             try:
                 metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
                                                  backend=backend)
@@ -439,8 +309,8 @@ def _report(args, argv, result_filter):
         if metrics["conservation"]["ok"]:
             oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
             print(f"{trace.name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
-                  f"DRAM writes after flush ({_fmt(metrics['compression_ratio'], 'ratio')}, "
-                  f"oracle {_fmt(oracle, 'ratio')}), "
+                  f"DRAM writes after flush ({fmt(metrics['compression_ratio'], 'ratio')}, "
+                  f"oracle {fmt(oracle, 'ratio')}), "
                   f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
                   file=sys.stderr)
         else:

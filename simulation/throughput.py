@@ -9,7 +9,7 @@ ready and with DRAM ready every other cycle. Two figures:
   per gradient (includes the final L1 scan and L2 drain).
 
 Then the same streams on lines (``--lanes``, by default 1 and 8): each stream packed into
-beats (a run of gradients to one line, :func:`reports.lines.pack_lines`) through
+beats (a run of gradients to one line, :func:`reports.line_costs.pack_lines`) through
 ``GradientCompressor(lanes=N)``: cycles per beat and gradients per clock while accepting.
 """
 
@@ -51,7 +51,7 @@ def measure(ops, dram_ready):
 def measure_lines(ops, lanes, dram_ready):
     """``(beats, gradients, cycles per beat, gradients per clock)`` while accepting ``ops``
     packed into beats of ``lanes``, on the default geometry (of lines)."""
-    from reports.lines import pack_lines
+    from reports.line_costs import pack_lines
     beats = [op for op in pack_lines(ops, lanes)] if lanes > 1 else ops
     result = simulate(GradientCompressor(lanes=lanes), beats + [("flush",)],
                       dram_ready=dram_ready)

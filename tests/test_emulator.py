@@ -16,7 +16,7 @@ from model import LANES, LineModel, ReferenceModel, Write
 from model import emulator as emulator_module
 from model.emulator import NO_CAUSE, Emulator, LineEmulator, WriteArrays
 from model.emulator_cli import MODE_NAMES, main, settings as mode_settings
-from reports.lines import pack_lines
+from reports.line_costs import pack_lines
 from workloads import get_workload, workload_names
 
 from .directed import DIRECTED

@@ -10,7 +10,7 @@ from amaranth.sim import Simulator
 from design import GradientCompressor
 from model import LineModel
 
-from .lines import line_write, offer, set_line
+from .line_helpers import line_write, offer, set_line
 
 GEOMETRY = dict(addr_width=9, grad_width=8, sets=2, ways=2, max_updates=3, fifo_depth=4,
                 burst_size=2)

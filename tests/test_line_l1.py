@@ -10,7 +10,7 @@ from design.params import LFSR_RESET
 from model import LineModel
 from model.reference import lfsr_step
 
-from .lines import line_write, offer, set_line
+from .line_helpers import line_write, offer, set_line
 
 
 def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=9,

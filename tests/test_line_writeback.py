@@ -8,7 +8,7 @@ from amaranth.sim import Simulator
 
 from design import WritebackBuffer
 
-from .lines import offer, set_line
+from .line_helpers import offer, set_line
 
 VALUE_MAX = 2 ** 9 - 1          # grad_width 8: values of 10 bits
 

@@ -182,7 +182,7 @@ def test_bad_input(call, message):
 
 
 def test_gradients_pack_into_beats_by_line_lane_and_threshold():
-    from reports.lines import pack_lines
+    from reports.line_costs import pack_lines
     ops = [("grad", 8, 1, 5), ("grad", 9, 2, 5), ("grad", 9, 3, 5),    # lane 1 again
            ("grad", 10, 4, 6),                                          # another threshold
            ("grad", 12, 5, 6), ("flush",), ("grad", 13, 6, 6)]
@@ -193,7 +193,7 @@ def test_gradients_pack_into_beats_by_line_lane_and_threshold():
 
 
 def test_line_costs_of_one_lane_are_the_records():
-    from reports.lines import line_costs
+    from reports.line_costs import line_costs
     from workloads import get_workload
     ops = get_workload("seed").ops()
     one = line_costs(ops, lanes=1, sets=32, ways=4)
@@ -204,7 +204,7 @@ def test_line_costs_of_one_lane_are_the_records():
 
 
 def test_line_report_refuses_a_bad_geometry_or_output(capsys, tmp_path):
-    from reports.lines import main
+    from reports.line_costs import main
     assert main(["seed", "--lanes", "3"]) == 2
     assert "lanes must be a power of two" in capsys.readouterr().err
     assert main(["seed", "--out", str(tmp_path)]) == 2
@@ -242,3 +242,33 @@ def test_the_ema_stays_within_the_gradients_range(beats_in, shift):
     for grads, mask in beats_in:
         model.write_line(0, grads, mask, 255)
         assert 0 <= model.ema <= GRAD << model.ema_fraction_bits
+
+
+def test_sizing_grid_is_smallest_first_and_finds_the_first_saving_geometry():
+    from reports.sizing import geometries, sizing
+    grid = geometries(64, 2)
+    assert grid == [(16, 1), (32, 1), (16, 2), (64, 1), (32, 2), (64, 2)]
+    # Eight lanes of one line, written again and again in small steps: any L1 holds the line
+    # and writes it once per flush, where dense write-through writes every beat.
+    ops = [("grad", lane, 1, 100) for _ in range(10) for lane in range(8)] + [("flush",)]
+    result = sizing(ops, 8, grid)
+    assert result["dense"] == 10 * (4 + 2 * 8)
+    assert set(result["bytes"].values()) == {4 + 4 * 8}
+
+
+def test_sizing_report_names_none_where_no_geometry_saves(capsys):
+    from reports.sizing import main
+    assert main(["seed", "--lanes", "8", "--max-sets", "16", "--max-ways", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "| seed" in out and "16 x 1" in out
+    assert main(["synthetic-one-pass", "--lanes", "8", "--max-sets", "16",
+                 "--max-ways", "1"]) == 0
+    assert "none" in capsys.readouterr().out
+
+
+def test_sizing_report_refuses_a_bad_grid_or_lanes(capsys):
+    from reports.sizing import main
+    assert main(["seed", "--max-sets", "8"]) == 2
+    assert "the grid starts at 16 sets" in capsys.readouterr().err
+    assert main(["seed", "--lanes", "3"]) == 2
+    assert "lanes must be a power of two" in capsys.readouterr().err

@@ -198,9 +198,9 @@ def test_empty_step_and_empty_trace(tmp_path, capsys):
 
 
 def test_mode_comparison(tmp_path):
-    """``python -m reports.modes``: lossless modes keep DRAM exact after every step; the dual
+    """``python -m reports.mode_comparison``: lossless modes keep DRAM exact after every step; the dual
     threshold's error is what it discarded, and stochastic rounding is less biased than drop."""
-    from reports.modes import main as modes_main
+    from reports.mode_comparison import main as modes_main
     assert modes_main(["seed", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "modes.json").read_text())
     rows = {r["mode"]: r for r in data["workloads"][0]["rows"]}
@@ -240,8 +240,8 @@ def test_sweep_small_threshold(tmp_path, capsys):
 
 
 def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
-    """An RTL run that loses a write makes ``python -m reports.modes`` exit 1, naming it."""
-    import reports.modes as modes
+    """An RTL run that loses a write makes ``python -m reports.mode_comparison`` exit 1, naming it."""
+    import reports.mode_comparison as modes
     real = modes.run_rtl
 
     def losing(*args, **kwargs):

@@ -1,6 +1,6 @@
 """DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
 
-    python -m reports.lines [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+    python -m reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
 
 Each workload's gradients are packed into beats as an accelerator would write them: a run of
 gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,
@@ -14,8 +14,9 @@ written three ways:
 * **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
   one transfer per line write, its lanes' values under their strobes.
 
-The byte counts are stated in :data:`FORMAT`. Figures come from the model, which one lane of the
-RTL matches write for write; the RTL does not take lines yet.
+The byte counts are stated in :data:`FORMAT`. Figures come from the line model, which the RTL
+on lines matches write for write in simulation (tests/test_line_compressor.py).
+:mod:`reports.sizing` runs the same comparison over a grid of L1 geometries.
 """
 
 import sys
@@ -97,7 +98,7 @@ def render(rows):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m reports.lines",
+        prog="python -m reports.line_costs",
         description="DRAM transfers and bytes of workloads streamed as lines of N lanes: dense "
                     "write-through, per-gradient records, and the line model's masked line "
                     "writes.",
@@ -144,8 +145,8 @@ def _lines(args):
         write_results(args.out, "DRAM cost of workloads streamed as lines",
                       f"L1 of {args.sets} x {args.ways} lines, max_updates "
                       f"{DEFAULTS['max_updates']}; {FORMAT}",
-                      text + "\n\nFigures from the line model (model/lines.py); the RTL takes "
-                      "one gradient per beat so far.\n")
+                      text + "\n\nFigures from the line model (model/lines.py), which the RTL "
+                      "on lines matches write for write in simulation.\n")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
-    python -m reports.modes [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
+    python -m reports.mode_comparison [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
                             [--sim compiled|amaranth] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
@@ -168,7 +168,7 @@ def render_markdown(data):
 
 
 def build_parser():
-    parser = ArgumentParser(prog="python -m reports.modes",
+    parser = ArgumentParser(prog="python -m reports.mode_comparison",
                             description="Compare the run-time modes on workloads (reference "
                                         "model, default geometry, a flush per step).")
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", default=["seed", "tiny-embed"],
@@ -209,7 +209,7 @@ def main(argv=None):
                 raise UsageError(error) from None
     except UsageError as error:
         return usage_error(parser.prog, error)
-    data = {"command": "python -m reports.modes " +
+    data = {"command": "python -m reports.mode_comparison " +
             " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
             **provenance(), "seconds": round(time.monotonic() - start, 2),
             "backend": backend, "workloads": results}

@@ -1,0 +1,177 @@
+"""The Markdown text of a ``compressor-report`` bandwidth report, from what ``report.json``
+holds: a header, the summary table, a section per workload (its figures against the oracle
+and no compression, the seed comparison where there is one, its plots), the run-time modes'
+tables, and the checks."""
+
+from model import CAUSES
+
+from .console import table
+from .metrics import RECORD_FORMAT
+from .mode_comparison import mode_table
+from .provenance import describe
+
+__all__ = ["fmt", "render_markdown"]
+
+
+def fmt(value, kind="int"):
+    """A figure as the report prints it: ``kind`` is ``int`` (digits grouped by a space),
+    ``ratio`` (``2.33x``), ``pct`` (``41.2 %``) or ``float``; ``n/a`` for None."""
+    if value is None:
+        return "n/a"
+    if kind == "ratio":
+        return f"{value:.2f}x"
+    if kind == "pct":
+        return f"{100 * value:.1f} %"
+    if kind == "float":
+        return f"{value:.3f}"
+    return f"{value:,}".replace(",", " ")
+
+
+def render_markdown(report):
+    """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
+    lines = _header(report) + _summary(report["workloads"])
+    for m in report["workloads"]:
+        lines += _workload(m)
+    return "\n".join(lines + _modes(report["workloads"]) + _checks(report["workloads"]))
+
+
+def _header(report):
+    cfg = report["configuration"]
+    return ["# Gradient compressor bandwidth report", "",
+            f"Command: `{report['command']}`  ",
+            describe(report) + "  ",
+            f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
+            f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
+            f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
+            + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
+               else ""), "",
+            f"All figures are after the final flush (a flush ends every training step). "
+            f"Record format: {RECORD_FORMAT}. Compression ratio = gradients / DRAM writes; "
+            f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
+
+
+def _summary(workloads):
+    ok = [m for m in workloads if m["conservation"]["ok"]]
+    if not ok:
+        return []
+    rows = [[m["workload"], fmt(m["gradients"]), m["trace"]["steps"],
+             fmt(m["dram_writes"]), fmt(m["compression_ratio"], "ratio"),
+             fmt(m["bandwidth_reduction"], "pct"),
+             fmt(m["reference_points"]["oracle"]["compression_ratio"], "ratio"),
+             fmt(m["l1_hit_rate"], "pct"), fmt(m["cycles_per_gradient"], "float"),
+             f"{m['bursts']['count']} ({fmt(m['bursts']['mean_length'], 'float')})"]
+            for m in ok]
+    return ["## Summary", "",
+            table(rows, ["workload", "gradients", "steps", "DRAM writes", "ratio",
+                         "bandwidth reduction", "oracle ratio", "L1 hit rate",
+                         "cycles/gradient", "bursts (mean length)"]),
+            "", "![compression ratio per workload](summary.png)", ""]
+
+
+def _workload(m):
+    """A workload's section: its figures, the seed comparison, its plots."""
+    lines = [f"## {m['workload']}", "", m["description"], ""]
+    if not m["conservation"]["ok"]:
+        return lines + [f"**{m['conservation']['message']}**", "",
+                        "No ratio is reported for this workload.", ""]
+    lines += _figures(m) + _notes(m)
+    if "seed_comparison" in m:
+        lines += _seed_comparison(m["seed_comparison"])
+    if m.get("plots"):
+        lines += [f"![writes by cause]({m['plots']['causes']})",
+                  f"![burst lengths]({m['plots']['bursts']})", ""]
+    return lines
+
+
+def _figures(m):
+    refs = m["reference_points"]
+    figures = [("gradients in", "gradients", "int"), ("DRAM writes", "dram_writes", "int"),
+               ("bytes in", "bytes_in", "int"), ("bytes out", "bytes_out", "int"),
+               ("compression ratio", "compression_ratio", "ratio"),
+               ("bandwidth reduction", "bandwidth_reduction", "pct")]
+    rows = [[label, fmt(m[key], kind), fmt(refs["oracle"][key], kind),
+             fmt(refs["no_compression"][key], kind)] for label, key, kind in figures]
+    rows += [[f"writes: {cause}", fmt(m["writes_by_cause"][cause]),
+              fmt(refs["oracle"]["writes_by_cause"][cause]), ""] for cause in CAUSES]
+    return [table(rows, ["", "RTL", "oracle (unbounded L1)", "no compression"])]
+
+
+def _notes(m):
+    b = m["bursts"]
+    return ["",
+            f"- L1: {fmt(m['l1_hits'])} hits, {fmt(m['l1_misses'])} misses "
+            f"(hit rate {fmt(m['l1_hit_rate'], 'pct')} of the small gradients)",
+            f"- cycles: {fmt(m['cycles'])} ({fmt(m['cycles_per_gradient'], 'float')} "
+            f"per gradient), of which {fmt(m['flush_cycles_total'])} in "
+            f"{m['flushes']} flushes (longest {fmt(m['flush_cycles_max'])}); "
+            f"DRAM stalled the pipeline {fmt(m['dram_stall_cycles'])} cycles; input "
+            f"not ready {fmt(m['input_stall_cycles'])} cycles",
+            f"- DRAM bursts (runs of consecutive-cycle writes): {b['count']}, mean length "
+            f"{fmt(b['mean_length'], 'float')}, longest {b['max_length']}",
+            f"- {m['conservation']['message']}",
+            "- cross-check: the RTL's writes and causes "
+            + ("match the reference model (same geometry) write for write"
+               if m["cross_check"]["match"] else
+               f"**DIFFER from the reference model**: {m['cross_check']}"),
+            f"- trace: {m['trace']['distinct_addresses']} addresses, "
+            f"{fmt(m['trace']['zero_fraction'], 'pct')} zeros, "
+            f"{fmt(m['trace']['direct_fraction'], 'pct')} at or above the threshold",
+            f"- simulated with {m['simulation']['backend']} in "
+            f"{m['simulation']['seconds']} s", ""]
+
+
+def _seed_comparison(comparison):
+    s, o = comparison["seed"], comparison["ours"]
+    rows = [
+        ["gradients in", s["gradients"], o["gradients"]],
+        ["writes pushed into L2 before the flush", s["pushes_into_l2"],
+         o["writes_before_flush_cause"]],
+        ["DRAM writes counted", s["dram_writes"], o["dram_writes"]],
+        ["flush writes", "0 (never flushed)", o["flush_writes"]],
+        ["compression ratio", f"{s['compression_ratio']:.2f}x",
+         f"{o['compression_ratio']:.2f}x"],
+        ["bandwidth reduction, 4 bytes per record (the seed's convention)",
+         f"{100 * s['bandwidth_reduction']:.2f} %",
+         f"{100 * o['bandwidth_reduction_seed_convention']:.2f} %"],
+        ["bandwidth reduction, 6-byte gradients / 8-byte writes", "n/a",
+         f"{100 * o['bandwidth_reduction']:.2f} %"]]
+    lines = ["### Seed comparison", "",
+             table(rows, ["", "seed's report (no flush)", "ours (after the flush)"]), ""]
+    phases = comparison.get("phases")
+    if phases:
+        rows = [[row["name"], row["gradients"], row["writes"],
+                 *(row["writes_by_cause"][c] for c in CAUSES)] for row in phases]
+        lines += ["Writes triggered by each phase's gradients (reference model, same "
+                  "geometry; equal to the RTL's):", "",
+                  table(rows, ["phase", "gradients", "writes", *CAUSES]), ""]
+    return lines
+
+
+def _modes(workloads):
+    moded = [m for m in workloads if m.get("modes")]
+    if not moded:
+        return []
+    lines = ["## Run-time modes", "",
+             "Each setting (`python -m reports.mode_comparison`, docs/reports.md) run on the "
+             "RTL and on the reference model; figures from the model, which the RTL matched "
+             "write for write, cause for cause and discard for discard. Error = DRAM content "
+             "minus exact, per address after each step.", ""]
+    for m in moded:
+        w = m["modes"]
+        lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "
+                  f"{w['small_threshold']}", "", mode_table(w["rows"]), ""]
+        bad = [r["mode"] for r in w["rows"] if not r["rtl_check"]]
+        if bad:
+            lines += [f"**RTL check FAILED for {', '.join(bad)}**", ""]
+    return lines
+
+
+def _checks(workloads):
+    failed = [m["workload"] for m in workloads if not m["conservation"]["ok"]]
+    mismatch = [m["workload"] for m in workloads
+                if m["conservation"]["ok"] and not m["cross_check"]["match"]]
+    conservation = ("FAILED for " + ", ".join(failed)) if failed else "holds for every workload"
+    model = ("MISMATCH for " + ", ".join(mismatch)) if mismatch \
+        else "identical for every workload"
+    return ["## Checks", "", f"- conservation: {conservation}",
+            f"- RTL vs reference model: {model}", ""]

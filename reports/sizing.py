@@ -1,0 +1,152 @@
+"""Which L1 size and how many lanes save DRAM bytes against dense write-through, per workload.
+
+    python -m reports.sizing [WORKLOAD ...] [--lanes 1,8,32] [--max-sets 1024] [--max-ways 8]
+                             [--out F.md]
+
+For each workload and number of lanes N, every L1 geometry of the grid (``sets`` from 16 to
+``--max-sets``, ``ways`` from 1 to ``--max-ways``, powers of two; each entry a line of N
+lanes) writes the workload's beats (:func:`reports.line_costs.pack_lines`) through the line model,
+and its masked line writes' bytes are set against dense write-through's, with the byte counts
+of :data:`reports.line_costs.FORMAT`. The table gives, per workload and N, the smallest geometry
+(fewest lines held, then fewest ways) whose line writes cost fewer bytes than dense
+write-through, the saving there, the saving at the default geometry, and the best saving of
+the grid with the smallest geometry that reaches it (a larger L1 saves no more once it holds
+a step's working set). "none" says that no geometry of the grid saves.
+"""
+
+import sys
+
+from design.params import DEFAULTS
+from model import LineModel
+
+from .console import (ArgumentParser, UsageError, check_writable, int_list, interrupted,
+                      positive_integer, progress, table, usage_error)
+from .line_costs import ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, pack_lines
+from .provenance import write_results
+
+__all__ = ["geometries", "sizing", "main"]
+
+#: The smallest number of sets the grid starts from.
+MIN_SETS = 16
+
+
+def geometries(max_sets, max_ways):
+    """The grid's ``(sets, ways)``, smallest first: by lines held (``sets * ways``), then by
+    ways (a narrower compare)."""
+    sets = [s for s in (2 ** i for i in range(21)) if MIN_SETS <= s <= max_sets]
+    ways = [w for w in (2 ** i for i in range(8)) if w <= max_ways]
+    return sorted(((s, w) for s in sets for w in ways), key=lambda g: (g[0] * g[1], g[1]))
+
+
+def _line_bytes(beats, lanes, sets, ways):
+    writes = LineModel(lanes=lanes, sets=sets, ways=ways,
+                       max_updates=DEFAULTS["max_updates"]).run(beats)
+    return len(writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)
+
+
+def sizing(ops, lanes, grid, on_step=None):
+    """For ``ops`` packed into beats of ``lanes``: ``{"dense": bytes, "bytes": {(sets, ways):
+    line bytes}}`` over the geometries ``grid``; ``on_step()`` is called after each one."""
+    beats = pack_lines(ops, lanes)
+    dense = sum(op[0] == "line" for op in beats) * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)
+    costs = {}
+    for sets, ways in grid:
+        costs[(sets, ways)] = _line_bytes(beats, lanes, sets, ways)
+        if on_step:
+            on_step()
+    return {"dense": dense, "bytes": costs}
+
+
+def _saving(cost, dense):
+    return 1 - cost / dense if dense else 0.0
+
+
+def _percent(fraction):
+    return f"{100 * fraction:.0f} %"
+
+
+def _row(name, lanes, result, grid):
+    dense, costs = result["dense"], result["bytes"]
+    saving = {g: _saving(costs[g], dense) for g in grid}
+    smallest = next((g for g in grid if saving[g] > 0), None)
+    best = max(grid, key=lambda g: (saving[g], -grid.index(g)))
+    default = (DEFAULTS["sets"], DEFAULTS["ways"])
+    return [name, lanes, dense,
+            f"{smallest[0]} x {smallest[1]}" if smallest else "none",
+            _percent(saving[smallest]) if smallest else "-",
+            _percent(saving[default]) if default in saving else "-",
+            f"{_percent(saving[best])} at {best[0]} x {best[1]}"]
+
+
+HEADERS = ["workload", "N", "dense bytes", "smallest L1 that saves", "saving there",
+           f"saving at {DEFAULTS['sets']} x {DEFAULTS['ways']}", "best saving, smallest L1 with it"]
+
+
+def render(rows):
+    return table(rows, HEADERS, align=["left", "right", "right", "left", "right", "right",
+                                       "left"])
+
+
+def build_parser():
+    parser = ArgumentParser(
+        prog="python -m reports.sizing",
+        description="Per workload and lanes: the smallest L1 geometry whose masked line writes "
+                    "cost fewer DRAM bytes than dense write-through, and how much they save.",
+        epilog="Exit status: 0 done, 2 bad argument or trace, 130 interrupted.")
+    parser.add_argument("workloads", nargs="*", help="workload names (default: the report's)")
+    parser.add_argument("--lanes", type=int_list, default=[1, 8, 32],
+                        help="comma-separated lanes per line (default: 1,8,32)")
+    parser.add_argument("--max-sets", type=positive_integer, default=1024,
+                        help=f"largest number of sets of the grid, from {MIN_SETS} "
+                             f"(default: %(default)s)")
+    parser.add_argument("--max-ways", type=positive_integer, default=8,
+                        help="largest number of ways of the grid, from 1 (default: %(default)s)")
+    parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
+                        "command, commit and date")
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _sizing(args)
+    except UsageError as error:
+        return usage_error(parser.prog, error)
+    except KeyboardInterrupt:
+        return interrupted(parser.prog)
+
+
+def _sizing(args):
+    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    grid = geometries(args.max_sets, args.max_ways)
+    try:
+        if args.out:
+            check_writable("--out", args.out)
+        if not grid:
+            raise ValueError(f"--max-sets {args.max_sets}: the grid starts at {MIN_SETS} sets")
+        for lanes in args.lanes:     # the model checks its parameters before any work
+            LineModel(lanes=lanes, sets=grid[-1][0], ways=args.max_ways)
+        traces = [get_workload(name) for name in args.workloads or DEFAULT_WORKLOADS]
+    except (TraceError, ValueError, TypeError) as error:
+        raise UsageError(error) from None
+    bar = progress(len(traces) * len(args.lanes) * len(grid), "geometries", unit="run")
+    rows = []
+    for trace in traces:
+        ops = trace.ops()
+        for lanes in args.lanes:
+            rows.append(_row(trace.name, lanes, sizing(ops, lanes, grid, lambda: bar.update(1)),
+                             grid))
+    bar.close()
+    text = render(rows)
+    print(text)
+    if args.out:
+        write_results(args.out, "Which L1 saves DRAM bytes against dense write-through",
+                      f"geometries {grid[0][0]} x 1 to {args.max_sets} x {args.max_ways} "
+                      f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, figures "
+                      f"from the line model; {FORMAT}", text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
