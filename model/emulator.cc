@@ -101,14 +101,15 @@ struct In {
 // place to resume from (the caller grows the arrays and calls again), or where an error
 // stopped it.
 struct Out {
-    uint64_t *w_line;
-    uint32_t *w_mask;
-    int64_t *w_values;       // lanes per write
+    void *w_line;            // uint32 or uint64 (addr_bytes)
+    uint32_t *w_mask;        // null with one lane (the mask is 1)
+    void *w_values;          // lanes per write, int32 or int64 (value_bytes)
     uint8_t *w_causes;       // lanes per write
     int64_t nw, w_capacity;
-    uint64_t *d_addr;
-    int64_t *d_error;
+    void *d_addr;            // addr_bytes
+    void *d_error;           // value_bytes
     int64_t nd, d_capacity;
+    int64_t addr_bytes, value_bytes;   // 4 or 8: the narrower when every value fits
     int64_t *s_count;
     int64_t *s_sum;
     int64_t ns, s_capacity;
@@ -120,48 +121,71 @@ struct Out {
 
 namespace {
 
-// The outputs while a call runs: the counters in locals and the arrays as restrict pointers,
-// so that the compiler need not reload them after every store (they are written back to Out
-// at the end of the call).
+// The outputs while a call runs: the counters in locals (written back to Out at the end of
+// the call), the arrays and their element widths.
 struct Sink {
-    uint64_t *__restrict__ w_line;
-    uint32_t *__restrict__ w_mask;
-    int64_t *__restrict__ w_values;
-    uint8_t *__restrict__ w_causes;
+    void *w_line;
+    uint32_t *w_mask;
+    void *w_values;
+    uint8_t *w_causes;
     int64_t nw;
-    uint64_t *__restrict__ d_addr;
-    int64_t *__restrict__ d_error;
+    void *d_addr;
+    void *d_error;
     int64_t nd;
-    int64_t *__restrict__ s_count;
-    int64_t *__restrict__ s_sum;
+    int64_t *s_count;
+    int64_t *s_sum;
     int64_t ns;
+    bool wide_addr, wide_value;
 };
 
-struct Writer {
-    Sink &o;
-    int lanes;
-    int64_t *values(int64_t w) { return o.w_values + w * lanes; }
-    uint8_t *causes(int64_t w) { return o.w_causes + w * lanes; }
-    // Start a line write in slot w: every lane empty.
-    void clear(int64_t w) {
-        std::memset(values(w), 0, sizeof(int64_t) * lanes);
-        std::memset(causes(w), NONE, lanes);
-        o.w_mask[w] = 0;
+// A line write being made (model.lines._Line): each lane's value and cause, the lanes written.
+struct Line {
+    int64_t values[32];
+    uint8_t causes[32];
+    uint32_t mask;
+    void clear(int lanes) {
+        std::memset(values, 0, sizeof(int64_t) * lanes);
+        std::memset(causes, NONE, lanes);
+        mask = 0;
     }
-    // model.lines._Line.add: a lane written twice in a beat is one value, cause DIRECT.
-    void add(int64_t w, int lane, int64_t value, uint8_t cause) {
-        uint8_t *c = causes(w) + lane;
-        int64_t *v = values(w) + lane;
-        if (*c == NONE) {
-            *v = value;
-            *c = cause;
-            o.w_mask[w] |= 1u << lane;
+    // A lane written twice in a beat is one value, cause DIRECT.
+    void add(int lane, int64_t value, uint8_t cause) {
+        if (causes[lane] == NONE) {
+            values[lane] = value;
+            causes[lane] = cause;
+            mask |= 1u << lane;
         } else {
-            *v += value;
-            *c = DIRECT;
+            values[lane] += value;
+            causes[lane] = DIRECT;
         }
     }
 };
+
+// Append a line write (the caller checked that there is room).
+template <int FIXED>
+inline void emit(Sink &o, int lanes, uint64_t address, const Line &w) {
+    const int L = FIXED ? FIXED : lanes;
+    const int64_t k = o.nw++;
+    if (o.wide_addr) ((uint64_t *)o.w_line)[k] = address;
+    else ((uint32_t *)o.w_line)[k] = (uint32_t)address;
+    if (o.w_mask) o.w_mask[k] = w.mask;
+    if (o.wide_value) {
+        int64_t *v = (int64_t *)o.w_values + k * L;
+        for (int i = 0; i < L; i++) v[i] = w.values[i];
+    } else {
+        int32_t *v = (int32_t *)o.w_values + k * L;
+        for (int i = 0; i < L; i++) v[i] = (int32_t)w.values[i];
+    }
+    std::memcpy(o.w_causes + k * L, w.causes, L);
+}
+
+inline void discard(Sink &o, uint64_t address, int64_t error) {
+    const int64_t k = o.nd++;
+    if (o.wide_addr) ((uint64_t *)o.d_addr)[k] = address;
+    else ((uint32_t *)o.d_addr)[k] = (uint32_t)address;
+    if (o.wide_value) ((int64_t *)o.d_error)[k] = error;
+    else ((int32_t *)o.d_error)[k] = (int32_t)error;
+}
 
 int64_t ema_threshold(const State &s) {
     int64_t ema = s.mode[EMA_PER_STEP] ? s.ema_latched : s.ema;
@@ -178,14 +202,12 @@ inline bool in_window(const State &s, uint64_t addr) {
             addr <= (uint64_t)s.mode[BYPASS1_LIMIT]);
 }
 
-// Write the held lanes of an entry as one line write in slot w (cause EVICTION or FLUSH).
-inline void held_write(Writer &wr, int64_t w, uint64_t line, uint32_t held, const int64_t *sums,
-                       uint8_t cause) {
-    wr.clear(w);
-    wr.o.w_line[w] = line;
+// The held lanes of an entry as one line write (cause EVICTION or FLUSH).
+inline void held_line(Line &w, int lanes, uint32_t held, const int64_t *sums, uint8_t cause) {
+    w.clear(lanes);
     for (uint32_t h = held; h; h &= h - 1) {
         int i = __builtin_ctz(h);
-        wr.add(w, i, sums[i], cause);
+        w.add(i, sums[i], cause);
     }
 }
 
@@ -199,12 +221,12 @@ void end_step(State &s, Sink &o) {
 
 void flush(State &s, Sink &o) {
     end_step(s, o);
-    Writer wr{o, s.lanes};
     const int L = s.lanes;
+    Line w;
     if (s.unbounded) {
         for (int64_t k = s.head; k >= 0; k = s.loose[k].next) {
-            held_write(wr, o.nw++, s.loose[k].line, s.loose[k].held, &s.loose_sums[k * L],
-                       FLUSH);
+            held_line(w, L, s.loose[k].held, &s.loose_sums[k * L], FLUSH);
+            emit<0>(o, L, s.loose[k].line, w);
             s.free_slots.push_back(k);
         }
         s.where.clear();
@@ -217,7 +239,8 @@ void flush(State &s, Sink &o) {
     for (int64_t e = 0; e < entries; e++) {
         if (!s.valid[e]) continue;
         uint64_t number = (s.tag[e] << s.set_bits) | (uint64_t)(e / s.ways);
-        held_write(wr, o.nw++, number << s.lane_bits, s.held[e], &s.sums[e * L], FLUSH);
+        held_line(w, L, s.held[e], &s.sums[e * L], FLUSH);
+        emit<0>(o, L, number << s.lane_bits, w);
         s.valid[e] = 0;
     }
     s.valid_count = 0;
@@ -259,15 +282,14 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
         int64_t diff = (total << s.fraction_bits) - (int64_t)__builtin_popcount(sampled) * s.ema;
         s.ema += diff >> (s.mode[EMA_SHIFT] + s.lane_bits);   // floor, as an arithmetic shift
     }
-    Writer wr{o, L};
-    const int64_t own = o.nw;
-    wr.clear(own);
-    o.w_line[own] = line;
+    Line own, victim;
+    own.clear(L);
+    uint64_t victim_line = 0;
     uint32_t small = 0;
     for (uint32_t m = mask; m; m &= m - 1) {
         int i = __builtin_ctz(m);
         int64_t t = (bypass >> i & 1) ? 0 : judged;
-        if (iabs(g[i]) >= t) wr.add(own, i, g[i], DIRECT);
+        if (iabs(g[i]) >= t) own.add(i, g[i], DIRECT);
         else small |= 1u << i;
     }
     bool victim_written = false;
@@ -309,7 +331,7 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
             for (uint32_t m = small; m; m &= m - 1) {
                 int i = __builtin_ctz(m);
                 if (iabs(sums[i]) >= judged) {
-                    wr.add(own, i, sums[i], ACCUM_THRESHOLD);
+                    own.add(i, sums[i], ACCUM_THRESHOLD);
                     sums[i] = 0;
                     *held &= ~(1u << i);
                 }
@@ -317,7 +339,7 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
             if (*held && *count >= s.max_updates) {
                 for (uint32_t h = *held; h; h &= h - 1) {
                     int i = __builtin_ctz(h);
-                    wr.add(own, i, sums[i], MAX_UPDATES);
+                    own.add(i, sums[i], MAX_UPDATES);
                 }
                 *held = 0;
             }
@@ -352,11 +374,9 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
                     if (stochastic &&
                         random * (uint64_t)st < ((uint64_t)iabs(g[i]) << s.random_bits)) {
                         written = g[i] > 0 ? st : -st;
-                        wr.add(own, i, written, STOCHASTIC);
+                        own.add(i, written, STOCHASTIC);
                     }
-                    o.d_addr[o.nd] = line + i;
-                    o.d_error[o.nd] = g[i] - written;
-                    o.nd++;
+                    discard(o, line + i, g[i] - written);
                     s.discard_count += 1;
                     s.discard_sum += g[i] - written;
                 }
@@ -366,7 +386,7 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
                 if (s.max_updates == 1) {
                     for (uint32_t m = kept; m; m &= m - 1) {
                         int i = __builtin_ctz(m);
-                        wr.add(own, i, g[i], MAX_UPDATES);
+                        own.add(i, g[i], MAX_UPDATES);
                     }
                 } else if (s.unbounded) {
                     int64_t k;
@@ -398,7 +418,8 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
                     if (e < 0) {   // a full set: the round-robin victim leaves
                         e = base + s.victim[set];
                         uint64_t old = ((s.tag[e] << s.set_bits) | (uint64_t)set) << s.lane_bits;
-                        held_write(wr, own + 1, old, s.held[e], &s.sums[e * L], EVICTION);
+                        held_line(victim, L, s.held[e], &s.sums[e * L], EVICTION);
+                        victim_line = old;
                         victim_written = true;
                         s.victim[set] = (s.victim[set] + 1) % s.ways;
                     } else {
@@ -415,16 +436,8 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
         }
     }
     // The beat's own line write first, then the victim's.
-    if (o.w_mask[own]) {
-        o.nw++;
-        if (victim_written) o.nw++;
-    } else if (victim_written) {
-        o.w_line[own] = o.w_line[own + 1];
-        o.w_mask[own] = o.w_mask[own + 1];
-        std::memcpy(wr.values(own), wr.values(own + 1), sizeof(int64_t) * L);
-        std::memcpy(wr.causes(own), wr.causes(own + 1), L);
-        o.nw++;
-    }
+    if (own.mask) emit<FIXED>(o, L, line, own);
+    if (victim_written) emit<FIXED>(o, L, victim_line, victim);
     return OK;
 }
 
@@ -465,8 +478,7 @@ void run_into(State &s, const In &in, Sink &o, Out &out) {
             out.event = e;
             break;
         }
-        // A beat writes its own line and a victim's (built one slot ahead) and discards at
-        // most every lane.
+        // A beat writes its own line and a victim's and discards at most every lane.
         if (o.nw + 2 > out.w_capacity || o.nd + L > out.d_capacity) {
             out.full = 1;
             out.beat = i;
@@ -501,7 +513,8 @@ void run_into(State &s, const In &in, Sink &o, Out &out) {
 template <int FIXED>
 void run(State &s, const In &in, Out &out) {
     Sink o{out.w_line, out.w_mask, out.w_values, out.w_causes, out.nw,
-           out.d_addr, out.d_error, out.nd, out.s_count, out.s_sum, out.ns};
+           out.d_addr, out.d_error, out.nd, out.s_count, out.s_sum, out.ns,
+           out.addr_bytes == 8, out.value_bytes == 8};
     out.full = 0;
     run_into<FIXED>(s, in, o, out);
     out.nw = o.nw;

@@ -128,6 +128,7 @@ class _Out(ctypes.Structure):
                 ("nw", ctypes.c_int64), ("w_capacity", ctypes.c_int64),
                 ("d_addr", ctypes.c_void_p), ("d_error", ctypes.c_void_p),
                 ("nd", ctypes.c_int64), ("d_capacity", ctypes.c_int64),
+                ("addr_bytes", ctypes.c_int64), ("value_bytes", ctypes.c_int64),
                 ("s_count", ctypes.c_void_p), ("s_sum", ctypes.c_void_p),
                 ("ns", ctypes.c_int64), ("s_capacity", ctypes.c_int64),
                 ("beat", ctypes.c_int64), ("event", ctypes.c_int64), ("full", ctypes.c_int64),
@@ -245,20 +246,32 @@ class WriteArrays:
 
     Attributes
     ----------
-    addr : numpy.ndarray of uint64, shape (n,)
-        The line address (lane 0's address; with one lane, the write's address).
-    values : numpy.ndarray of int64, shape (n, lanes)
-        Each lane's value (0 outside the mask).
+    addr : numpy.ndarray of uint32 or uint64, shape (n,)
+        The line address (lane 0's address; with one lane, the write's address); uint32 when
+        ``addr_width <= 32``.
+    values : numpy.ndarray of int32 or int64, shape (n, lanes)
+        Each lane's value (0 outside the mask); int32 when ``grad_width <= 30`` (a value has
+        ``grad_width + 2`` bits).
     mask : numpy.ndarray of uint32, shape (n,)
         The lanes written.
     causes : numpy.ndarray of uint8, shape (n, lanes)
         Each lane's cause, an index into :data:`model.CAUSES`; :data:`NO_CAUSE` outside the mask.
+
+    The narrow types halve the memory a long run's writes take, most of what the array path
+    costs beside the kernel's decisions.
     """
 
-    __slots__ = ("addr", "values", "mask", "causes")
+    __slots__ = ("addr", "values", "_mask", "causes")
 
     def __init__(self, addr, values, mask, causes):
-        self.addr, self.values, self.mask, self.causes = addr, values, mask, causes
+        # mask None: one lane, every write's mask 1 (made when asked for)
+        self.addr, self.values, self._mask, self.causes = addr, values, mask, causes
+
+    @property
+    def mask(self):
+        if self._mask is None:
+            return np.ones(len(self.addr), np.uint32)
+        return self._mask
 
     @classmethod
     def empty(cls, lanes):
@@ -274,7 +287,11 @@ class WriteArrays:
             return cls.empty(lanes)
         if len(parts) == 1:
             return parts[0]
-        return cls(*(np.concatenate([getattr(p, name) for p in parts]) for name in cls.__slots__))
+        return cls(np.concatenate([p.addr for p in parts]),
+                   np.concatenate([p.values for p in parts]),
+                   None if all(p._mask is None for p in parts) else
+                   np.concatenate([p.mask for p in parts]),
+                   np.concatenate([p.causes for p in parts]))
 
     def __len__(self):
         return len(self.addr)
@@ -329,9 +346,11 @@ class _Single:
         self.args = _In(1, _address(self.line), 8, _address(self.grads), 4,
                         _address(self.thr), 8, 1, _address(self.mask), 0,
                         *(_address(self.flush[i:]) for i in range(4)))
-        self.d = [np.empty(lanes, np.uint64), np.empty(lanes, np.int64)]
+        self.d = emulator._new_discards(lanes)
         self.s = [np.empty(1, np.int64), np.empty(1, np.int64)]
         self.out = _Out()
+        self.out.addr_bytes = np.dtype(emulator._addr_dtype).itemsize
+        self.out.value_bytes = np.dtype(emulator._value_dtype).itemsize
         self.out.d_addr, self.out.d_error = map(_address, self.d)
         self.out.d_capacity = lanes
         self.out.s_count, self.out.s_sum = map(_address, self.s)
@@ -411,6 +430,9 @@ class LineEmulator:
         self.step_discards = []
         self._addr_max = 2 ** addr_width - 1
         self._single = None
+        # The outputs' types: the narrower where every value fits (see WriteArrays).
+        self._addr_dtype = np.uint32 if addr_width <= 32 else np.uint64
+        self._value_dtype = np.int32 if grad_width + 2 <= 32 else np.int64
 
     def __repr__(self):
         return (f"{type(self).__name__}(lanes={self.lanes}, sets={self.sets}, ways={self.ways}, "
@@ -477,9 +499,10 @@ class LineEmulator:
         return self._discard_list
 
     def discard_arrays(self):
-        """Every accounted discard so far as two arrays, ``(addr, error)`` (uint64, int64)."""
+        """Every accounted discard so far as two arrays, ``(addr, error)`` (of the types of
+        :attr:`WriteArrays.addr` and :attr:`WriteArrays.values`)."""
         if not self._discard_parts:
-            return np.empty(0, np.uint64), np.empty(0, np.int64)
+            return np.empty(0, self._addr_dtype), np.empty(0, self._value_dtype)
         return (np.concatenate([a for a, _ in self._discard_parts]),
                 np.concatenate([e for _, e in self._discard_parts]))
 
@@ -595,8 +618,9 @@ class LineEmulator:
         return arrays.to_line_writes()
 
     def _single_writes(self, nw):
-        b = self._single
-        return WriteArrays(b.w[0][:nw], b.w[2][:nw], b.w[1][:nw], b.w[3][:nw]).to_line_writes()
+        w = self._single.w
+        return WriteArrays(w[0][:nw], w[2][:nw], None if w[1] is None else w[1][:nw],
+                           w[3][:nw]).to_line_writes()
 
     def run_ops(self, ops):
         """As :meth:`run`, but the writes as :class:`WriteArrays`."""
@@ -756,13 +780,19 @@ class LineEmulator:
     def _column(self, values, name, dtypes, maximum=None):
         """``values`` as a contiguous 1-D array of one of ``dtypes`` (as it is if it is one,
         else the last, its values checked to lie in ``[0, maximum]``)."""
+        if maximum is None:
+            maximum = 2 ** self.addr_width - 1
         a = np.asarray(values)
+        if a.dtype.kind in "fO" and a.ndim == 1 and all(type(v) is int for v in values):
+            # Python integers, some above 2**63 (NumPy made them float64 or objects).
+            bad = [v for v in values if not 0 <= v <= maximum]
+            if bad:
+                raise ValueError(f"{name} {bad[0]} is outside [0, {maximum}]")
+            a = np.array(values, dtype=np.uint64)
         if a.ndim != 1:
             raise ValueError(f"{name} values must be one-dimensional, not of shape {a.shape}")
         if a.size and a.dtype.kind not in "iub":
             raise TypeError(f"{name} values must be integers, not {a.dtype}")
-        if maximum is None:
-            maximum = 2 ** self.addr_width - 1
         if a.dtype in dtypes:
             return np.ascontiguousarray(a)
         if a.size:
@@ -874,12 +904,15 @@ class LineEmulator:
 
     @staticmethod
     def _ints(values, name):
+        """Integers as int64 (gradients, thresholds, masks: any valid one fits)."""
         a = np.array(values)
-        if a.size and a.dtype.kind not in "iub":
-            if a.dtype.kind == "O":   # integers beyond 64 bits
-                raise ValueError(f"{name} {max(values, key=abs)} is out of range")
-            raise TypeError(f"{name}s must be integers, not {a.dtype}")
-        return a.astype(np.int64)
+        if a.dtype.kind in "ib" or (a.dtype.kind == "u" and (not a.size or
+                                                              a.max() < 2 ** 63)):
+            return a.astype(np.int64)
+        if all(type(v) is int for v in values):
+            # Beyond int64 (NumPy made them uint64, float64 or objects): out of any range.
+            raise ValueError(f"{name} {max(values, key=abs)} is out of range")
+        raise TypeError(f"{name}s must be integers, not {a.dtype}")
 
     def _addresses(self, values, name, of_line=False):
         """Addresses (or lines) as uint64; out of range, the model's error (``of_line``: the
@@ -895,6 +928,9 @@ class LineEmulator:
                 if not 0 <= v <= top:
                     word = "least 0" if v < 0 else f"most {top}"
                     raise ValueError(f"{name} must be at {word}, not {v}")
+            # In range, but NumPy may have made them float64 (small ones with some above
+            # 2**63): from the integers themselves.
+            return np.array(values, dtype=np.uint64)
         return a.astype(np.uint64)
 
     def _line_grads(self, grads):
@@ -945,11 +981,12 @@ class LineEmulator:
                    _address(threshold), threshold.itemsize, stride, _address(mask),
                    len(ev), _address(ev_pos), _address(ev_kind), _address(ev_a), _address(ev_b))
         w = self._new_writes(n + _SLACK + (self.valid_count if flushes else 0))
-        discards = n * lanes // 2 + _SLACK
-        d = [np.empty(discards, np.uint64), np.empty(discards, np.int64)]
+        d = self._new_discards(n * lanes // 2 + _SLACK)
         s = [np.empty(flushes + 1, np.int64), np.empty(flushes + 1, np.int64)]
         out = _Out()
         out.beat = out.event = 0
+        out.addr_bytes = np.dtype(self._addr_dtype).itemsize
+        out.value_bytes = np.dtype(self._value_dtype).itemsize
         while True:
             out.w_line, out.w_mask, out.w_values, out.w_causes = map(_address, w)
             out.w_capacity = len(w[0])
@@ -970,18 +1007,28 @@ class LineEmulator:
         if out.error:
             self._raise(out, line, grads, threshold if stride else np.repeat(threshold, n), mask)
         nw = out.nw
-        return WriteArrays(w[0][:nw], w[2][:nw], w[1][:nw], w[3][:nw])
+        return WriteArrays(w[0][:nw], w[2][:nw], None if w[1] is None else w[1][:nw],
+                           w[3][:nw])
 
     def _new_writes(self, size):
+        """Output arrays for ``size`` writes: lines, masks (None with one lane), values,
+        causes."""
         lanes = self.lanes
-        return [np.empty(size, np.uint64), np.empty(size, np.uint32),
-                np.empty((size, lanes), np.int64), np.empty((size, lanes), np.uint8)]
+        return [np.empty(size, self._addr_dtype),
+                np.empty(size, np.uint32) if lanes > 1 else None,
+                np.empty((size, lanes), self._value_dtype), np.empty((size, lanes), np.uint8)]
+
+    def _new_discards(self, size):
+        return [np.empty(size, self._addr_dtype), np.empty(size, self._value_dtype)]
 
     @staticmethod
     def _grown(arrays, used, size):
         """``arrays`` with room for ``size`` rows, the first ``used`` kept."""
         grown = []
         for a in arrays:
+            if a is None:
+                grown.append(None)
+                continue
             b = np.empty((size, *a.shape[1:]), a.dtype)
             b[:used] = a[:used]
             grown.append(b)
@@ -1047,7 +1094,7 @@ class Emulator(LineEmulator):
             return []
         w = self._single.w
         return [Write(int(w[0][0]), int(w[2][0, 0]), _CAUSE_NAMES[w[3][0, 0]])] if nw == 1 \
-            else WriteArrays(w[0][:nw], w[2][:nw], w[1][:nw], w[3][:nw]).to_writes()
+            else WriteArrays(w[0][:nw], w[2][:nw], None, w[3][:nw]).to_writes()
 
     def _grad_message(self, grad, lane):
         return f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]"

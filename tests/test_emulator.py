@@ -179,12 +179,14 @@ def random_ops(rng, lanes, grad_width, n, *, lines=10):
 @settings(max_examples=150, deadline=None)
 @given(seed=st.integers(0, 2 ** 32 - 1), lanes=st.sampled_from(LANES),
        geometry=st.sampled_from([(1, 1), (2, 2), (1, 4), (4, 1), (2, 4), (None, None)]),
-       max_updates=st.sampled_from([1, 2, 3, 255]), grad_width=st.sampled_from([2, 4, 8, 16]))
-def test_random_streams(seed, lanes, geometry, max_updates, grad_width):
+       max_updates=st.sampled_from([1, 2, 3, 255]),
+       grad_width=st.sampled_from([2, 4, 8, 16, 31]), addr_width=st.sampled_from([12, 40]))
+def test_random_streams(seed, lanes, geometry, max_updates, grad_width, addr_width):
+    # grad_width 31 and addr_width 40: the outputs' wide types (WriteArrays)
     rng = random.Random(seed)
     sets, ways = geometry
     params = dict(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
-                  addr_width=12)
+                  addr_width=addr_width)
     model, emulator = pair(lanes, **params)
     ops = random_ops(rng, lanes, grad_width, 120)
     # In pieces, the middle one operation at a time (the emulator's path for one beat or
@@ -253,6 +255,38 @@ def test_max_updates_one_and_two_at_the_extremes():
                                    grad_width=8)
             assert emulator.run(ops) == model.run(ops)
             same_state(model, emulator)
+
+
+def test_the_widest_addresses_and_gradients():
+    """addr_width 64 and grad_width 32: addresses and bypass windows above 2**63, gradients,
+    thresholds and small_threshold at the ends of their ranges (the kernel's 64-bit and
+    unsigned arithmetic, the outputs' wide types)."""
+    top, low, high = 2 ** 64, -2 ** 31, 2 ** 31 - 1
+    for lanes in (1, 4):
+        rng = random.Random(lanes)
+        ops = [("modes", {"bypass0_enable": 1, "bypass0_base": top - 64,
+                          "bypass0_limit": top - 33, "ema_scale": 255, "ema_shift": 0,
+                          "ema_max": 2 ** 32 - 1})]
+        for step in range(6):
+            if step == 2:
+                ops.append(("modes", {"small_threshold": 2 ** 31, "stochastic": 1}))
+            if step == 4:
+                ops.append(("modes", {"ema_enable": 1, "ema_per_step": 1}))
+            for _ in range(60):
+                addr = rng.choice([top - 1 - rng.randrange(128), 2 ** 63 + rng.randrange(64),
+                                   rng.randrange(64)])
+                ops.append(("grad", addr, rng.choice([low, high, 0, rng.randint(low, high)]),
+                            rng.choice([2 ** 32 - 1, 2 ** 31, 1, 0])))
+            ops += [("flush",), ("seed", rng.randrange(2 ** 32))]
+        model, emulator = pair(lanes, sets=2, ways=1, grad_width=32, addr_width=64)
+        assert emulator.run(ops) == model.run(ops)
+        same_state(model, emulator)
+    # The array path on the same Python integers (NumPy would make them float64).
+    model, emulator = ReferenceModel(addr_width=64), Emulator(addr_width=64)
+    addr = [5, 2 ** 63 + 1, top - 1]
+    expected = model.run([("grad", a, 7, 5) for a in addr] + [("flush",)])
+    assert emulator.run_gradients(addr, [7] * 3, 5, events=[(3, ("flush",))]).to_writes() \
+        == expected
 
 
 # -- the interface ---------------------------------------------------------------------------
