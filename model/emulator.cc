@@ -87,7 +87,7 @@ struct In {
     const void *line;
     int64_t line_bytes;          // 4 or 8
     const void *grads;
-    int64_t grad_bytes;          // 2 or 4
+    int64_t grad_bytes;          // 2, 4 or 8 (8: the models' operations, any int64)
     const void *thr;
     int64_t thr_bytes;           // 2, 4 or 8 (8: signed)
     int64_t thr_stride;          // 0: one threshold for every beat
@@ -252,10 +252,12 @@ inline __attribute__((always_inline))
 int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t threshold, Sink &o,
          int64_t &lane_of_error) {
     const int L = FIXED ? FIXED : s.lanes;
-    // The models' checks (model.lines.LineModel._check_beat, ReferenceModel.write).
+    // The models' checks, in their order (model.lines.LineModel._check_beat,
+    // ReferenceModel.write); lane_of_error >= 0 on entry: that lane's gradient did not fit.
     if (line > s.addr_max) return ERR_ADDR;
     if (line & (uint64_t)(L - 1)) return ERR_LINE_ALIGN;
     if (L < 32 && ((uint64_t)mask >> L)) return ERR_MASK;
+    if (lane_of_error >= 0) return ERR_GRAD;
     for (uint32_t m = mask; m; m &= m - 1) {
         int i = __builtin_ctz(m);
         if (g[i] < s.grad_min || g[i] > s.grad_max) { lane_of_error = i; return ERR_GRAD; }
@@ -487,10 +489,22 @@ void run_into(State &s, const In &in, Sink &o, Out &out) {
         }
         const uint64_t line = in.line_bytes == 4 ? ((const uint32_t *)in.line)[i]
                                                  : ((const uint64_t *)in.line)[i];
+        const uint32_t beat_mask = in.mask ? in.mask[i] : all;
+        int64_t lane = -1;
         const int32_t *g;
         if (in.grad_bytes == 2) {
             const int16_t *narrow = (const int16_t *)in.grads + i * L;
             for (int k = 0; k < L; k++) wide[k] = narrow[k];
+            g = wide;
+        } else if (in.grad_bytes == 8) {
+            // Checked here, where a value outside int32 is still itself; beat() reports it
+            // in the models' order of checks.
+            const int64_t *w64 = (const int64_t *)in.grads + i * L;
+            for (int k = L - 1; k >= 0; k--) {
+                if ((beat_mask >> k & 1) && (w64[k] < s.grad_min || w64[k] > s.grad_max))
+                    lane = k;
+                wide[k] = (int32_t)w64[k];
+            }
             g = wide;
         } else {
             g = (const int32_t *)in.grads + i * L;
@@ -498,8 +512,7 @@ void run_into(State &s, const In &in, Sink &o, Out &out) {
         const int64_t t = in.thr_stride * i;
         const int64_t threshold = in.thr_bytes == 2 ? ((const uint16_t *)in.thr)[t]
             : in.thr_bytes == 4 ? ((const uint32_t *)in.thr)[t] : ((const int64_t *)in.thr)[t];
-        int64_t lane = -1;
-        int err = beat<FIXED>(s, line, g, in.mask ? in.mask[i] : all, threshold, o, lane);
+        int err = beat<FIXED>(s, line, g, beat_mask, threshold, o, lane);
         if (err) {
             out.error = err;
             out.beat = i;

@@ -36,10 +36,11 @@ entries) as the models do. Differences, deliberate:
   ``addr_width = 64`` and ``grad_width = 32`` (the kernel's integers; a step's
   ``discard_sum`` is kept in 64 bits, which more than 2**31 discards in one step could
   overflow);
-* a bad ``("modes", ...)`` or ``("seed", ...)`` setting, or a malformed operation, raises
-  before any operation of the call runs (the models raise when they reach it); a bad gradient,
-  threshold, line or mask, and a seed while L1 holds entries, raise where the models do, the
-  operations before them done.
+* a bad ``("modes", ...)`` or ``("seed", ...)`` setting, a malformed operation, or a value
+  that no 64-bit integer holds, raises before any operation of the call runs (the models raise
+  when they reach it); a gradient, threshold, line or mask out of range, and a seed while L1
+  holds entries, raise where the models do, the operations before them done (through the
+  array methods, values of a type wider than the kernel's are checked before it runs).
 
 Checked write for write against the models by ``tests/test_emulator.py`` (every workload,
 every mode, lanes 1 to 32, random operation streams) and by ``python -m model.emulator
@@ -876,7 +877,9 @@ class LineEmulator:
                     group, 5, '("line", line, grads, mask, threshold)')
                 lines.append(self._addresses(line, "line"))
                 mask = self._ints(mask, "mask")
-                if mask.size and (mask.min() < 0 or mask.max() > 2 ** self.lanes - 1):
+                # A mask above the lanes is the kernel's to reject, at its beat; one outside
+                # uint32 cannot reach it.
+                if mask.size and (mask.min() < 0 or mask.max() > 2 ** 32 - 1):
                     bad = int(mask.min()) if mask.min() < 0 else int(mask.max())
                     word = "least 0" if bad < 0 else f"most {2 ** self.lanes - 1}"
                     raise ValueError(f"mask must be at {word}, not {bad}")
@@ -890,10 +893,9 @@ class LineEmulator:
         if not lines:
             return self._execute(np.empty(0, np.uint64), np.empty((0, self.lanes), np.int32),
                                  np.empty(0, np.int64), None, events)
-        mask = np.concatenate(masks)
-        grads = np.concatenate(grads)
-        return self._execute(np.concatenate(lines), self._grads(grads, mask),
-                             np.concatenate(thresholds), mask, events)
+        # The gradients as int64: the kernel checks their range at their beat, as the model.
+        return self._execute(np.concatenate(lines), np.concatenate(grads),
+                             np.concatenate(thresholds), np.concatenate(masks), events)
 
     @staticmethod
     def _unzip(group, size, form):
@@ -915,17 +917,18 @@ class LineEmulator:
         raise TypeError(f"{name}s must be integers, not {a.dtype}")
 
     def _addresses(self, values, name, of_line=False):
-        """Addresses (or lines) as uint64; out of range, the model's error (``of_line``: the
-        line of a gradient's address is checked, as LineModel.write checks it)."""
+        """Addresses (or lines) as uint64. One above ``addr_width`` is the kernel's to reject,
+        at its beat; a negative one, or one beyond 64 bits, raises the model's error here
+        (``of_line``: of the line of a gradient's address, as LineModel.write checks it)."""
         a = np.array(values)
         top = 2 ** self.addr_width - 1
-        if a.size and (a.dtype.kind not in "iu" or a.min() < 0 or a.max() > top):
+        if a.size and (a.dtype.kind not in "iu" or a.min() < 0):
             for v in values:
                 if isinstance(v, bool) or not isinstance(v, int):
                     raise TypeError(f"{name} must be an integer, not {v!r}")
                 if of_line:
                     v -= v % self.lanes
-                if not 0 <= v <= top:
+                if not 0 <= v < 2 ** 64:
                     word = "least 0" if v < 0 else f"most {top}"
                     raise ValueError(f"{name} must be at {word}, not {v}")
             # In range, but NumPy may have made them float64 (small ones with some above
@@ -1107,7 +1110,7 @@ class Emulator(LineEmulator):
             return super()._addresses(values, name)
         except ValueError:
             for v in values:
-                if not 0 <= v <= 2 ** self.addr_width - 1:
+                if not 0 <= v < 2 ** 64:
                     self._raise_address(v)
             raise
 

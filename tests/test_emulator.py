@@ -397,9 +397,18 @@ def test_bad_arrays():
         LineEmulator(lanes=2).run_beats([0], [[1, 2, 3]], 5)
 
 
-def test_an_error_leaves_the_operations_before_it_done():
-    model, emulator = ReferenceModel(sets=1, ways=1), Emulator(sets=1, ways=1)
-    ops = [("grad", 0, 1, 5), ("grad", 0, 1, 2 ** 16)]
+@pytest.mark.parametrize("lanes, bad", [
+    (1, ("grad", 3, 1, 2 ** 16)), (1, ("grad", 3, 2 ** 15, 5)), (1, ("grad", 3, -2 ** 40, 5)),
+    (1, ("seed", 7)),
+    (4, ("line", 4, [1, 2, 3, 2 ** 15], 0b1000, 5)), (4, ("line", 2, [0] * 4, 1, 5)),
+    (4, ("line", 4, [0] * 4, 16, 5)), (4, ("line", 2 ** 32, [0] * 4, 1, 5)),
+    (4, ("grad", 2 ** 32 + 1, 1, 5)), (4, ("line", 4, [0] * 4, 1, 2 ** 16)),
+])
+def test_an_error_leaves_the_operations_before_it_done(lanes, bad):
+    """As in the models, the operations before a bad one are done and it raises there."""
+    model, emulator = pair(lanes, sets=1, ways=1)
+    ops = [("grad", 0, 1, 5), ("grad", 1, 2, 5), ("flush",), ("grad", 2, 3, 5), bad,
+           ("grad", 0, 7, 5)]
     same_error(lambda: model.run(ops), lambda: emulator.run(ops))
     same_state(model, emulator)
     assert emulator.flush() == model.flush()
