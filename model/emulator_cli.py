@@ -232,43 +232,45 @@ def _params(items):
 
 
 def main(argv=None):
-    from reports.console import UsageError, table, usage_error
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    prog = parser.prog
-    try:
-        if not (args.check or args.bench):
-            raise UsageError("give --check, --bench or both")
-        if args.workloads and not args.check:
-            raise UsageError("workloads are for --check")
-        modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-        unknown = [m for m in modes if m not in MODE_NAMES]
-        if unknown or not modes:
-            raise UsageError(f"unknown mode {unknown[0] if unknown else args.modes!r}: choose "
-                             f"from {', '.join(MODE_NAMES)}")
-        for lanes in args.lanes or ():
-            try:
-                check_lanes(lanes)
-            except (TypeError, ValueError) as error:
-                raise UsageError(str(error)) from None
-        from simulation.cxxrtl import CompilerMissing
-        from .emulator import load_kernel
+    """The command; returns its exit status (0 equal, 1 a difference, 2 a bad argument)."""
+    from reports.console import run_command
+    return run_command(build_parser(), _run, argv)
+
+
+def _run(args):
+    from reports.console import UsageError, check_writable, table
+    if not (args.check or args.bench):
+        raise UsageError("give --check, --bench or both")
+    if args.workloads and not args.check:
+        raise UsageError("workloads are for --check")
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODE_NAMES]
+    if unknown or not modes:
+        raise UsageError(f"unknown mode {unknown[0] if unknown else args.modes!r}: choose "
+                         f"from {', '.join(MODE_NAMES)}")
+    for lanes in args.lanes or ():
         try:
-            load_kernel()
-        except CompilerMissing as error:
+            check_lanes(lanes)
+        except (TypeError, ValueError) as error:
             raise UsageError(str(error)) from None
-        sections, status = [], 0
-        if args.check:
-            text, ok = _check(args, modes, table)
-            print(text)
-            sections.append(("Checked against the reference models", text))
-            status = 0 if ok else 1
-        if args.bench:
-            text = _bench(args, modes, table)
-            print(text)
-            sections.append(("Speed", text))
-    except UsageError as error:
-        return usage_error(prog, str(error))
+    if args.out:
+        check_writable("--out", args.out)
+    from simulation.cxxrtl import CompilerMissing
+    from .emulator import load_kernel
+    try:
+        load_kernel()
+    except CompilerMissing as error:
+        raise UsageError(str(error)) from None
+    sections, status = [], 0
+    if args.check:
+        text, ok = _check(args, modes, table)
+        print(text)
+        sections.append(("Checked against the reference models", text))
+        status = 0 if ok else 1
+    if args.bench:
+        text = _bench(args, modes, table)
+        print(text)
+        sections.append(("Speed", text))
     if args.out:
         from reports.provenance import write_results
         summary = ("default geometry (32 sets x 4 ways, max_updates 255), the emulator on one "

@@ -15,7 +15,7 @@ import sys
 from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
-__all__ = ["ArgumentParser", "UsageError", "usage_error", "integer", "int_list",
+__all__ = ["ArgumentParser", "UsageError", "usage_error", "run_command", "integer", "int_list",
            "positive_integer", "DEFAULT_OUT", "prepare_out", "table", "progress"]
 
 #: Where the reports go unless ``--out`` says otherwise.
@@ -40,6 +40,19 @@ class ArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(USAGE_STATUS, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def run_command(parser, command, argv=None):
+    """Parse ``argv`` with ``parser`` and return ``command(args)``, its exit status; a
+    :class:`UsageError` it raises ends in one line and status 2, Ctrl-C in one line and
+    status 130 (:func:`interrupted`)."""
+    args = parser.parse_args(argv)
+    try:
+        return command(args)
+    except UsageError as error:
+        return usage_error(parser.prog, error)
+    except KeyboardInterrupt:
+        return interrupted(parser.prog)
 
 
 def integer(text):

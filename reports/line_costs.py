@@ -23,8 +23,8 @@ import sys
 from design.params import DEFAULTS
 from model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, interrupted,
-                      positive_integer, table, usage_error)
+from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
+                      run_command, table)
 from .provenance import write_results
 
 __all__ = ["FORMAT", "pack_lines", "line_costs", "main"]
@@ -116,14 +116,7 @@ def build_parser():
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return _lines(args)
-    except UsageError as error:
-        return usage_error(parser.prog, error)
-    except KeyboardInterrupt:
-        return interrupted(parser.prog)
+    return run_command(build_parser(), _lines, argv)
 
 
 def _lines(args):

@@ -19,8 +19,8 @@ import sys
 from design.params import DEFAULTS
 from model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, interrupted,
-                      positive_integer, progress, table, usage_error)
+from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
+                      progress, run_command, table)
 from .line_costs import ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, pack_lines
 from .provenance import write_results
 
@@ -107,14 +107,7 @@ def build_parser():
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    try:
-        return _sizing(args)
-    except UsageError as error:
-        return usage_error(parser.prog, error)
-    except KeyboardInterrupt:
-        return interrupted(parser.prog)
+    return run_command(build_parser(), _sizing, argv)
 
 
 def _sizing(args):

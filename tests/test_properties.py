@@ -290,6 +290,36 @@ def test_counterexample_replays(tmp_path):
                           min_signals=20)
 
 
+@pytest.mark.skipif(shutil.which("yowasp-sby") is None and
+                    not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
+                                                    "yowasp-sby")),
+                    reason="yowasp-sby not installed")
+def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
+    """A counterexample of the check on lines (a victim's lanes swapped) replays in the Amaranth
+    simulator: the mutant breaks conservation at the swapped lanes' addresses, the design does
+    not; ``--pytest`` writes a test of the line replay."""
+    import dataclasses
+    from proofs.line_replay import check_line_steps, input_port_names, read_port_steps
+    from proofs.replay import _factory, replay_main
+    from proofs.run import run_job
+    dest = apply_mutant("victim_lanes_swapped", str(tmp_path / "mutant"))
+    job = dataclasses.replace(jobs_for("victim_lanes_swapped", dest)[0],
+                              name="test-replay-victim_lanes_swapped")
+    result = run_job(job, work=str(tmp_path / "work"))
+    assert result["status"] == "FAIL", result
+    config = dict(job.geometry, lanes=job.lanes)
+    steps = read_port_steps(result["witness"], input_port_names(config))
+    assert any(step["grad_in__valid"] for step in steps)
+    errors, records = check_line_steps(_factory(config, dest), steps)
+    assert any("address" in e and "accepted" in e for e in errors), errors
+    assert records[0]["grads"] == [0] * job.lanes          # a value per lane, every cycle
+    assert check_line_steps(_factory(config), steps)[0] == []
+    assert replay_main(result["witness"]) == 1
+    test_file = tmp_path / "test_lines_cex.py"
+    assert replay_main(result["witness"], pytest_path=str(test_file)) == 1
+    assert "check_line_steps" in test_file.read_text()
+
+
 def assert_readable_waves(vcd, names, min_signals):
     """``vcd`` parses (pyvcd), declares ``names`` (by the end of their dotted names), and has
     a .gtkw beside it naming at least ``min_signals`` of its signals in the trace-table
