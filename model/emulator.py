@@ -70,6 +70,7 @@ from pathlib import Path
 
 import numpy as np
 
+from design import params as _params
 from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
                            check_lanes, check_modes, check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
@@ -93,6 +94,16 @@ if set(_KERNEL_MODES) != set(MODES_OFF):   # a new mode must be taught to the ke
     raise ImportError(f"model.emulator knows the modes {sorted(_KERNEL_MODES)}, design.params "
                       f"has {sorted(MODES_OFF)}: update the emulator's kernel")
 _MODE_INDEX = {name: i for i, name in enumerate(_KERNEL_MODES)}
+
+#: The design's constants that the kernel has built in (model/emulator.cc).
+_KERNEL_CONSTANTS = {"LFSR_WIDTH": 32, "LFSR_TAPS": 0x80200003, "LFSR_RESET": 1,
+                     "EMA_FRACTION_BITS": 8, "EMA_SCALE_FRACTION_BITS": 4,
+                     "BYPASS_WINDOWS": 2, "DISCARD_COUNT_WIDTH": 32}
+_changed = {k: getattr(_params, k) for k, v in _KERNEL_CONSTANTS.items()
+            if getattr(_params, k) != v}
+if _changed:
+    raise ImportError(f"design.params changed constants the emulator's kernel has built in: "
+                      f"{_changed}: update model/emulator.cc")
 
 # Kernel events (model/emulator.cc), applied before the beat of their position.
 _EV_FLUSH, _EV_MODE, _EV_SEED = 1, 2, 3
