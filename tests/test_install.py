@@ -64,6 +64,7 @@ def installed(tmp_path_factory):
 def test_wheel_ships_the_package_data(installed):
     _, site = installed
     assert (site / "simulation" / "cxxrtl_driver.cc").is_file()
+    assert (site / "model" / "emulator.cc").is_file()                 # model.emulator's kernel
     assert (site / "design" / "gradient_compressor.vlt").is_file()    # design.verilog copies it
     assert (site / "workloads" / "traces" / "tiny-embed.npz").is_file()
     licence, = site.glob("gradient_compressor-*.dist-info/licenses/LICENSE")
