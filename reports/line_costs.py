@@ -27,7 +27,7 @@ from .console import (ArgumentParser, UsageError, check_writable, int_list, posi
                       run_command, table)
 from .provenance import write_results
 
-__all__ = ["FORMAT", "pack_lines", "line_costs", "main"]
+__all__ = ["FORMAT", "line_policy", "pack_lines", "line_costs", "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
 #: The byte counts of each way of writing (one place for them).
@@ -36,6 +36,17 @@ FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-throu
           f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
           f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line; strobes "
           f"(the mask) are not counted")
+
+
+def line_policy(**params):
+    """The line policy with ``params`` (:class:`model.LineModel`'s) on its fastest engine: the
+    emulator (:class:`model.emulator.LineEmulator`, bit-exact with the model), or the model
+    itself where there is no C++ compiler to build the emulator's kernel."""
+    from simulation.cxxrtl import compiler_available
+    if compiler_available():
+        from model.emulator import LineEmulator
+        return LineEmulator(**params)
+    return LineModel(**params)
 
 
 def pack_lines(ops, lanes):
@@ -70,8 +81,9 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     ``lanes``; each way of writing as ``(transfers, bytes)``. The L1 holds ``sets x ways``
     lines of ``lanes`` for the line writes, and ``sets x ways`` gradients for the records."""
     beats = pack_lines(ops, lanes)
-    line_writes = LineModel(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates).run(beats)
-    records = len(LineModel(lanes=1, sets=sets, ways=ways, max_updates=max_updates).run(ops))
+    geometry = dict(sets=sets, ways=ways, max_updates=max_updates)
+    line_writes = line_policy(lanes=lanes, **geometry).run(beats)
+    records = len(line_policy(lanes=1, **geometry).run(ops))
     n_beats = sum(op[0] == "line" for op in beats)
     return {
         "gradients": sum(op[0] == "grad" for op in ops),

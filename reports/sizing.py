@@ -6,7 +6,8 @@
 For each workload and number of lanes N, every L1 geometry of the grid (``sets`` from 16 to
 ``--max-sets``, ``ways`` from 1 to ``--max-ways``, powers of two; each entry a line of N
 lanes) writes the workload's beats (:func:`reports.line_costs.pack_lines`) through the line model,
-and its masked line writes' bytes are set against dense write-through's, with the byte counts
+and its masked line writes' bytes (from :func:`reports.line_costs.line_policy`: the emulator,
+bit-exact with the line model) are set against dense write-through's, with the byte counts
 of :data:`reports.line_costs.FORMAT`. The table gives, per workload and N, the smallest geometry
 (fewest lines held, then fewest ways) whose line writes cost fewer bytes than dense
 write-through, the saving there, the saving at the default geometry, and the best saving of
@@ -21,7 +22,8 @@ from model import LineModel
 
 from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
                       progress, run_command, table)
-from .line_costs import ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, pack_lines
+from .line_costs import (ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, line_policy,
+                         pack_lines)
 from .provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
@@ -39,8 +41,8 @@ def geometries(max_sets, max_ways):
 
 
 def _line_bytes(beats, lanes, sets, ways):
-    writes = LineModel(lanes=lanes, sets=sets, ways=ways,
-                       max_updates=DEFAULTS["max_updates"]).run(beats)
+    writes = line_policy(lanes=lanes, sets=sets, ways=ways,
+                         max_updates=DEFAULTS["max_updates"]).run(beats)
     return len(writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)
 
 
