@@ -21,12 +21,12 @@ vectorise across sets and iterate within them, and the EMA mode would serialise 
 small C++ kernel (``model/emulator.cc``) that runs the models' decisions one beat after the
 other is both the simplest to keep bit-exact (it reads like the models, line for line) and
 fast: a beat is a handful of compares on one L1 row that stays in cache. It is compiled on
-first use with the machine's ``g++`` (:data:`simulation.cxxrtl.CXX`, ``$CXX``) into a shared
-library cached beside the compiled simulators (:func:`simulation.cxxrtl.default_cache_dir`,
+first use with the machine's ``g++`` (:data:`model.native.CXX`, ``$CXX``) into a shared
+library cached beside the compiled simulators (:func:`model.native.default_cache_dir`,
 keyed by a hash of the source, the compiler command and its version) and called through
 :mod:`ctypes` on NumPy arrays; it is built without ``-march=native`` so that a cache shared
 between machines stays valid. Without a compiler it raises
-:class:`simulation.cxxrtl.CompilerMissing`.
+:class:`model.native.CompilerMissing`.
 
 The Python side checks what the models check (parameters, mode settings, seeds) and words the
 kernel's errors (a gradient, threshold, line or mask out of range; a seed while L1 holds
@@ -156,10 +156,9 @@ def load_kernel(*, verbose=False):
     """The kernel, built on first use and cached.
 
     The library is kept in ``<cache>/emulator-<hash>/libemulator.so``, ``<cache>`` being
-    :func:`simulation.cxxrtl.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
-    over the source, the compiler command and :func:`simulation.cxxrtl._tool_version` (the
-    compiler's version, with Yosys' that the compiled simulators are keyed by: a new
-    environment builds its own, once); a first build announces itself on stderr (a few
+    :func:`model.native.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
+    over the source, the compiler command and the compiler's version
+    (:func:`model.native.compiler_version`: a new compiler builds its own, once); a first build announces itself on stderr (a few
     seconds). Later calls in the process return the loaded library.
 
     Parameters
@@ -173,7 +172,7 @@ def load_kernel(*, verbose=False):
 
     Raises
     ------
-    simulation.cxxrtl.CompilerMissing
+    model.native.CompilerMissing
         There is no C++ compiler (``$CXX``, by default ``g++``); its message is one line.
     RuntimeError
         The build failed (the compiler's messages follow).
@@ -181,19 +180,17 @@ def load_kernel(*, verbose=False):
     global _kernel
     if _kernel is not None:
         return _kernel
-    # Imported here: simulation.cxxrtl imports the model package.
-    from simulation.cxxrtl import (CXX, CXXFLAGS, CompilerMissing, compiler_available,
-                                   default_cache_dir, _tool_version)
-    if not compiler_available():
-        raise CompilerMissing(f"no C++ compiler ({CXX}) on the path: the emulator's kernel "
-                              f"needs one (e.g. apt-get install g++)")
+    from . import native
+    if not native.compiler_available():
+        raise native.CompilerMissing(f"no C++ compiler ({native.CXX}) on the path: the "
+                                     f"emulator's kernel needs one (e.g. apt-get install g++)")
     source = KERNEL_SOURCE.read_text()
-    command = [CXX, *CXXFLAGS, "-shared", "-fPIC"]
+    command = [native.CXX, *native.CXXFLAGS, "-shared", "-fPIC"]
     h = hashlib.sha256()
-    for part in (source, " ".join(command), _tool_version()):
+    for part in (source, " ".join(command), native.compiler_version()):
         h.update(part.encode())
         h.update(b"\0")
-    cache = default_cache_dir()
+    cache = native.default_cache_dir()
     folder = cache / f"emulator-{h.hexdigest()[:20]}"
     library = folder / "libemulator.so"
     if not library.exists():

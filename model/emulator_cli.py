@@ -255,7 +255,7 @@ def _run(args):
             raise UsageError(str(error)) from None
     if args.out:
         check_writable("--out", args.out)
-    from simulation.cxxrtl import CompilerMissing
+    from .native import CompilerMissing
     from .emulator import load_kernel
     try:
         load_kernel()

@@ -42,7 +42,7 @@ def line_policy(**params):
     """The line policy with ``params`` (:class:`model.LineModel`'s) on its fastest engine: the
     emulator (:class:`model.emulator.LineEmulator`, bit-exact with the model), or the model
     itself where there is no C++ compiler to build the emulator's kernel."""
-    from simulation.cxxrtl import compiler_available
+    from model.native import compiler_available
     if compiler_available():
         from model.emulator import LineEmulator
         return LineEmulator(**params)

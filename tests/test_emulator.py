@@ -417,11 +417,11 @@ def test_an_error_leaves_the_operations_before_it_done(lanes, bad):
 # -- the kernel's build and the command line -------------------------------------------------
 
 def test_a_missing_compiler_is_one_line(monkeypatch, tmp_path, capsys):
-    import simulation.cxxrtl
-    monkeypatch.setattr(simulation.cxxrtl, "CXX", "no-such-compiler-here")
+    from model import native
+    monkeypatch.setattr(native, "CXX", "no-such-compiler-here")
     monkeypatch.setattr(emulator_module, "_kernel", None)
     monkeypatch.setenv("GC_CXXRTL_CACHE", str(tmp_path))
-    with pytest.raises(simulation.cxxrtl.CompilerMissing,
+    with pytest.raises(native.CompilerMissing,
                        match=r"no C\+\+ compiler \(no-such-compiler-here\)"):
         Emulator()
     assert main(["--check", "seed"]) == 2
