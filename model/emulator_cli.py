@@ -285,6 +285,9 @@ def _check(args, modes, table):
     from workloads import DEFAULT_WORKLOADS, GENERATORS, TraceError, get_workload
     names = args.workloads or DEFAULT_WORKLOADS
     params = _params(args.param)
+    if params and not any(name in GENERATORS for name in names):
+        raise UsageError(f"--param is for the synthetic generators "
+                         f"({', '.join(GENERATORS)}), and no workload named is one")
     rows, ok = [], True
     for name in names:
         try:

@@ -470,6 +470,7 @@ def test_bench_command(tmp_path, capsys):
     (["--check", "--modes", "fast"], "unknown mode 'fast'"),
     (["--bench", "--gradients", "0"], "must be at least 1"),
     (["--check", "--param", "nokey"], "KEY=VALUE"),
+    (["--check", "seed", "--param", "steps=2"], "--param is for the synthetic generators"),
     (["--bench", "--out", "/no/such/folder/e.md"], "--out /no/such/folder/e.md: no such folder"),
 ])
 def test_bad_arguments(argv, message, capsys):
