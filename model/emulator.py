@@ -778,7 +778,8 @@ class LineEmulator:
         -------
         WriteArrays
         """
-        n = len(trace) if limit is None else min(int(limit), len(trace))
+        # A limit below 0 keeps no gradient, as trace.ops (not a slice from the end).
+        n = len(trace) if limit is None else min(max(int(limit), 0), len(trace))
         thresholds = trace.thresholds()[:n] if threshold is None else threshold
         events = [(0, op) for op in prefix]
         for start, end in trace.step_bounds():

@@ -123,6 +123,16 @@ def test_the_unbounded_oracle(traces):
         same_state(model, emulator)
 
 
+@pytest.mark.parametrize("limit", [-5, 0, 1, 100, 10 ** 9])
+def test_run_trace_limit_as_the_traces_ops(traces, limit):
+    """``run_trace(limit=)`` runs what ``trace.ops(limit=)`` holds: a negative limit none
+    (it ran all but the last gradients, unflushed)."""
+    trace = traces["seed"]
+    model, emulator = ReferenceModel(), Emulator()
+    assert emulator.run_trace(trace, limit=limit).to_writes() == model.run(trace.ops(limit=limit))
+    same_state(model, emulator)
+
+
 # -- random operation streams ---------------------------------------------------------------
 
 def random_modes(rng, grad_width, lines_span):
