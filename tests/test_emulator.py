@@ -457,6 +457,13 @@ def test_check_command(capsys):
     assert out.count("| equal") == 8 and "every run equal" in out
 
 
+def test_check_command_takes_the_reports_params(capsys):
+    """--param as compressor-report reads it: a list of floats too (it was a traceback)."""
+    assert main(["--check", "synthetic-one-pass", "--param", "scale_range=0.5,2", "--param",
+                 "steps=2", "--limit", "200", "--modes", "exact"]) == 0
+    assert "| equal" in capsys.readouterr().out
+
+
 def test_check_command_fails_on_a_difference(monkeypatch, capsys):
     monkeypatch.setattr(WriteArrays, "to_writes", lambda self: [])
     assert main(["--check", "seed", "--modes", "exact"]) == 1
@@ -481,6 +488,7 @@ def test_bench_command(tmp_path, capsys):
     (["--bench", "--gradients", "0"], "must be at least 1"),
     (["--check", "--param", "nokey"], "KEY=VALUE"),
     (["--check", "seed", "--param", "steps=2"], "--param is for the synthetic generators"),
+    (["--check", "synthetic-one-pass", "--param", "steps=x"], "must be a number"),
     (["--bench", "--out", "/no/such/folder/e.md"], "--out /no/such/folder/e.md: no such folder"),
 ])
 def test_bad_arguments(argv, message, capsys):
