@@ -353,6 +353,19 @@ def test_bad_lanes_as_the_model(lanes):
     same_error(lambda: LineModel(lanes=lanes), lambda: LineEmulator(lanes=lanes))
 
 
+def test_a_max_updates_beyond_64_bits_is_never_reached_as_in_the_model():
+    ops = [("grad", 0, 1, 5), ("grad", 0, 1, 5), ("flush",)]    # it wrapped to 0: MAX_UPDATES
+    assert Emulator(max_updates=2 ** 70).run(ops) == ReferenceModel(max_updates=2 ** 70).run(ops)
+
+
+@pytest.mark.parametrize("sets, ways", [(2 ** 40, 1), (2 ** 64, 1), (1, 2 ** 32)])
+def test_an_l1_too_large_for_memory_is_a_memory_error(sets, ways):
+    """Not an abort of the process (the kernel's bad_alloc: 2**40 lines), nor a size wrapped
+    to the kernel's integers (2**64 sets, 2**32 ways)."""
+    with pytest.raises(MemoryError, match="does not fit in memory"):
+        LineEmulator(lanes=8, sets=sets, ways=ways)
+
+
 def test_the_kernels_integer_widths_are_checked():
     with pytest.raises(ValueError, match="grad_width must be at most 32"):
         Emulator(grad_width=33)
