@@ -285,3 +285,24 @@ def test_sizing_report_refuses_a_bad_grid_or_lanes(capsys):
     assert "the grid starts at 16 sets" in capsys.readouterr().err
     assert main(["seed", "--lanes", "3"]) == 2
     assert "lanes must be a power of two" in capsys.readouterr().err
+
+
+def test_line_reports_fall_back_to_the_line_model_when_the_kernel_does_not_build(
+        monkeypatch, capsys):
+    """A compiler that fails (not a missing one) ended the line-cost report in a traceback."""
+    import model.emulator
+    import reports.line_costs as line_costs
+
+    calls = []
+
+    def fail(**kwargs):
+        calls.append(1)
+        raise RuntimeError("compiling the emulator's kernel failed (false ...):\nno")
+    monkeypatch.setattr(model.emulator, "load_kernel", fail)
+    monkeypatch.setattr(line_costs, "_kernel_failed", False)
+    assert line_costs.main(["seed", "--lanes", "8"]) == 0
+    out, err = capsys.readouterr()
+    assert "| seed" in out and err.count("kernel did not build") == 1
+    assert type(line_costs.line_policy(lanes=8)).__name__ == "LineModel"
+    assert len(calls) == 1      # one failed build, not one per run
+
