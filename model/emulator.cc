@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <new>
 #include <unordered_map>
 #include <vector>
 
@@ -539,8 +540,10 @@ void run(State &s, const In &in, Out &out) {
 
 extern "C" {
 
+// A new state, or nullptr if L1 does not fit in memory (no C++ exception crosses into Python,
+// where it would abort the process).
 void *gc_new(int64_t lanes, int64_t sets, int64_t ways, int64_t max_updates,
-             int64_t grad_width, int64_t addr_width) {
+             int64_t grad_width, int64_t addr_width) try {
     State *s = new State();
     s->lanes = (int)lanes;
     s->lane_bits = __builtin_ctzll((uint64_t)lanes);
@@ -573,6 +576,8 @@ void *gc_new(int64_t lanes, int64_t sets, int64_t ways, int64_t max_updates,
         s->victim.assign(sets, 0);
     }
     return s;
+} catch (const std::bad_alloc &) {
+    return nullptr;
 }
 
 void gc_free(void *p) { delete static_cast<State *>(p); }

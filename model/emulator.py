@@ -429,9 +429,17 @@ class LineEmulator:
         self.threshold_max = 2 ** grad_width - 1
         self.grad_width, self.addr_width = grad_width, addr_width
         self._lib = load_kernel()
+        # The kernel's integers are 64 bits (ways 31): an L1 beyond them could not be held in
+        # memory anyway; a max_updates beyond them is never reached, as in the models.
+        too_large = MemoryError(f"an L1 of {sets} x {ways} lines of {self.lanes} lanes does "
+                                f"not fit in memory")
+        if sets is not None and (ways >= 2 ** 31 or sets * ways * self.lanes >= 2 ** 48):
+            raise too_large
         self._state = self._lib.gc_new(self.lanes, 0 if sets is None else sets,
-                                       0 if sets is None else ways, max_updates, grad_width,
-                                       addr_width)
+                                       0 if sets is None else ways,
+                                       min(max_updates, 2 ** 63 - 1), grad_width, addr_width)
+        if not self._state:
+            raise too_large
         weakref.finalize(self, self._lib.gc_free, self._state)
         self._discard_parts = []     # (addr, error) arrays, in order
         self._discard_list = []      # the parts turned into Discards so far
@@ -775,7 +783,8 @@ class LineEmulator:
         -------
         WriteArrays
         """
-        n = len(trace) if limit is None else min(int(limit), len(trace))
+        # A limit below 0 keeps no gradient, as trace.ops (not a slice from the end).
+        n = len(trace) if limit is None else min(max(int(limit), 0), len(trace))
         thresholds = trace.thresholds()[:n] if threshold is None else threshold
         events = [(0, op) for op in prefix]
         for start, end in trace.step_bounds():

@@ -215,20 +215,13 @@ def build_parser():
 
 
 def _params(items):
-    from reports.console import UsageError
-    params = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise UsageError(f"--param takes KEY=VALUE, not {item!r}")
-        try:
-            params[key] = int(value)
-        except ValueError:
-            try:
-                params[key] = float(value)
-            except ValueError:
-                params[key] = [int(v) for v in value.split(",")] if "," in value else value
-    return params
+    """The ``--param`` items as the generators' keyword arguments (as ``compressor-report``
+    reads them: :func:`reports.console.parse_params`)."""
+    from reports.console import UsageError, parse_params
+    try:
+        return parse_params(items)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
 
 
 def main(argv=None):
@@ -285,6 +278,9 @@ def _check(args, modes, table):
     from workloads import DEFAULT_WORKLOADS, GENERATORS, TraceError, get_workload
     names = args.workloads or DEFAULT_WORKLOADS
     params = _params(args.param)
+    if params and not any(name in GENERATORS for name in names):
+        raise UsageError(f"--param is for the synthetic generators "
+                         f"({', '.join(GENERATORS)}), and no workload named is one")
     rows, ok = [], True
     for name in names:
         try:

@@ -28,7 +28,7 @@ from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
 from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
-                      interrupted, positive_integer, prepare_out, usage_error)
+                      interrupted, parse_params, positive_integer, prepare_out, usage_error)
 from .console import progress as console_progress
 from .markdown import fmt, render_markdown
 from .provenance import provenance
@@ -52,27 +52,6 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
             check_threshold(threshold, DEFAULTS["grad_width"])
         except ValueError as error:
             raise UsageError(f"{threshold_option} {str(error).partition(' ')[2]}") from None
-
-
-def parse_params(items):
-    """``["steps=50", "widths=64,32,10"]`` -> ``{"steps": 50, "widths": (64, 32, 10)}``."""
-    def number(text):
-        try:
-            return int(text)
-        except ValueError:
-            return float(text)
-    params = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.isidentifier():
-            raise ValueError(f"bad --param {item!r}: use KEY=VALUE")
-        try:
-            params[key] = tuple(number(v) for v in value.split(",")) if "," in value \
-                else number(value)
-        except ValueError:
-            raise ValueError(f"bad --param {item!r}: the value must be a number or a "
-                             f"comma-separated list of numbers") from None
-    return params
 
 
 def build_parser():

@@ -16,7 +16,7 @@ from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "run_command", "integer", "int_list",
-           "positive_integer", "DEFAULT_OUT", "prepare_out", "table", "progress"]
+           "positive_integer", "parse_params", "DEFAULT_OUT", "prepare_out", "table", "progress"]
 
 #: Where the reports go unless ``--out`` says otherwise.
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -80,6 +80,27 @@ def int_list(text):
         return sorted({integer(item) for item in items})
     except argparse.ArgumentTypeError as error:
         raise argparse.ArgumentTypeError(f"in {text!r}: {error}") from None
+
+
+def parse_params(items):
+    """``["steps=50", "widths=64,32,10"]`` -> ``{"steps": 50, "widths": (64, 32, 10)}``."""
+    def number(text):
+        try:
+            return int(text)
+        except ValueError:
+            return float(text)
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.isidentifier():
+            raise ValueError(f"bad --param {item!r}: use KEY=VALUE")
+        try:
+            params[key] = tuple(number(v) for v in value.split(",")) if "," in value \
+                else number(value)
+        except ValueError:
+            raise ValueError(f"bad --param {item!r}: the value must be a number or a "
+                             f"comma-separated list of numbers") from None
+    return params
 
 
 def table(rows, headers, *, fmt="pipe", align=None):

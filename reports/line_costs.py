@@ -41,12 +41,26 @@ FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-throu
 def line_policy(**params):
     """The line policy with ``params`` (:class:`model.LineModel`'s) on its fastest engine: the
     emulator (:class:`model.emulator.LineEmulator`, bit-exact with the model), or the model
-    itself where there is no C++ compiler to build the emulator's kernel."""
+    itself where there is no C++ compiler to build the emulator's kernel, or its build failed
+    (said once on stderr, and not tried again)."""
+    global _kernel_failed
     from model.native import compiler_available
-    if compiler_available():
-        from model.emulator import LineEmulator
-        return LineEmulator(**params)
+    if compiler_available() and not _kernel_failed:
+        from model.emulator import LineEmulator, load_kernel
+        try:
+            load_kernel()
+        except (RuntimeError, OSError) as error:
+            _kernel_failed = True
+            print(f"note: the line model runs the line policy (the same figures, slower): "
+                  f"the emulator's kernel did not build: {str(error).splitlines()[0]}",
+                  file=sys.stderr)
+        else:
+            return LineEmulator(**params)
     return LineModel(**params)
+
+
+#: Whether the emulator's kernel failed to build in this process.
+_kernel_failed = False
 
 
 def pack_lines(ops, lanes):

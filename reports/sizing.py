@@ -99,10 +99,11 @@ def build_parser():
     parser.add_argument("--lanes", type=int_list, default=[1, 8, 32],
                         help="comma-separated lanes per line (default: 1,8,32)")
     parser.add_argument("--max-sets", type=positive_integer, default=1024,
-                        help=f"largest number of sets of the grid, from {MIN_SETS} "
-                             f"(default: %(default)s)")
+                        help=f"most sets of the grid, whose sets are the powers of two from "
+                             f"{MIN_SETS} (default: %(default)s)")
     parser.add_argument("--max-ways", type=positive_integer, default=8,
-                        help="largest number of ways of the grid, from 1 (default: %(default)s)")
+                        help="most ways of the grid, whose ways are the powers of two from 1 "
+                             "(default: %(default)s)")
     parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser
@@ -121,7 +122,7 @@ def _sizing(args):
         if not grid:
             raise ValueError(f"--max-sets {args.max_sets}: the grid starts at {MIN_SETS} sets")
         for lanes in args.lanes:     # the model checks its parameters before any work
-            LineModel(lanes=lanes, sets=grid[-1][0], ways=args.max_ways)
+            LineModel(lanes=lanes, sets=grid[-1][0], ways=grid[-1][1])
         traces = [get_workload(name) for name in args.workloads or DEFAULT_WORKLOADS]
     except (TraceError, ValueError, TypeError) as error:
         raise UsageError(error) from None
@@ -137,7 +138,7 @@ def _sizing(args):
     print(text)
     if args.out:
         write_results(args.out, "Which L1 saves DRAM bytes against dense write-through",
-                      f"geometries {grid[0][0]} x 1 to {args.max_sets} x {args.max_ways} "
+                      f"geometries {grid[0][0]} x {grid[0][1]} to {grid[-1][0]} x {grid[-1][1]} "
                       f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, figures "
                       f"from the line model; {FORMAT}", text)
     return 0

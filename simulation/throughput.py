@@ -72,8 +72,8 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
 
 
 def main(argv=None):
-    from reports.console import ArgumentParser
-    from reports.provenance import write_results
+    """The command; its exit status (0 done, 2 a bad argument, 130 interrupted)."""
+    from reports.console import ArgumentParser, run_command
     parser = ArgumentParser(prog="python -m simulation.throughput",
                             description=__doc__.strip().splitlines()[0])
     parser.add_argument("--out", default=None, metavar="FILE.md",
@@ -83,8 +83,15 @@ def main(argv=None):
     parser.add_argument("--sim", choices=("compiled", "amaranth"), default=None,
                         help="RTL simulator: compiled (CXXRTL, default when available) or "
                              "amaranth")
-    args = parser.parse_args(argv)
+    return run_command(parser, _throughput, argv)
+
+
+def _throughput(args):
     from reports.backend import resolve_backend
+    from reports.console import check_writable
+    from reports.provenance import write_results
+    if args.out:        # before minutes of simulation
+        check_writable("--out", args.out)
     backend = resolve_backend(args.sim)
     simulator = {"compiled": "compiled (CXXRTL) simulator",
                  "amaranth": "Amaranth simulator"}[backend]

@@ -411,3 +411,12 @@ def test_line_operations_checked():
     np = pytest.importorskip("numpy")
     with pytest.raises(ValueError, match="one lane"):
         simulate_compiled(params, np.zeros((4, 3), dtype=np.int64))
+
+
+def test_throughput_refuses_an_unwritable_out_before_simulating(capsys, tmp_path):
+    from simulation.throughput import main
+    assert main(["--out", str(tmp_path / "no" / "such.md")]) == 2
+    err = capsys.readouterr().err
+    assert "--out" in err and "no such folder" in err and len(err.splitlines()) == 1
+    assert main(["--out", str(tmp_path)]) == 2
+    assert "a folder, not a file" in capsys.readouterr().err

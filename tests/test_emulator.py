@@ -123,6 +123,16 @@ def test_the_unbounded_oracle(traces):
         same_state(model, emulator)
 
 
+@pytest.mark.parametrize("limit", [-5, 0, 1, 100, 10 ** 9])
+def test_run_trace_limit_as_the_traces_ops(traces, limit):
+    """``run_trace(limit=)`` runs what ``trace.ops(limit=)`` holds: a negative limit none
+    (it ran all but the last gradients, unflushed)."""
+    trace = traces["seed"]
+    model, emulator = ReferenceModel(), Emulator()
+    assert emulator.run_trace(trace, limit=limit).to_writes() == model.run(trace.ops(limit=limit))
+    same_state(model, emulator)
+
+
 # -- random operation streams ---------------------------------------------------------------
 
 def random_modes(rng, grad_width, lines_span):
@@ -343,6 +353,19 @@ def test_bad_lanes_as_the_model(lanes):
     same_error(lambda: LineModel(lanes=lanes), lambda: LineEmulator(lanes=lanes))
 
 
+def test_a_max_updates_beyond_64_bits_is_never_reached_as_in_the_model():
+    ops = [("grad", 0, 1, 5), ("grad", 0, 1, 5), ("flush",)]    # it wrapped to 0: MAX_UPDATES
+    assert Emulator(max_updates=2 ** 70).run(ops) == ReferenceModel(max_updates=2 ** 70).run(ops)
+
+
+@pytest.mark.parametrize("sets, ways", [(2 ** 40, 1), (2 ** 64, 1), (1, 2 ** 32)])
+def test_an_l1_too_large_for_memory_is_a_memory_error(sets, ways):
+    """Not an abort of the process (the kernel's bad_alloc: 2**40 lines), nor a size wrapped
+    to the kernel's integers (2**64 sets, 2**32 ways)."""
+    with pytest.raises(MemoryError, match="does not fit in memory"):
+        LineEmulator(lanes=8, sets=sets, ways=ways)
+
+
 def test_the_kernels_integer_widths_are_checked():
     with pytest.raises(ValueError, match="grad_width must be at most 32"):
         Emulator(grad_width=33)
@@ -447,6 +470,13 @@ def test_check_command(capsys):
     assert out.count("| equal") == 8 and "every run equal" in out
 
 
+def test_check_command_takes_the_reports_params(capsys):
+    """--param as compressor-report reads it: a list of floats too (it was a traceback)."""
+    assert main(["--check", "synthetic-one-pass", "--param", "scale_range=0.5,2", "--param",
+                 "steps=2", "--limit", "200", "--modes", "exact"]) == 0
+    assert "| equal" in capsys.readouterr().out
+
+
 def test_check_command_fails_on_a_difference(monkeypatch, capsys):
     monkeypatch.setattr(WriteArrays, "to_writes", lambda self: [])
     assert main(["--check", "seed", "--modes", "exact"]) == 1
@@ -470,6 +500,8 @@ def test_bench_command(tmp_path, capsys):
     (["--check", "--modes", "fast"], "unknown mode 'fast'"),
     (["--bench", "--gradients", "0"], "must be at least 1"),
     (["--check", "--param", "nokey"], "KEY=VALUE"),
+    (["--check", "seed", "--param", "steps=2"], "--param is for the synthetic generators"),
+    (["--check", "synthetic-one-pass", "--param", "steps=x"], "must be a number"),
     (["--bench", "--out", "/no/such/folder/e.md"], "--out /no/such/folder/e.md: no such folder"),
 ])
 def test_bad_arguments(argv, message, capsys):
