@@ -180,12 +180,12 @@ def liveness_depth(config, K):
 
 
 def termination_depth(config, K):
-    """Induction depth of the termination jobs. Their facts are the ranking argument's (the
-    measure never grows, falls once in every ``K + 1`` cycles, bounds the time under flush),
-    which windows of at most ``2 * (K + 1)`` steps carry (6 on every proven configuration, at
-    ``K`` 2 and 3), not the longest wait as progress needs: that with a margin of four, and
-    never deeper than :func:`liveness_depth`. (A shorter base case: default's took 6-13 s of
-    each job at :func:`liveness_depth`, 16.)"""
+    """Induction depth of the termination jobs: ``2 * (K + 1) + 4``, never deeper than
+    :func:`liveness_depth`. Their facts are the ranking argument's (the measure never grows,
+    falls once in every ``K + 1`` cycles, bounds the time under flush), which short windows
+    carry (at most 6 steps on every proven configuration, at ``K`` 2 and 3), not the longest
+    wait as progress needs; the depth leaves a margin over them, and a base case shorter than
+    the progress jobs'."""
     return min(liveness_depth(config, K), 2 * (K + 1) + 4)
 
 

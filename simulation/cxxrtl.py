@@ -11,8 +11,8 @@ cycle, at a few million cycles per second instead of about a thousand.
 Built simulators are cached in ``<user cache>/gradient-compressor/cxxrtl/<hash>/`` (e.g.
 ``~/.cache/...`` on Linux; ``$GC_CXXRTL_CACHE`` overrides the folder), keyed by a hash of the
 RTLIL, the Yosys script, the driver source, the compiler command and the tool versions: the
-first run of a configuration takes seconds to build it (on lines, up to minutes: 20 s for 2
-lanes on 2 x 2 lines, about 1.5 min for 8 lanes on the default 32 x 4, on this machine).
+first run of a configuration takes seconds to build it (on lines, up to minutes, growing with
+the lanes and the geometry: docs/lanes.md).
 
 Operations go to the simulator as a binary file and results come back as one, so the Python
 side stays cheap even for a million gradients (about a second each way). ``ops`` may be the
@@ -28,8 +28,8 @@ exactly N gradients, lane 0 first), with the same flushes, modes and seeds, and 
 ``simulate`` returns on lines: beats accepted as ``(line, grads, mask, threshold)``, one write
 ``(addr, value)`` per lane of each DRAM line write's mask (one write cycle per line write), one
 discard per lane, ``bypassed`` and ``gradients`` counting lanes. A NumPy trace is for one lane
-only. A cycle costs more on lines (about 150,000 cycles per second at 8 lanes on the default
-geometry on this machine, against a few hundred in the Amaranth simulator).
+only. A cycle costs more on lines than with one lane (``make bench`` measures both), still
+hundreds of times less than in the Amaranth simulator.
 
 The DRAM ready pattern must be one the compiled driver knows: :func:`~simulation.driver.always`,
 :func:`~simulation.driver.every_other`, a fresh :class:`~simulation.driver.random_ready` (the

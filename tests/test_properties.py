@@ -42,6 +42,22 @@ def test_scaled_harness_assumes_only_the_paper_lemma():
     assert assumed == {"input", "lemma"}
 
 
+def test_liveness_jobs_depths():
+    """Progress jobs run at the progress window (longer than every wait but INIT's), the
+    termination jobs at their own shorter depth, never deeper than the progress one."""
+    from proofs.jobs import PROVE_JOBS, PROVEN, liveness_depth, termination_depth
+    live = [j for j in PROVE_JOBS if j.fairness is not None and j.mode == "prove"]
+    assert {j.config for j in live} == set(PROVEN)
+    for job in live:
+        config, K = CONFIGS[job.config], PROVEN[job.config]
+        termination = any(f.startswith("termination") for f in job.focus)
+        expected = (termination_depth if termination else liveness_depth)(config, K)
+        assert job.depth == expected, job.name
+        assert job.depth <= liveness_depth(config, K)
+    assert termination_depth(CONFIGS["default"], 2) == 10 < liveness_depth(CONFIGS["default"], 2)
+    assert termination_depth(CONFIGS["dm"], 2) == liveness_depth(CONFIGS["dm"], 2) == 7
+
+
 def test_bounds():
     # B = (K + 1) * (measure_max + 1),
     # measure_max = depth + 2*queue + 3*sets*ways + 37 (the stages' weights) + 3*sets + 2
