@@ -50,7 +50,7 @@ from amaranth.lib.wiring import In, Out
 from .compare import less, greater
 from .layouts import discard_error_width, discard_sum_width
 from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
-                     EMA_FRACTION_BITS,
+                     EMA_FRACTION_BITS, EMA_LINE_LAG,
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int, check_lanes, ema_fraction_bits, log2)
 
@@ -165,7 +165,7 @@ class EmaThreshold(wiring.Component):
     """The dynamic threshold: an EMA of ``|grad|`` in shift-and-add arithmetic, scaled and
     clamped (see the module's description for the exact arithmetic).
 
-    On lines (``lanes > 1``) a beat updates the EMA once, by its ``k = samples`` lanes outside
+    On lines (``lanes > 1``) a beat updates the EMA once, by its ``k`` sampled lanes outside
     the bypass windows, each weighing ``1 / lanes`` of a gradient, with
     ``F = 8 + log2(lanes)`` fraction bits (docs/lanes.md)::
 
@@ -182,12 +182,15 @@ class EmaThreshold(wiring.Component):
     -------
     sample : ``In(1)``
         Update the EMA with ``magnitude`` this cycle (a gradient accepted outside the bypass
-        windows; on lines, a beat).
+        windows) ...
     magnitude : ``In(grad_width)``
-        ``|grad|`` of that gradient (on lines ``In(grad_width + log2(lanes))``: the sum of the
-        sampled lanes' ``|grad|``) ...
-    samples : ``In(range(lanes + 1))``
-        ... on lines: how many lanes it sums (``k``).
+        ... ``|grad|`` of that gradient.
+    sampled : ``In(lanes)``
+        On lines (instead of ``sample`` and ``magnitude``): the lanes of a beat accepted this
+        cycle that update the EMA (masked, outside the bypass windows; ``k`` of them) ...
+    magnitudes : ``In(ArrayLayout(grad_width, lanes))``
+        ... and each lane's ``|grad|``. The update reaches ``average`` two cycles later
+        (:meth:`_beat_pipeline`).
     shift : ``In(EMA_SHIFT_WIDTH)``
         ``k``: alpha = ``2**-k``.
     scale : ``In(EMA_SCALE_WIDTH)``
@@ -201,11 +204,13 @@ class EmaThreshold(wiring.Component):
     threshold : ``Out(grad_width)``
         The EMA's threshold now (combinational: a multiply and a clamp).
     source : ``Out(grad_width + EMA_FRACTION_BITS)``
-        The EMA value the threshold follows now (``average`` or ``latched_average``): the
-        pipelined uses compute the threshold from it in later cycles.
+        The EMA value the threshold follows now (``average`` or ``latched_average``; on lines,
+        instead of ``average``, the EMA before the last :data:`~design.params.EMA_LINE_LAG`
+        beats' updates): the pipelined uses compute the threshold from it in later cycles.
     average : ``Out(grad_width + EMA_FRACTION_BITS)``
-        The EMA of every sample before this cycle (``EMA_FRACTION_BITS`` fraction bits): a
-        register and the last sample's update, made from registers.
+        The EMA of every sample before this cycle (``EMA_FRACTION_BITS`` fraction bits; on
+        lines, of every beat before the last two cycles'): a register and the last sample's
+        update, made from registers.
     latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
         Its value at the last flush barrier (a register).
     """
@@ -267,6 +272,7 @@ class EmaThreshold(wiring.Component):
         A beat in stage 1 or 2 has not updated ``average`` yet, so the EMA before the last two
         updates is ``average`` with two of them in flight, the one before the last update
         (``recent[0]``) with one, and the one before that (``recent[1]``) with none."""
+        assert EMA_LINE_LAG == 2, "the lag is the pipeline's two stages"
         N, gw = self.lanes, self.grad_width
         beat_sampled = Signal(N)
         beat_magnitudes = Signal(data.ArrayLayout(unsigned(gw), N))
