@@ -2,6 +2,7 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import tree_sum
 from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dram_layout,
@@ -396,4 +397,4 @@ class GradientCompressor(wiring.Component):
         """Gradients accepted in a cycle: one, or a beat's masked lanes."""
         if self.lanes == 1:
             return accepted
-        return Mux(accepted, sum(self.grad_in.p.mask[i] for i in range(self.lanes)), 0)
+        return Mux(accepted, tree_sum(self.grad_in.p.mask[i] for i in range(self.lanes)), 0)

@@ -47,6 +47,7 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import tree_sum
 from .compare import less, greater
 from .layouts import discard_error_width, discard_sum_width
 from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
@@ -288,8 +289,8 @@ class EmaThreshold(wiring.Component):
               for i in range(N)],
             beat_shift.eq(self.shift),
             update_valid.eq(beat_sampled.any()),
-            update_magnitude.eq(sum(beat_magnitudes[i] for i in range(N))),
-            update_samples.eq(sum(beat_sampled[i] for i in range(N))),
+            update_magnitude.eq(tree_sum(beat_magnitudes[i] for i in range(N))),
+            update_samples.eq(tree_sum(beat_sampled[i] for i in range(N))),
             update_shift.eq(beat_shift),
         ]
         with m.If(update_valid):
@@ -390,8 +391,8 @@ class DiscardTotals(wiring.Component):
         if self.lanes == 1:
             counted, errors = self.discard, Mux(self.discard, self.error, 0)
         else:
-            counted = sum(self.discard[i] for i in range(self.lanes))
-            errors = sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
+            counted = tree_sum(self.discard[i] for i in range(self.lanes))
+            errors = tree_sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
         m.d.sync += [
             self.count.eq(Mux(clear, 0, self.count) + counted),  # mutation site: discard-count
             self.sum.eq(Mux(clear, 0, self.sum) + errors),
