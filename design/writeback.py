@@ -99,9 +99,6 @@ class WritebackBuffer(wiring.Component):
             self.newest_ptr     = Signal(range(depth))
             self.newest_waiting = Signal()
             self.merge          = Signal()    # the write pushed merges into the newest
-            # count == 1, a register: the newest write is the one a load takes (it is the
-            # slot before w_ptr, and r_ptr is that slot exactly when storage holds one write).
-            self.stored_one     = Signal()
 
     def _next_ptr(self, ptr):
         return Mux(ptr == self.depth - 1, 0, ptr + 1)
@@ -165,9 +162,6 @@ class WritebackBuffer(wiring.Component):
             self.holding.eq(nonzero_next),
             self.count.eq(step(self.count, enters, load)),
             self.stored.eq(becomes_at_least(self.count, 1, enters, load)),
-            *([self.stored_one.eq(becomes_at_least(self.count, 1, enters, load) &
-                                  ~becomes_at_least(self.count, 2, enters, load))]
-              if self.lanes > 1 else []),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
             self.bursting.eq(nonzero_next &  # mutation site: l2-burst-end
@@ -185,21 +179,15 @@ class WritebackBuffer(wiring.Component):
         fits = Signal(self.lanes)
         for i in range(self.lanes):
             total = Signal(signed(len(push.values[i]) + 1), name=f"merged_total{i}")
-            # The overflow test adds the values as they are (a lane in one mask only always
-            # fits), so that the masks' picks stay off the merge decision's path.
-            both = Signal(signed(len(push.values[i]) + 1), name=f"lane_sum{i}")
             m.d.comb += [
                 total.eq(Mux(newest.mask[i], newest.values[i], 0) +
                          Mux(push.mask[i], push.values[i], 0)),
                 merged.values[i].eq(total),
-                both.eq(newest.values[i] + push.values[i]),
-                # the sum fits a value
-                fits[i].eq(~(newest.mask[i] & push.mask[i]) | (both[-1] == both[-2])),
+                fits[i].eq(total[-1] == total[-2]),     # the sum fits a value
             ]
         m.d.comb += [merged.addr.eq(newest.addr), merged.mask.eq(newest.mask | push.mask)]
-        # The newest write leaves storage when it is loaded (it is the one at r_ptr: storage
-        # holds no other).
-        leaving = load & self.stored_one
+        # The newest write leaves storage when it is loaded (it is the one at r_ptr).
+        leaving = load & (self.r_ptr == self.newest_ptr)
         merge, enters = self.merge, Signal()
         m.d.comb += [
             merge.eq(push_fire & self.newest_waiting & ~leaving &

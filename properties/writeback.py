@@ -181,7 +181,6 @@ def _combined(m, P, wb, pushed, state, slot, push, load):
     m.d.comb += newest_slot.eq(Mux(wb.w_ptr == 0, D - 1, wb.w_ptr - 1))
     P.check("combine", "newest_waiting_iff_storage_holds_a_write",
             wb.newest_waiting == (wb.count != 0))
-    P.check("combine", "stored_one_iff_storage_holds_one_write", wb.stored_one == (wb.count == 1))
     P.check("combine", "newest_is_the_slot_before_w_ptr",
             ~wb.newest_waiting | (wb.newest_ptr == newest_slot))
     P.check("combine", "a_merge_goes_into_the_newest_write_in_storage",
