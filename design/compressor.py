@@ -2,6 +2,7 @@ from amaranth import *
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import tree_sum
 from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dram_layout,
@@ -9,7 +10,8 @@ from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dra
 from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
 from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, BYPASS_WINDOWS,
-                     DISCARD_COUNT_WIDTH, check_config, check_lanes, checked, ema_fraction_bits)
+                     DISCARD_COUNT_WIDTH, check_config, check_lanes, checked, ema_fraction_bits,
+                     log2)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -356,7 +358,8 @@ class GradientCompressor(wiring.Component):
         if self.lanes == 1:
             return [self.grad_in.p.addr]
         line = self.streamer.grad_out.p.addr        # the low log2(lanes) bits cleared
-        return [line + i for i in range(self.lanes)]
+        bits = log2(self.lanes)
+        return [Cat(Const(i, bits), line[bits:]) for i in range(self.lanes)]   # line + i
 
     def _in_window(self, addr):
         """``addr`` lies in an enabled bypass window."""
@@ -369,15 +372,13 @@ class GradientCompressor(wiring.Component):
 
     def _ema_sample(self, ema, accept, in_window):
         """The EMA's sample: a gradient accepted outside the windows; on lines, the beat's
-        masked lanes outside them (their ``|g|`` summed, and counted)."""
+        masked lanes outside them and the lanes' ``|g|``."""
         if self.lanes == 1:
             return [ema.sample.eq(accept & ~in_window),  # mutation site: ema-sample
                     ema.magnitude.eq(abs(self.grad_in.p.grad))]
-        sampled = self.grad_in.p.mask & ~in_window
-        return [ema.sample.eq(accept),
-                ema.magnitude.eq(sum(Mux(sampled[i], abs(self.grad_in.p.grads[i]), 0)
-                                     for i in range(self.lanes))),
-                ema.samples.eq(sum(sampled[i] for i in range(self.lanes)))]
+        return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask & ~in_window, 0)),
+                *[ema.magnitudes[i].eq(abs(self.grad_in.p.grads[i]))
+                  for i in range(self.lanes)]]
 
     def _l1_to_l2(self, l1, writeback):
         """A write's values (and mask) from L1 to L2: the cause stays behind."""
@@ -396,4 +397,4 @@ class GradientCompressor(wiring.Component):
         """Gradients accepted in a cycle: one, or a beat's masked lanes."""
         if self.lanes == 1:
             return accepted
-        return Mux(accepted, sum(self.grad_in.p.mask[i] for i in range(self.lanes)), 0)
+        return Mux(accepted, tree_sum(self.grad_in.p.mask[i] for i in range(self.lanes)), 0)

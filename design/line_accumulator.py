@@ -98,6 +98,9 @@ class LineAccumulator(L1Accumulator):
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
+        # The output register: the line write offered on push.
+        self.out       = Signal(self._write_layout(), name="out")
+        self.out_valid = Signal(name="out_valid")
         self.probe = replace(self.probe, deciding_direct=self.s3_direct)
 
     # -- what depends on the number of lanes ----------------------------------------------------
@@ -147,32 +150,39 @@ class LineAccumulator(L1Accumulator):
         queue, accept, Q = self.queue, shared.accept, self.QUEUE_DEPTH
         scan_push   = Signal()
         scan_push_p = Signal(self._write_layout())
-        queue_read  = Signal()
         scanning = self.state == L1State.SCAN
-        # The head's own write has been taken, its victim's is offered.
+        # The head's own write has been loaded into the output register, its victim's is next.
         own_taken = Signal()
         head = queue.r.payload
         show_own = Signal()
-        last = Signal()   # the write offered is the head's last
+        last = Signal()   # the write offered by the head is its last
+        # The output register: push's payload and valid come from it, so that L2's merge test
+        # starts from registers (not from the queue's RAM and the pick of a pair's write).
+        out, out_valid, out_last = self.out, self.out_valid, Signal(name="out_last")
+        load, released = Signal(), Signal()
         m.d.comb += [
             queue.w.valid.eq(scan_push | (self.s4_valid & (self.s4_push | self.s4_victim))),
             queue.w.payload.own.eq(Mux(scanning, scan_push_p, self.s4_push_p)),
             queue.w.payload.victim.eq(Mux(scanning | ~self.s4_victim, 0, self.s4_victim_p)),
             show_own.eq(head.own.mask.any() & ~own_taken),
             last.eq(~show_own | ~head.victim.mask.any()),
-            self.push.valid.eq(queue.r.valid),
-            self.push.payload.eq(Mux(show_own, head.own, head.victim)),
-            queue.r.ready.eq(self.push.ready & last),
-            queue_read.eq(queue.r.valid & self.push.ready & last),
+            self.push.valid.eq(out_valid),
+            self.push.payload.eq(out),
+            load.eq(queue.r.valid & (~out_valid | self.push.ready)),
+            queue.r.ready.eq(load & last),
+            # the pair's last write leaves L1
+            released.eq(out_valid & self.push.ready & out_last),
         ]
-        with m.If(self.push.valid & self.push.ready):
-            m.d.sync += own_taken.eq(~last)
+        with m.If(load):
+            m.d.sync += [own_taken.eq(~last), out.eq(Mux(show_own, head.own, head.victim)),
+                         out_last.eq(last)]
+        m.d.sync += out_valid.eq(load | (out_valid & ~self.push.ready))
         # A place is reserved from acceptance until the beat leaves s4 without a write, or its
-        # writes leave the queue.
+        # writes leave the output register (the queue then holds at most the places reserved).
         reserved_next = Signal(range(Q + 2))
         m.d.comb += reserved_next.eq(self.reserved + accept + scan_push -
                                      (self.s4_valid & ~self.s4_push & ~self.s4_victim) -
-                                     queue_read)
+                                     released)
         m.d.sync += self.reserved.eq(reserved_next)
         shared.scan_push, shared.scan_push_p = scan_push, scan_push_p
         shared.reserved_next = reserved_next

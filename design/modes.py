@@ -47,10 +47,11 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .bits import tree_sum
 from .compare import less, greater
 from .layouts import discard_error_width, discard_sum_width
 from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
-                     EMA_FRACTION_BITS,
+                     EMA_FRACTION_BITS, EMA_LINE_LAG,
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int, check_lanes, ema_fraction_bits, log2)
 
@@ -165,7 +166,7 @@ class EmaThreshold(wiring.Component):
     """The dynamic threshold: an EMA of ``|grad|`` in shift-and-add arithmetic, scaled and
     clamped (see the module's description for the exact arithmetic).
 
-    On lines (``lanes > 1``) a beat updates the EMA once, by its ``k = samples`` lanes outside
+    On lines (``lanes > 1``) a beat updates the EMA once, by its ``k`` sampled lanes outside
     the bypass windows, each weighing ``1 / lanes`` of a gradient, with
     ``F = 8 + log2(lanes)`` fraction bits (docs/lanes.md)::
 
@@ -182,12 +183,15 @@ class EmaThreshold(wiring.Component):
     -------
     sample : ``In(1)``
         Update the EMA with ``magnitude`` this cycle (a gradient accepted outside the bypass
-        windows; on lines, a beat).
+        windows) ...
     magnitude : ``In(grad_width)``
-        ``|grad|`` of that gradient (on lines ``In(grad_width + log2(lanes))``: the sum of the
-        sampled lanes' ``|grad|``) ...
-    samples : ``In(range(lanes + 1))``
-        ... on lines: how many lanes it sums (``k``).
+        ... ``|grad|`` of that gradient.
+    sampled : ``In(lanes)``
+        On lines (instead of ``sample`` and ``magnitude``): the lanes of a beat accepted this
+        cycle that update the EMA (masked, outside the bypass windows; ``k`` of them) ...
+    magnitudes : ``In(ArrayLayout(grad_width, lanes))``
+        ... and each lane's ``|grad|``. The update reaches ``average`` two cycles later
+        (:meth:`_beat_pipeline`).
     shift : ``In(EMA_SHIFT_WIDTH)``
         ``k``: alpha = ``2**-k``.
     scale : ``In(EMA_SCALE_WIDTH)``
@@ -201,11 +205,13 @@ class EmaThreshold(wiring.Component):
     threshold : ``Out(grad_width)``
         The EMA's threshold now (combinational: a multiply and a clamp).
     source : ``Out(grad_width + EMA_FRACTION_BITS)``
-        The EMA value the threshold follows now (``average`` or ``latched_average``): the
-        pipelined uses compute the threshold from it in later cycles.
+        The EMA value the threshold follows now (``average`` or ``latched_average``; on lines,
+        instead of ``average``, the EMA before the last :data:`~design.params.EMA_LINE_LAG`
+        beats' updates): the pipelined uses compute the threshold from it in later cycles.
     average : ``Out(grad_width + EMA_FRACTION_BITS)``
-        The EMA of every sample before this cycle (``EMA_FRACTION_BITS`` fraction bits): a
-        register and the last sample's update, made from registers.
+        The EMA of every sample before this cycle (``EMA_FRACTION_BITS`` fraction bits; on
+        lines, of every beat before the last two cycles'): a register and the last sample's
+        update, made from registers.
     latched_average : ``Out(grad_width + EMA_FRACTION_BITS)``
         Its value at the last flush barrier (a register).
     """
@@ -217,11 +223,13 @@ class EmaThreshold(wiring.Component):
         self.fraction_bits = ema_fraction_bits(lanes)
         # |grad| <= 2**(grad_width - 1), so the EMA is at most 2**(grad_width - 1 + F).
         average_width = grad_width + self.fraction_bits
-        per_beat = {} if lanes == 1 else {"samples": In(range(lanes + 1))}
+        if lanes == 1:
+            samples = {"sample": In(1), "magnitude": In(grad_width)}
+        else:
+            samples = {"sampled": In(lanes),
+                       "magnitudes": In(data.ArrayLayout(unsigned(grad_width), lanes))}
         super().__init__({
-            "sample":          In(1),
-            "magnitude":       In(grad_width + log2(lanes)),
-            **per_beat,
+            **samples,
             "shift":           In(EMA_SHIFT_WIDTH),
             "scale":           In(EMA_SCALE_WIDTH),
             "minimum":         In(grad_width),
@@ -236,13 +244,16 @@ class EmaThreshold(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        with m.If(self.sample):
-            m.d.sync += self.average.eq(ema_update(self.average, self.magnitude, self.shift)
-                                        if self.lanes == 1 else self._beat_update(m))
+        if self.lanes == 1:
+            with m.If(self.sample):
+                m.d.sync += self.average.eq(ema_update(self.average, self.magnitude, self.shift))
+            judged = self.average
+        else:
+            judged = self._beat_pipeline(m)
         with m.If(self.latch):
             m.d.sync += self.latched_average.eq(self.average)
 
-        m.d.comb += self.source.eq(Mux(self.per_step, self.latched_average, self.average))
+        m.d.comb += self.source.eq(Mux(self.per_step, self.latched_average, judged))
         candidate = Signal(len(self.average) + EMA_SCALE_WIDTH - self.fraction_bits -
                            EMA_SCALE_FRACTION_BITS)
         m.d.comb += candidate.eq(ema_candidate(self.source, self.scale, self.fraction_bits))
@@ -251,14 +262,78 @@ class EmaThreshold(wiring.Component):
         return m
 
 
-    def _beat_update(self, m):
+    def _beat_pipeline(self, m):
+        """Lines: a beat's update in three cycles, the EMA's loop holding only the last; returns
+        the EMA a beat is judged by (before the last ``EMA_LINE_LAG`` updates).
+
+        1. ``beat_*``: the lanes sampled and their ``|g|`` (0 if not sampled), and the shift;
+        2. ``update_*``: their sum ``magnitude`` and number ``samples`` (``k``), the shift;
+        3. ``average`` takes the update (:meth:`_beat_update`), ``recent`` the averages before.
+
+        A beat in stage 1 or 2 has not updated ``average`` yet, so the EMA before the last two
+        updates is ``average`` with two of them in flight, the one before the last update
+        (``recent[0]``) with one, and the one before that (``recent[1]``) with none."""
+        assert EMA_LINE_LAG == 2, "the lag is the pipeline's two stages"
+        N, gw = self.lanes, self.grad_width
+        beat_sampled = Signal(N)
+        beat_magnitudes = Signal(data.ArrayLayout(unsigned(gw), N))
+        beat_shift = Signal.like(self.shift, name="beat_shift")
+        update_valid = Signal()
+        update_magnitude = Signal(gw + log2(N))
+        update_samples = Signal(range(N + 1))
+        update_shift = Signal.like(self.shift, name="update_shift")
+        recent = [Signal.like(self.average, name=f"recent_average{i}") for i in range(2)]
+        m.d.sync += [
+            beat_sampled.eq(self.sampled),
+            *[beat_magnitudes[i].eq(Mux(self.sampled[i], self.magnitudes[i], 0))
+              for i in range(N)],
+            beat_shift.eq(self.shift),
+            update_valid.eq(beat_sampled.any()),
+            update_magnitude.eq(tree_sum(beat_magnitudes[i] for i in range(N))),
+            update_samples.eq(tree_sum(beat_sampled[i] for i in range(N))),
+            update_shift.eq(beat_shift),
+        ]
+        with m.If(update_valid):
+            m.d.sync += [
+                self.average.eq(self._beat_update(m, update_magnitude, update_samples,
+                                                  update_shift)),
+                recent[0].eq(self.average),
+                recent[1].eq(recent[0]),
+            ]
+        judged = Signal.like(self.average, name="judged_average")
+        with m.If(beat_sampled.any() & update_valid):
+            m.d.comb += judged.eq(self.average)
+        with m.Elif(beat_sampled.any() | update_valid):
+            m.d.comb += judged.eq(recent[0])
+        with m.Else():
+            m.d.comb += judged.eq(recent[1])
+        return judged
+
+    def _beat_update(self, m, magnitude, samples, shift):
         """The EMA after a beat (lines): ``ema + (((magnitude << F) - k * ema) >> (shift +
-        log2(lanes)))``, the shift arithmetic (floor), as the line model makes it."""
-        width = len(self.average)
-        step = Signal(signed(width + log2(self.lanes) + 2), name="ema_beat_step")
-        m.d.comb += step.eq((self.magnitude << self.fraction_bits) -
-                            self.samples * self.average)
-        return (self.average + (step >> (self.shift + log2(self.lanes))))[:width]
+        log2(lanes)))``, the shift arithmetic (floor), as the line model makes it.
+
+        Made as ``ema - ceil(k * ema / 2**(shift + log2(lanes))) + ((magnitude << 8) >>
+        shift)``, the same value (``magnitude << F`` is a multiple of ``2**(shift +
+        log2(lanes))``), ``k * ema`` from shifted copies of ``ema`` (``k <= lanes``, no
+        multiplier), and the three terms added in one carry chain behind a carry-save step,
+        as :func:`ema_update` does with one lane."""
+        average, lane_bits = self.average, log2(self.lanes)
+        width = len(average)
+        product = Signal(width + lane_bits, name="ema_beat_product")      # k * ema
+        m.d.comb += product.eq(Mux(samples[lane_bits], average << lane_bits,
+                                   sum(Mux(samples[j], average << j, 0)
+                                       for j in range(lane_bits))))
+        # ceil(product / 2**(shift + lane_bits)) = shifted + rounded_up
+        shifted = (product >> lane_bits) >> shift
+        below = ~(Const(2 ** width - 1, width) << shift)[:width]
+        rounded_up = product[:lane_bits].any() | ((product >> lane_bits) & below).any()
+        added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
+        x, y, z = average, (~shifted)[:width], added[:width]
+        partial = Cat(x[i] ^ y[i] ^ z[i] for i in range(width))
+        carries = Cat(~rounded_up, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
+                                     for i in range(width - 1)))
+        return (partial + carries)[:width]
 
 
 class DiscardTotals(wiring.Component):
@@ -316,8 +391,8 @@ class DiscardTotals(wiring.Component):
         if self.lanes == 1:
             counted, errors = self.discard, Mux(self.discard, self.error, 0)
         else:
-            counted = sum(self.discard[i] for i in range(self.lanes))
-            errors = sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
+            counted = tree_sum(self.discard[i] for i in range(self.lanes))
+            errors = tree_sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
         m.d.sync += [
             self.count.eq(Mux(clear, 0, self.count) + counted),  # mutation site: discard-count
             self.sum.eq(Mux(clear, 0, self.sum) + errors),

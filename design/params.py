@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 __all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
-           "BYPASS_WINDOWS", "LANES", "check_lanes", "ema_fraction_bits",
+           "BYPASS_WINDOWS", "LANES", "EMA_LINE_LAG", "check_lanes", "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_config", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
@@ -42,6 +42,10 @@ LFSR_RESET = 1
 EMA_FRACTION_BITS = 8
 #: The numbers of lanes (gradients per beat, a line) the line-rate design takes.
 LANES = (1, 2, 4, 8, 16, 32)
+#: On lines (more than one lane), a beat is judged by the EMA as it was before the updates of
+#: the last ``EMA_LINE_LAG`` beats that updated it: the RTL takes that many cycles to form a
+#: beat's update (the bypass windows' compares, then the lanes' sum), outside the EMA's loop.
+EMA_LINE_LAG = 2
 
 
 def ema_fraction_bits(lanes=1):

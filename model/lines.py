@@ -8,7 +8,10 @@ number of beats that updated it. The policy, per beat:
 * The threshold in force is the one before the beat (``threshold``, or the EMA's); a lane in an
   enabled bypass window is judged against 0. The EMA is then updated once by the beat's masked
   lanes outside the bypass windows, each weighing ``1 / lanes`` of a gradient
-  (:meth:`LineModel._update_ema_by_beat`).
+  (:meth:`LineModel._update_ema_by_beat`). With more than one lane, a beat is judged by the EMA
+  as it was before the last :data:`~design.params.EMA_LINE_LAG` (2) updates
+  (:attr:`LineModel.ema_judged`; ``ema_per_step`` judges by the EMA latched at the last flush,
+  as with one lane).
 * A lane with ``|g| >= threshold`` is written straight on (``DIRECT``).
 * The other (small) lanes of a line that hits add into their lane sums, and the beat counts as
   one update of the line (a lane holds a sum once a gradient was added into it, even if the
@@ -33,7 +36,8 @@ one gradient and a line write one write (tests check it write for write).
 
 from collections import namedtuple
 
-from design.params import DEFAULTS, LANES, check_int, check_lanes, ema_fraction_bits
+from design.params import (DEFAULTS, EMA_LINE_LAG, EMA_SCALE_FRACTION_BITS, LANES, check_int,
+                           check_lanes, ema_fraction_bits)
 from .reference import ReferenceModel, Write, lfsr_step
 
 __all__ = ["LineModel", "LineWrite", "LANES"]
@@ -89,6 +93,9 @@ class LineModel(ReferenceModel):
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width)
         self.lanes = lanes
+        # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
+        # (lines: a beat is judged by the oldest).
+        self._ema_recent = [self.ema] * (EMA_LINE_LAG + 1)
         # An entry: [tag, sums (one per lane), held (the set of lanes holding a sum), updates]
         # (unbounded: line -> the same, its tag None).
 
@@ -175,6 +182,24 @@ class LineModel(ReferenceModel):
             sums[i] = grads[i]
         return self._allocate(line, sums, set(kept))
 
+    @property
+    def ema_judged(self):
+        """The EMA a beat is judged by now (outside ``ema_per_step``): with one lane the EMA;
+        on lines, the EMA before its last :data:`~design.params.EMA_LINE_LAG` updates."""
+        return self.ema if self.lanes == 1 else self._ema_recent[0]
+
+    @property
+    def ema_threshold(self):
+        """The EMA mode's threshold now: ``clamp(scale * EMA, ema_min, ema_max)``, of
+        :attr:`ema_judged` (or of the EMA latched at the last flush, ``ema_per_step``)."""
+        if self.lanes == 1:
+            return super().ema_threshold
+        ema = self.ema_latched if self.modes["ema_per_step"] else self.ema_judged
+        candidate = (ema * self.modes["ema_scale"]) >> (self.ema_fraction_bits +
+                                                        EMA_SCALE_FRACTION_BITS)
+        return (self.modes["ema_max"] if candidate > self.modes["ema_max"] else
+                self.modes["ema_min"] if candidate < self.modes["ema_min"] else candidate)
+
     def _update_ema_by_beat(self, grads):
         """One EMA update for the beat's ``k`` lanes outside the bypass windows, each weighing
         ``1 / lanes`` of one gradient's update (an adder tree, a multiply by ``k <= lanes`` and
@@ -190,6 +215,7 @@ class LineModel(ReferenceModel):
             return
         diff = (sum(abs(g) for g in grads) << self.ema_fraction_bits) - len(grads) * self.ema
         self.ema += diff >> (self.modes["ema_shift"] + self._lane_bits)
+        self._ema_recent = self._ema_recent[1:] + [self.ema]
 
     @property
     def ema_fraction_bits(self):

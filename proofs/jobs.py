@@ -91,8 +91,9 @@ PROVEN = {"small": 2, "dm": 2, "assoc": 3, "mid": 2, "default": 2, "large": 2}
 WHOLE_STORAGE = ("small", "dm", "assoc")
 #: Bounded checks from reset (make bmc): depth, per configuration.
 BMC_DEPTH = 10
-#: ... and of the compressor on lines (INIT, a beat through the pipeline, L2 and a flush).
-LINE_BMC_DEPTH = 13
+#: ... and of the compressor on lines (INIT, a beat through the pipeline and L1's output
+#: register, L2 and a flush: the lane mutants need all 14).
+LINE_BMC_DEPTH = 14
 
 
 @dataclass
