@@ -34,6 +34,7 @@ enum { OK = 0, ERR_ADDR = 1, ERR_LINE_ALIGN = 2, ERR_MASK = 3, ERR_GRAD = 4,
 
 const uint32_t LFSR_TAPS = 0x80200003u;     // design.params.LFSR_TAPS
 const int EMA_SCALE_FRACTION_BITS = 4;      // design.params.EMA_SCALE_FRACTION_BITS
+const int EMA_LINE_LAG = 2;                 // design.params.EMA_LINE_LAG
 
 inline uint32_t lfsr_step(uint32_t s) { return (s >> 1) ^ ((s & 1) ? LFSR_TAPS : 0); }
 inline int64_t iabs(int64_t v) { return v < 0 ? -v : v; }
@@ -57,6 +58,9 @@ struct State {
     int64_t mode[N_MODES];
     uint32_t lfsr;
     int64_t ema, ema_latched;
+    // Lines: the EMA before the last EMA_LINE_LAG updates and after each, oldest first (a beat
+    // is judged by the oldest; the RTL forms an update outside the EMA's loop).
+    int64_t ema_recent[EMA_LINE_LAG + 1];
     uint32_t discard_count;
     int64_t discard_sum;
     bool clear_discards;
@@ -188,8 +192,12 @@ inline void discard(Sink &o, uint64_t address, int64_t error) {
     else ((int32_t *)o.d_error)[k] = (int32_t)error;
 }
 
+// The EMA a beat is judged by outside ema_per_step: one lane's EMA, or on lines the EMA before
+// the last EMA_LINE_LAG updates.
+inline int64_t ema_judged(const State &s) { return s.lanes == 1 ? s.ema : s.ema_recent[0]; }
+
 int64_t ema_threshold(const State &s) {
-    int64_t ema = s.mode[EMA_PER_STEP] ? s.ema_latched : s.ema;
+    int64_t ema = s.mode[EMA_PER_STEP] ? s.ema_latched : ema_judged(s);
     int64_t candidate = (ema * s.mode[EMA_SCALE]) >> (s.fraction_bits + EMA_SCALE_FRACTION_BITS);
     if (candidate > s.mode[EMA_MAX]) return s.mode[EMA_MAX];
     if (candidate < s.mode[EMA_MIN]) return s.mode[EMA_MIN];
@@ -284,6 +292,8 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
         for (uint32_t m = sampled; m; m &= m - 1) total += iabs(g[__builtin_ctz(m)]);
         int64_t diff = (total << s.fraction_bits) - (int64_t)__builtin_popcount(sampled) * s.ema;
         s.ema += diff >> (s.mode[EMA_SHIFT] + s.lane_bits);   // floor, as an arithmetic shift
+        for (int k = 0; k < EMA_LINE_LAG; k++) s.ema_recent[k] = s.ema_recent[k + 1];
+        s.ema_recent[EMA_LINE_LAG] = s.ema;
     }
     Line own, victim;
     own.clear(L);
@@ -562,6 +572,7 @@ void *gc_new(int64_t lanes, int64_t sets, int64_t ways, int64_t max_updates,
     std::memset(s->mode, 0, sizeof s->mode);
     s->lfsr = 1;
     s->ema = s->ema_latched = 0;
+    for (int64_t &e : s->ema_recent) e = 0;
     s->discard_count = 0;
     s->discard_sum = 0;
     s->clear_discards = false;
@@ -608,6 +619,7 @@ int64_t gc_get(void *p, int64_t what) {
     case 5: return s.valid_count;
     case 6: return ema_threshold(s);
     case 7: return s.clear_discards;
+    case 8: return ema_judged(s);
     }
     return 0;
 }

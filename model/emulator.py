@@ -98,7 +98,7 @@ _MODE_INDEX = {name: i for i, name in enumerate(_KERNEL_MODES)}
 #: The design's constants that the kernel has built in (model/emulator.cc).
 _KERNEL_CONSTANTS = {"LFSR_WIDTH": 32, "LFSR_TAPS": 0x80200003, "LFSR_RESET": 1,
                      "EMA_FRACTION_BITS": 8, "EMA_SCALE_FRACTION_BITS": 4,
-                     "BYPASS_WINDOWS": 2, "DISCARD_COUNT_WIDTH": 32}
+                     "BYPASS_WINDOWS": 2, "DISCARD_COUNT_WIDTH": 32, "EMA_LINE_LAG": 2}
 _changed = {k: getattr(_params, k) for k, v in _KERNEL_CONSTANTS.items()
             if getattr(_params, k) != v}
 if _changed:
@@ -110,7 +110,8 @@ _EV_FLUSH, _EV_MODE, _EV_SEED = 1, 2, 3
 # Kernel errors.
 _ERR_ADDR, _ERR_LINE_ALIGN, _ERR_MASK, _ERR_GRAD, _ERR_THRESHOLD, _ERR_SEED = range(1, 7)
 # gc_get's fields.
-_LFSR, _EMA, _EMA_LATCHED, _DISCARD_COUNT, _DISCARD_SUM, _VALID_COUNT, _EMA_THRESHOLD = range(7)
+(_LFSR, _EMA, _EMA_LATCHED, _DISCARD_COUNT, _DISCARD_SUM, _VALID_COUNT, _EMA_THRESHOLD,
+ _CLEAR_DISCARDS, _EMA_JUDGED) = range(9)
 
 #: Writes and discards a call's output arrays hold at first, beside one per beat; they grow
 #: (doubling) when the kernel finds them too small for a beat's or a flush's worst case.
@@ -475,6 +476,12 @@ class LineEmulator:
     def ema_latched(self):
         """The EMA's value at the last flush barrier."""
         return self._get(_EMA_LATCHED)
+
+    @property
+    def ema_judged(self):
+        """The EMA a beat is judged by now (outside ``ema_per_step``): with one lane the EMA; on
+        lines, the EMA before its last :data:`~design.params.EMA_LINE_LAG` updates."""
+        return self._get(_EMA_JUDGED)
 
     @property
     def ema_threshold(self):
