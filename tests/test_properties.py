@@ -328,7 +328,7 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
     assert any(step["grad_in__valid"] for step in steps)
     errors, records = check_line_steps(_factory(config, dest), steps)
     assert any("address" in e and "accepted" in e for e in errors), errors
-    assert records[0]["grads"] == [0] * job.lanes          # a value per lane, every cycle
+    assert all(len(r["grads"]) == len(r["dram_values"]) == job.lanes for r in records)
     assert check_line_steps(_factory(config), steps)[0] == []
     assert replay_main(result["witness"]) == 1
     test_file = tmp_path / "test_lines_cex.py"
