@@ -27,7 +27,8 @@ from .console import (ArgumentParser, UsageError, check_writable, int_list, posi
                       run_command, table)
 from .provenance import write_results
 
-__all__ = ["FORMAT", "line_policy", "pack_lines", "line_costs", "main"]
+__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "line_costs",
+           "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
 #: The byte counts of each way of writing (one place for them).
@@ -36,6 +37,16 @@ FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-throu
           f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
           f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line; strobes "
           f"(the mask) are not counted")
+
+
+def dense_bytes(beats, lanes):
+    """Bytes of ``beats`` line transfers written through dense (no compressor)."""
+    return beats * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)
+
+
+def line_write_bytes(writes, lanes):
+    """Bytes of ``writes`` masked line writes of ``lanes`` (one lane: per-gradient records)."""
+    return writes * (ADDRESS_BYTES + VALUE_BYTES * lanes)
 
 
 def line_policy(**params):
@@ -102,9 +113,9 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     return {
         "gradients": sum(op[0] == "grad" for op in ops),
         "beats": n_beats,
-        "dense": (n_beats, n_beats * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)),
-        "records": (records, records * (ADDRESS_BYTES + VALUE_BYTES)),
-        "lines": (len(line_writes), len(line_writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)),
+        "dense": (n_beats, dense_bytes(n_beats, lanes)),
+        "records": (records, line_write_bytes(records, 1)),
+        "lines": (len(line_writes), line_write_bytes(len(line_writes), lanes)),
     }
 
 

@@ -22,8 +22,7 @@ from model import LineModel
 
 from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
                       progress, run_command, table)
-from .line_costs import (ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, line_policy,
-                         pack_lines)
+from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
 from .provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
@@ -43,14 +42,14 @@ def geometries(max_sets, max_ways):
 def _line_bytes(beats, lanes, sets, ways):
     writes = line_policy(lanes=lanes, sets=sets, ways=ways,
                          max_updates=DEFAULTS["max_updates"]).run(beats)
-    return len(writes) * (ADDRESS_BYTES + VALUE_BYTES * lanes)
+    return line_write_bytes(len(writes), lanes)
 
 
 def sizing(ops, lanes, grid, on_step=None):
     """For ``ops`` packed into beats of ``lanes``: ``{"dense": bytes, "bytes": {(sets, ways):
     line bytes}}`` over the geometries ``grid``; ``on_step()`` is called after each one."""
     beats = pack_lines(ops, lanes)
-    dense = sum(op[0] == "line" for op in beats) * (ADDRESS_BYTES + GRADIENT_BYTES * lanes)
+    dense = dense_bytes(sum(op[0] == "line" for op in beats), lanes)
     costs = {}
     for sets, ways in grid:
         costs[(sets, ways)] = _line_bytes(beats, lanes, sets, ways)
