@@ -3,6 +3,7 @@
 import glob
 import io
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -10,7 +11,7 @@ import signal
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
 
 from reports.console import table
@@ -94,10 +95,9 @@ def run_job(job, work=None, quiet=False):
     if job.mode == "sim":
         result["log"] = os.path.join(jobdir, "sim.log")
         return _run_simulation(job, jobdir, result, start)
-    gen = subprocess.run([sys.executable, "-m", "proofs.gen", "job.json", "."], cwd=jobdir,
-                         env=_env(job.design_path), capture_output=True, text=True)
-    if gen.returncode != 0:
-        result.update(status="ERROR", seconds=time.time() - start, detail=gen.stderr[-2000:])
+    error = _generate(job, jobdir)
+    if error:
+        result.update(status="ERROR", seconds=time.time() - start, detail=error[-2000:])
         return result
     with open(os.path.join(jobdir, "props.json")) as f:
         meta = json.load(f)
@@ -128,6 +128,34 @@ def run_job(job, work=None, quiet=False):
     if result["status"] == "CTI":
         _check_from_reset(job, work, result)
     return result
+
+
+def _generate(job, jobdir):
+    """Write the job's RTLIL, property map and .sby file into ``jobdir``; returns the error
+    text, or ``None``. A job on a mutant copy of ``design/`` is generated in a subprocess with
+    that copy first on its ``PYTHONPATH``; the others in :data:`_generators`' processes while
+    :func:`run_jobs` runs (the same RTLIL, byte for byte, without an interpreter's start and
+    imports for each job), else in a subprocess too."""
+    if job.design_path is None and _generators:
+        return _generators[0].submit(_generate_here, job.to_dict(), jobdir).result()
+    gen = subprocess.run([sys.executable, "-m", "proofs.gen", "job.json", "."], cwd=jobdir,
+                         env=_env(job.design_path), capture_output=True, text=True)
+    return gen.stderr if gen.returncode != 0 else None
+
+
+def _generate_here(job, jobdir):
+    """:func:`proofs.gen.generate` in this process; returns the error text, or ``None``."""
+    import traceback
+    from .gen import generate
+    try:
+        generate(job, jobdir)
+    except Exception:
+        return traceback.format_exc()
+    return None
+
+
+#: The generator processes of the :func:`run_jobs` call running now (none, or one pool).
+_generators = []
 
 
 def _check_from_reset(job, work, result):
@@ -294,8 +322,18 @@ def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
             on_done(results[i])
         return results[i]
 
-    with ThreadPoolExecutor(max_workers=parallel) as pool:
-        list(pool.map(one, range(len(jobs))))
+    # Started by spawn, not fork (the threads below may hold locks at a fork); ^C is this
+    # process's to handle.
+    generators = ProcessPoolExecutor(parallel, mp_context=multiprocessing.get_context("spawn"),
+                                     initializer=signal.signal,
+                                     initargs=(signal.SIGINT, signal.SIG_IGN))
+    _generators.append(generators)
+    try:
+        with ThreadPoolExecutor(max_workers=parallel) as pool:
+            list(pool.map(one, range(len(jobs))))
+    finally:
+        _generators.remove(generators)
+        generators.shutdown(cancel_futures=True)
     return results
 
 
