@@ -104,13 +104,19 @@ def ema_update(average, magnitude, shift):
     rounded_up = (average & below).any()
     added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
     # average + ~shifted + added + ~rounded_up = average - shifted - rounded_up + added
-    # (mod 2**width), the three operands reduced to two by a carry-save step; the carries'
-    # lowest bit, always 0, takes ~rounded_up.
-    x, y, z = average, (~shifted)[:width], added[:width]
+    # (mod 2**width)
+    return add_three(average, (~shifted)[:width], added[:width],
+                     ~rounded_up)  # mutation site: ema-share-rounding
+
+
+def add_three(x, y, z, carry_in):
+    """``(x + y + z + carry_in) mod 2**len(x)`` in one carry chain: the three operands reduced
+    to two by a carry-save step, whose carries' lowest bit (always 0) takes ``carry_in`` (one
+    bit)."""
+    width = len(x)
     partial = Cat(x[i] ^ y[i] ^ z[i] for i in range(width))
-    # mutation site: ema-share-rounding
-    carries = Cat(~rounded_up, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
-                                 for i in range(width - 1)))
+    carries = Cat(carry_in, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
+                              for i in range(width - 1)))
     return (partial + carries)[:width]
 
 
@@ -329,11 +335,7 @@ class EmaThreshold(wiring.Component):
         below = ~(Const(2 ** width - 1, width) << shift)[:width]
         rounded_up = product[:lane_bits].any() | ((product >> lane_bits) & below).any()
         added = (magnitude << EMA_FRACTION_BITS) >> shift          # exact: no bit is lost
-        x, y, z = average, (~shifted)[:width], added[:width]
-        partial = Cat(x[i] ^ y[i] ^ z[i] for i in range(width))
-        carries = Cat(~rounded_up, *((x[i] & y[i]) | (x[i] & z[i]) | (y[i] & z[i])
-                                     for i in range(width - 1)))
-        return (partial + carries)[:width]
+        return add_three(average, (~shifted)[:width], added[:width], ~rounded_up)
 
 
 class DiscardTotals(wiring.Component):

@@ -319,8 +319,8 @@ MUTANTS = {
     "ema_share_rounded_down": (
         "ema", "the EMA's update takes floor(ema / 2**shift) off, not the ceiling (it creeps up)",
         "ema-share-rounding",
-        "carries = Cat(~rounded_up,",
-        "carries = Cat(Const(1, 1),"),
+        "~rounded_up)",
+        "Const(1, 1))"),
     "ema_clamp_min_first": (
         "ema", "the clamp tests ema_min before ema_max (crossed bounds give another value)",
         "ema-clamp",
