@@ -186,134 +186,187 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
         Write only the first this many cycles to ``vcd``.
     """
     ops = list(ops)
-    result = SimResult()
-    lanes = getattr(dut, "lanes", 1)
-    beat, write = _beat_fields(dut, lanes), _write_fields(dut, lanes)
     # Generous bounds from the configuration (a flush, or a wait for L2 after L1's INIT).
     generous = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
-    flush_timeout = generous if flush_timeout is None else flush_timeout
-    ready_timeout = generous if ready_timeout is None else ready_timeout
-    strobes = [getattr(dut, name) for name in _STROBES]
-
-    delay = getattr(dut, "CURRENT_THRESHOLD_DELAY", 1)
-    shown = []   # cycles at which current_threshold shows the threshold of an acceptance
+    bench = _Testbench(dut, dram_ready=dram_ready, max_cycles=max_cycles,
+                       flush_timeout=generous if flush_timeout is None else flush_timeout,
+                       ready_timeout=generous if ready_timeout is None else ready_timeout)
 
     async def testbench(ctx):
-        cycle = 0
-        last_dram = None   # (addr, value) offered and not taken in the last cycle
-
-        async def tick(offering):
-            nonlocal cycle, last_dram
-            ctx.set(dut.dram_out.ready, dram_ready(cycle))
-            in_fire = offering and ctx.get(dut.grad_in.ready)
-            if offering and not in_fire and not ctx.get(dut.flush):
-                result.input_stall_cycles += 1
-            if in_fire:
-                accepted = beat(ctx)
-                result.accepted.append(accepted)
-                result.accept_cycles.append(cycle)
-                result.gradients += 1 if lanes == 1 else bin(accepted[2]).count("1")
-            dram_valid = ctx.get(dut.dram_out.valid)
-            if last_dram is not None:
-                assert dram_valid, f"cycle {cycle}: dram_out.valid fell before it was taken"
-                payload = write(ctx)
-                assert payload == last_dram, \
-                    f"cycle {cycle}: dram_out payload changed from {last_dram} to {payload}"
-            last_dram = None
-            if dram_valid:
-                payload = write(ctx)
-                if ctx.get(dut.dram_out.ready):
-                    result.writes.extend(_per_address(payload, lanes))
-                    result.write_cycles.append(cycle)
-                else:
-                    result.dram_stall_cycles += 1
-                    last_dram = payload
-            for name, strobe in zip(CAUSES, strobes):
-                if ctx.get(strobe):
-                    result.causes.append(name)
-            result.hits += ctx.get(dut.l1_hit)
-            result.misses += ctx.get(dut.l1_miss)
-            result.bypassed += bin(ctx.get(dut.bypassed)).count("1")
-            discard = ctx.get(dut.discard)
-            if discard and lanes == 1:
-                result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
-            elif discard:
-                result.discards += [(ctx.get(dut.discard_addr) + i,
-                                     ctx.get(dut.discard_error[i]))
-                                    for i in range(lanes) if discard >> i & 1]
-            await ctx.tick()
-            cycle += 1
-            if in_fire:   # current_threshold shows, `delay` cycles later, the one it was judged by
-                shown.append(cycle - 1 + delay)
-            while shown and shown[0] == cycle:
-                result.accept_thresholds.append(ctx.get(dut.current_threshold))
-                shown.pop(0)
-            if max_cycles is not None and cycle > max_cycles:
-                raise AssertionError(f"the run took more than {max_cycles} cycles")
-            return in_fire
-
-        async def until_idle(raised):
-            """Tick until ``idle``, within ``flush_timeout`` cycles; return the cycles taken."""
-            start = cycle
-            while not ctx.get(dut.idle):
-                if cycle - start > flush_timeout:
-                    raise AssertionError(f"{raised} raised at cycle {start} did not reach idle "
-                                         f"within {flush_timeout} cycles")
-                await tick(False)
-            return cycle - start
-
+        bench.ctx = ctx
         for index, op in enumerate(ops):
-            if op[0] == ("grad" if lanes == 1 else "line"):
+            if op[0] == ("grad" if bench.lanes == 1 else "line"):
                 for _ in range(gap(index) if gap else 0):
-                    await tick(False)
-                ctx.set(dut.threshold, op[-1])
-                ctx.set(dut.grad_in.p.addr, op[1])
-                if lanes == 1:
-                    ctx.set(dut.grad_in.p.grad, op[2])
-                else:
-                    for i, grad in enumerate(op[2]):
-                        ctx.set(dut.grad_in.p.grads[i], grad)
-                    ctx.set(dut.grad_in.p.mask, op[3])
-                ctx.set(dut.grad_in.valid, 1)
-                waited = 0
-                while not await tick(True):
-                    waited += 1
-                    if waited > ready_timeout:
-                        raise AssertionError(f"cycle {cycle}: gradient #{index} waited more "
-                                             f"than {ready_timeout} cycles for grad_in.ready")
-                ctx.set(dut.grad_in.valid, 0)
+                    await bench.tick(False)
+                await bench.offer(index, op)
             elif op[0] == "flush":
-                ctx.set(dut.flush, 1)
-                result.flush_cycles.append(await until_idle("flush"))
-                result.step_discards.append((ctx.get(dut.discard_count),
-                                             ctx.get(dut.discard_sum)))
-                for _ in range(idle_hold):
-                    await tick(False)
-                    assert ctx.get(dut.idle), f"cycle {cycle}: idle fell while flush was high"
-                ctx.set(dut.flush, 0)
+                await bench.flush(idle_hold)
             elif op[0] == "modes":
-                for name, value in check_modes(op[1], addr_width=dut.addr_width,
-                                               grad_width=dut.grad_width).items():
-                    if name in op[1]:
-                        ctx.set(getattr(dut, name), value)
+                bench.set_modes(op[1])
             elif op[0] == "seed":
-                ctx.set(dut.lfsr_seed, op[1])
-                ctx.set(dut.lfsr_load, 1)
-                await until_idle("lfsr_load")
-                await tick(False)      # the cycle in which the LFSR loads
-                ctx.set(dut.lfsr_load, 0)
+                await bench.seed(op[1])
             else:
                 raise ValueError(f"unknown operation {op!r}")
-        result.cycles = cycle
-        while shown:   # the last thresholds, after the run (nothing else is recorded)
-            await ctx.tick()
-            cycle += 1
-            while shown and shown[0] == cycle:
-                result.accept_thresholds.append(ctx.get(dut.current_threshold))
-                shown.pop(0)
+        await bench.finish()
 
     run_testbench(dut, testbench, vcd=vcd, vcd_cycles=vcd_cycles)
-    return result
+    return bench.result
+
+
+class _Testbench:
+    """:func:`simulate`'s testbench: drives the operations, one method each, and records and
+    checks every cycle (:meth:`tick`) into ``result``. ``ctx`` is the simulation's context."""
+
+    def __init__(self, dut, *, dram_ready, max_cycles, flush_timeout, ready_timeout):
+        self.dut, self.dram_ready, self.max_cycles = dut, dram_ready, max_cycles
+        self.flush_timeout, self.ready_timeout = flush_timeout, ready_timeout
+        self.lanes = getattr(dut, "lanes", 1)
+        self.beat, self.write = _beat_fields(dut, self.lanes), _write_fields(dut, self.lanes)
+        self.strobes = [getattr(dut, name) for name in _STROBES]
+        self.delay = getattr(dut, "CURRENT_THRESHOLD_DELAY", 1)
+        self.result = SimResult()
+        self.ctx = None
+        self.cycle = 0
+        self.last_dram = None   # (addr, value) offered and not taken in the last cycle
+        self.shown = []         # cycles at which current_threshold shows an acceptance's
+
+    # -- every cycle ------------------------------------------------------------------------------
+
+    async def tick(self, offering):
+        """One clock cycle, with a gradient offered or not; returns whether it was taken."""
+        ctx, dut = self.ctx, self.dut
+        ctx.set(dut.dram_out.ready, self.dram_ready(self.cycle))
+        in_fire = offering and ctx.get(dut.grad_in.ready)
+        if offering and not in_fire and not ctx.get(dut.flush):
+            self.result.input_stall_cycles += 1
+        if in_fire:
+            self._record_accepted()
+        self._check_and_record_dram()
+        self._record_events()
+        await ctx.tick()
+        self.cycle += 1
+        if in_fire:   # current_threshold shows, `delay` cycles later, the one it was judged by
+            self.shown.append(self.cycle - 1 + self.delay)
+        self._record_shown_thresholds()
+        if self.max_cycles is not None and self.cycle > self.max_cycles:
+            raise AssertionError(f"the run took more than {self.max_cycles} cycles")
+        return in_fire
+
+    def _record_accepted(self):
+        accepted, result = self.beat(self.ctx), self.result
+        result.accepted.append(accepted)
+        result.accept_cycles.append(self.cycle)
+        result.gradients += 1 if self.lanes == 1 else bin(accepted[2]).count("1")
+
+    def _check_and_record_dram(self):
+        """DRAM's stream rules (``valid`` holds, with a stable payload, until taken) and the
+        writes taken."""
+        ctx, dut, result = self.ctx, self.dut, self.result
+        dram_valid = ctx.get(dut.dram_out.valid)
+        if self.last_dram is not None:
+            assert dram_valid, f"cycle {self.cycle}: dram_out.valid fell before it was taken"
+            payload = self.write(ctx)
+            assert payload == self.last_dram, \
+                f"cycle {self.cycle}: dram_out payload changed from {self.last_dram} to {payload}"
+        self.last_dram = None
+        if dram_valid:
+            payload = self.write(ctx)
+            if ctx.get(dut.dram_out.ready):
+                result.writes.extend(_per_address(payload, self.lanes))
+                result.write_cycles.append(self.cycle)
+            else:
+                result.dram_stall_cycles += 1
+                self.last_dram = payload
+
+    def _record_events(self):
+        """The cause strobes, hits and misses, bypassed gradients and accounted discards."""
+        ctx, dut, result = self.ctx, self.dut, self.result
+        for name, strobe in zip(CAUSES, self.strobes):
+            if ctx.get(strobe):
+                result.causes.append(name)
+        result.hits += ctx.get(dut.l1_hit)
+        result.misses += ctx.get(dut.l1_miss)
+        result.bypassed += bin(ctx.get(dut.bypassed)).count("1")
+        discard = ctx.get(dut.discard)
+        if discard and self.lanes == 1:
+            result.discards.append((ctx.get(dut.discard_addr), ctx.get(dut.discard_error)))
+        elif discard:
+            result.discards += [(ctx.get(dut.discard_addr) + i, ctx.get(dut.discard_error[i]))
+                                for i in range(self.lanes) if discard >> i & 1]
+
+    def _record_shown_thresholds(self):
+        while self.shown and self.shown[0] == self.cycle:
+            self.result.accept_thresholds.append(self.ctx.get(self.dut.current_threshold))
+            self.shown.pop(0)
+
+    async def until_idle(self, raised):
+        """Tick until ``idle``, within ``flush_timeout`` cycles; return the cycles taken."""
+        start = self.cycle
+        while not self.ctx.get(self.dut.idle):
+            if self.cycle - start > self.flush_timeout:
+                raise AssertionError(f"{raised} raised at cycle {start} did not reach idle "
+                                     f"within {self.flush_timeout} cycles")
+            await self.tick(False)
+        return self.cycle - start
+
+    # -- the operations ---------------------------------------------------------------------------
+
+    async def offer(self, index, op):
+        """Offer gradient (or beat) ``index`` and hold it until it is taken, within
+        ``ready_timeout`` cycles."""
+        ctx, dut = self.ctx, self.dut
+        ctx.set(dut.threshold, op[-1])
+        ctx.set(dut.grad_in.p.addr, op[1])
+        if self.lanes == 1:
+            ctx.set(dut.grad_in.p.grad, op[2])
+        else:
+            for i, grad in enumerate(op[2]):
+                ctx.set(dut.grad_in.p.grads[i], grad)
+            ctx.set(dut.grad_in.p.mask, op[3])
+        ctx.set(dut.grad_in.valid, 1)
+        waited = 0
+        while not await self.tick(True):
+            waited += 1
+            if waited > self.ready_timeout:
+                raise AssertionError(f"cycle {self.cycle}: gradient #{index} waited more "
+                                     f"than {self.ready_timeout} cycles for grad_in.ready")
+        ctx.set(dut.grad_in.valid, 0)
+
+    async def flush(self, idle_hold):
+        """Raise ``flush`` until ``idle``, check that ``idle`` holds ``idle_hold`` cycles, drop
+        it."""
+        ctx, dut, result = self.ctx, self.dut, self.result
+        ctx.set(dut.flush, 1)
+        result.flush_cycles.append(await self.until_idle("flush"))
+        result.step_discards.append((ctx.get(dut.discard_count), ctx.get(dut.discard_sum)))
+        for _ in range(idle_hold):
+            await self.tick(False)
+            assert ctx.get(dut.idle), f"cycle {self.cycle}: idle fell while flush was high"
+        ctx.set(dut.flush, 0)
+
+    def set_modes(self, settings):
+        dut = self.dut
+        for name, value in check_modes(settings, addr_width=dut.addr_width,
+                                       grad_width=dut.grad_width).items():
+            if name in settings:
+                self.ctx.set(getattr(dut, name), value)
+
+    async def seed(self, value):
+        """``lfsr_seed`` and ``lfsr_load`` held until idle, then for the cycle the LFSR loads."""
+        ctx, dut = self.ctx, self.dut
+        ctx.set(dut.lfsr_seed, value)
+        ctx.set(dut.lfsr_load, 1)
+        await self.until_idle("lfsr_load")
+        await self.tick(False)
+        ctx.set(dut.lfsr_load, 0)
+
+    async def finish(self):
+        """The run's cycle count, then the last thresholds shown (nothing else recorded)."""
+        self.result.cycles = self.cycle
+        while self.shown:
+            await self.ctx.tick()
+            self.cycle += 1
+            self._record_shown_thresholds()
 
 
 def _beat_fields(dut, lanes):
