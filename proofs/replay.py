@@ -362,6 +362,36 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
     :class:`WitnessError` or :class:`~reports.console.UsageError`. ``pytest_path`` is written
     only if the replay shows a violation (the test asserts there is none: it fails until the
     bug is fixed), and never over an existing file unless ``force``."""
+    _check_arguments(path, vcd, pytest_path, force)
+    steps = read_witness(path)        # the file is a witness or trace before all else
+    jobdir, job, meta = _read_job(path)
+    config = meta["config"]
+    if design_path is None:
+        design_path = job.get("design_path")
+        if design_path and not os.path.isdir(design_path):
+            print(f"note: the job's design copy {design_path} is gone; replaying design/")
+            design_path = None
+    lines = config.get("lanes", 1) > 1
+    if lines:       # the line harness's inputs are the compressor's ports: read from the VCD
+        steps = _line_steps(path, config)
+    print(f"replaying {len(steps)} steps of {path}")
+    missing = [name for name in CORE_INPUTS if not any(name in step for step in steps)]
+    if missing and not lines:
+        print(f"note: the witness does not record {', '.join(missing)}: replayed as 0")
+    print(f"  job {job.get('name')}, config {config}"
+          + (f", design copy {design_path}" if design_path else ""))
+    errors = _replay_and_show(_factory(config, design_path), steps, lines=lines,
+                              bound=meta.get("bound"), vcd=vcd)
+    if pytest_path and not errors:
+        raise UsageError(f"--pytest {pytest_path}: not written: the replay shows no contract "
+                         f"violation, so the test could not fail")
+    if pytest_path:
+        _write_pytest(pytest_path, path, steps, jobdir, job, meta, lines=lines)
+    return 1 if errors else 0
+
+
+def _check_arguments(path, vcd, pytest_path, force):
+    """The replay's files, checked before any work."""
     if not os.path.isfile(path):
         raise WitnessError(f"{path}: no such file")
     if vcd:
@@ -371,7 +401,11 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
             raise UsageError(f"--pytest {pytest_path}: the file exists (--force replaces it)")
         if not os.path.isdir(os.path.dirname(os.path.abspath(pytest_path))):
             raise UsageError(f"--pytest {pytest_path}: its folder does not exist")
-    steps = read_witness(path)        # the file is a witness or trace before all else
+
+
+def _read_job(path):
+    """``(job folder, job, meta)`` of the proof job whose folder holds the witness ``path``:
+    its ``job.json`` and the generator's ``props.json``."""
     jobdir = _find_job_dir(path)
     job, meta = {}, {}
     if jobdir:
@@ -382,23 +416,12 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
     if not meta:
         raise WitnessError(f"{path}: no props.json in a folder above it: replay reads the "
                            f"job's configuration from the proof job's folder")
-    config = meta["config"]
-    if design_path is None:
-        design_path = job.get("design_path")
-        if design_path and not os.path.isdir(design_path):
-            print(f"note: the job's design copy {design_path} is gone; replaying design/")
-            design_path = None
-    bound = meta.get("bound")
-    lines = config.get("lanes", 1) > 1
-    factory = _factory(config, design_path)
-    if lines:       # the line harness's inputs are the compressor's ports: read from the VCD
-        steps = _line_steps(path, config)
-    print(f"replaying {len(steps)} steps of {path}")
-    missing = [name for name in CORE_INPUTS if not any(name in step for step in steps)]
-    if missing and not lines:
-        print(f"note: the witness does not record {', '.join(missing)}: replayed as 0")
-    print(f"  job {job.get('name')}, config {config}"
-          + (f", design copy {design_path}" if design_path else ""))
+    return jobdir, job, meta
+
+
+def _replay_and_show(factory, steps, *, lines, bound, vcd):
+    """Replay ``steps`` in the Amaranth simulation, print the trace table and the contract
+    violations found; returns them."""
     if lines:
         from .line_replay import check_line_steps, table_rows
         errors, recs = check_line_steps(factory, steps, vcd=vcd)
@@ -417,22 +440,22 @@ def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=Fal
     if vcd:
         from simulation.waves import gtkw_path_for
         print(f"wrote {vcd}: gtkwave {vcd} {gtkw_path_for(vcd)}")
-    if pytest_path and not errors:
-        raise UsageError(f"--pytest {pytest_path}: not written: the replay shows no contract "
-                         f"violation, so the test could not fail")
-    if pytest_path:
-        name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
-        name = "".join(c if c.isalnum() else "_" for c in name) or "replay"
-        text = (LINE_PYTEST_TEMPLATE if lines else PYTEST_TEMPLATE).format(
-            source=os.path.relpath(path), job=job.get("name"), config_name=job.get("config"),
-            failed=_failed(jobdir, meta["props"]) or "see the job's sby.log",
-            config=config, bound=bound, name=name,
-            steps="\n".join(f"    {s!r}," for s in steps))
-        try:
-            with open(pytest_path, "w") as f:
-                f.write(text)
-        except OSError as error:
-            raise UsageError(f"--pytest {pytest_path}: cannot write it "
-                             f"({error.strerror or error})") from None
-        print(f"wrote {pytest_path}")
-    return 1 if errors else 0
+    return errors
+
+
+def _write_pytest(pytest_path, path, steps, jobdir, job, meta, *, lines):
+    """Write the replay as a test that fails until the bug is fixed."""
+    name = os.path.splitext(os.path.basename(pytest_path))[0].replace("test_", "", 1)
+    name = "".join(c if c.isalnum() else "_" for c in name) or "replay"
+    text = (LINE_PYTEST_TEMPLATE if lines else PYTEST_TEMPLATE).format(
+        source=os.path.relpath(path), job=job.get("name"), config_name=job.get("config"),
+        failed=_failed(jobdir, meta["props"]) or "see the job's sby.log",
+        config=meta["config"], bound=meta.get("bound"), name=name,
+        steps="\n".join(f"    {s!r}," for s in steps))
+    try:
+        with open(pytest_path, "w") as f:
+            f.write(text)
+    except OSError as error:
+        raise UsageError(f"--pytest {pytest_path}: cannot write it "
+                         f"({error.strerror or error})") from None
+    print(f"wrote {pytest_path}")
