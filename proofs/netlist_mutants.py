@@ -235,6 +235,39 @@ def check(component, config, mutation, folder, designs, timeout=300):
 
 
 def main(argv=None):
+    args = _parser().parse_args(argv)
+    components = args.component or list(COMPONENTS)
+    root = os.path.join(work_dir(), "netlist-mutants")
+    shutil.rmtree(root, ignore_errors=True)
+    start = time.time()
+    tasks, designs = _sample_all(components, args, root)
+    print(f"netlist mutants: {len(tasks)} mutations of {', '.join(components)} "
+          f"({args.config}'s parameters, seed {args.seed})", flush=True)
+
+    def one(task):
+        return _check_one(task, args.config, root, designs)
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(one, tasks))
+    score, listing, untriaged = _tables(results, components)
+    print()
+    print(score)
+    print()
+    print(listing)
+    killed = sum(r["verdict"] == "killed" for r in results)
+    survivors = sum(r["verdict"] not in ("killed", "equivalent") for r in results)
+    summary = (f"{killed}/{len(results) - sum(r['verdict'] == 'equivalent' for r in results)} "
+               f"killed (of {len(results)}, less the equivalent ones), "
+               f"{survivors} survived, {len(untriaged)} untriaged; "
+               f"wall time {time.time() - start:.0f} s")
+    print("\n" + summary)
+    if args.out:
+        write_results(args.out, "Yosys `mutate` on each component's netlist", summary,
+                      f"{score}\n\n## Survivors and their triage\n\n{listing}")
+    return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
+
+
+def _parser():
     p = ArgumentParser(prog="python -m proofs.netlist_mutants",
                        description="Yosys mutate on each component's netlist, checked "
                                    "against the component's own proofs.",
@@ -250,11 +283,13 @@ def main(argv=None):
     p.add_argument("-j", "--jobs", type=positive_integer, default=2)
     p.add_argument("--out", default=None, metavar="FILE.md",
                    help="also write the tables here, with the command, commit and date")
-    args = p.parse_args(argv)
-    components = args.component or list(COMPONENTS)
-    root = os.path.join(work_dir(), "netlist-mutants")
-    shutil.rmtree(root, ignore_errors=True)
-    start = time.time()
+    return p
+
+
+def _sample_all(components, args, root):
+    """Each component's netlists (from reset and from any state) under ``root`` and its
+    sample of mutations: ``(tasks, designs)``, a task ``(component, index, mutation, whether
+    it sets a bit to the constant it already is)``."""
     tasks, designs = [], {}
     for component in components:
         folder = os.path.join(root, component)
@@ -266,27 +301,28 @@ def main(argv=None):
         mutations, netlist = sample(designs[component]["initial"][0], args.count, args.seed)
         tasks += [(component, i, m, already_constant(netlist, m))
                   for i, m in enumerate(mutations)]
-    print(f"netlist mutants: {len(tasks)} mutations of {', '.join(components)} "
-          f"({args.config}'s parameters, seed {args.seed})", flush=True)
+    return tasks, designs
 
-    def one(task):
-        component, i, mutation, constant = task
-        folder = os.path.join(root, component, f"m{i:03d}")
-        if constant:
-            verdict, detail = "equivalent", "sets a bit to the constant it already is"
-        else:
-            verdict, detail = check(component, args.config, mutation, folder,
-                                    designs[component])
-        triage = TRIAGE.get((component, place(mutation)))
-        if verdict.startswith("survived"):
-            print(f"  {verdict:15s} {component:8s} {place(mutation)}"
-                  f"{'' if triage else '  (untriaged)'}", flush=True)
-        return {"component": component, "mutation": place(mutation),
-                "src": " ".join(re.findall(r"-src (\S+)", mutation)), "verdict": verdict,
-                "detail": detail, "triage": triage}
 
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
-        results = list(pool.map(one, tasks))
+def _check_one(task, config, root, designs):
+    """One mutation against its component's proofs: its result row."""
+    component, i, mutation, constant = task
+    folder = os.path.join(root, component, f"m{i:03d}")
+    if constant:
+        verdict, detail = "equivalent", "sets a bit to the constant it already is"
+    else:
+        verdict, detail = check(component, config, mutation, folder, designs[component])
+    triage = TRIAGE.get((component, place(mutation)))
+    if verdict.startswith("survived"):
+        print(f"  {verdict:15s} {component:8s} {place(mutation)}"
+              f"{'' if triage else '  (untriaged)'}", flush=True)
+    return {"component": component, "mutation": place(mutation),
+            "src": " ".join(re.findall(r"-src (\S+)", mutation)), "verdict": verdict,
+            "detail": detail, "triage": triage}
+
+
+def _tables(results, components):
+    """The score per component, the survivors with their triage, and the untriaged ones."""
     rows = []
     for component in components:
         mine = [r for r in results if r["component"] == component]
@@ -302,22 +338,7 @@ def main(argv=None):
                       r["verdict"], r["triage"] or "UNTRIAGED"] for r in survivors],
                     ["component", "mutation", "source", "verdict", "triage"]) \
         if survivors else "(none)"
-    print()
-    print(score)
-    print()
-    print(listing)
-    untriaged = [r for r in survivors if not r["triage"]]
-    seconds = time.time() - start
-    killed = sum(r["verdict"] == "killed" for r in results)
-    summary = (f"{killed}/{len(results) - sum(r['verdict'] == 'equivalent' for r in results)} "
-               f"killed (of {len(results)}, less the equivalent ones), "
-               f"{len(survivors)} survived, {len(untriaged)} untriaged; wall time {seconds:.0f} s")
-    print("\n" + summary)
-    if args.out:
-        write_results(args.out, "Yosys `mutate` on each component's netlist", summary,
-                      f"{score}\n\n## Survivors and their triage\n\n{listing}")
-    return 1 if untriaged or any(r["verdict"] == "error" for r in results) else 0
-
+    return score, listing, [r for r in survivors if not r["triage"]]
 
 if __name__ == "__main__":
     sys.exit(main())
