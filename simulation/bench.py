@@ -101,35 +101,17 @@ def main(argv=None):
     build_s = time.perf_counter() - t0
     print(f"compiled simulator: {sim.binary} (ready in {build_s:.1f} s)")
 
-    ok, rows = True, []
-    small = make_trace(args.amaranth)
-    for ready_name, ready in patterns:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reference = simulate(GradientCompressor(), small, dram_ready=_fresh(ready))
-        seconds = time.perf_counter() - t0
-        rows.append(_row("amaranth", ready_name, args.amaranth, reference.cycles, seconds))
-        same = sim.run(small, dram_ready=_fresh(ready)) == reference
-        ok &= same
-        rows.append(_row("compiled", ready_name, args.amaranth, reference.cycles,
-                         sim.last_total_seconds,
-                         "identical" if same else "DIFFERENT FROM AMARANTH"))
-
+    rows = []
+    ok = _agree(sim, GradientCompressor, make_trace(args.amaranth), patterns, rows, "")
     t0 = time.perf_counter()
     big = make_trace(args.compiled)
     print(f"(made a {args.compiled}-gradient trace in {time.perf_counter() - t0:.1f} s)")
-    for ready_name, ready in patterns:
-        result = sim.run(big, dram_ready=_fresh(ready))
-        total = sim.last_total_seconds
-        rows.append(_row("compiled", ready_name, args.compiled, result.cycles, total,
-                         f"simulation alone {sim.last_sim_seconds:.2f} s, "
-                         f"{args.compiled / sim.last_sim_seconds:,.0f} gradients/s"))
+    for result in _long_runs(sim, big, patterns, rows, "", "", "gradients/s"):
         if len(result.accepted) != args.compiled:
             print(f"  only {len(result.accepted)} gradients were accepted")
             ok = False
-        if args.compiled >= 1_000_000 and total >= LIMIT:
-            print(f"  took {total:.1f} s, not under {LIMIT:.0f} s")
+        if args.compiled >= 1_000_000 and sim.last_total_seconds >= LIMIT:
+            print(f"  took {sim.last_total_seconds:.1f} s, not under {LIMIT:.0f} s")
             ok = False
     if args.lanes > 1:
         ok &= _lines(args, patterns, rows)
@@ -140,39 +122,57 @@ def main(argv=None):
 def _lines(args, patterns, rows):
     """The rows on lines (appended to ``rows``); whether the simulators agreed and every beat
     of the long trace was accepted."""
-    lanes, ok = args.lanes, True
+    lanes = args.lanes
     t0 = time.perf_counter()
     sim = build({"lanes": lanes})
     print(f"compiled simulator, {lanes} lanes: {sim.binary} "
           f"(ready in {time.perf_counter() - t0:.1f} s)")
-    small = make_line_trace(args.line_amaranth, lanes)
-    for ready_name, ready in patterns:
-        t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            reference = simulate(GradientCompressor(lanes=lanes), small,
-                                 dram_ready=_fresh(ready))
-        seconds = time.perf_counter() - t0
-        name = f"{lanes} lanes"
-        rows.append(_row(f"amaranth, {name}", ready_name, reference.gradients, reference.cycles,
-                         seconds, f"{args.line_amaranth} beats"))
-        same = sim.run(small, dram_ready=_fresh(ready)) == reference
-        ok &= same
-        rows.append(_row(f"compiled, {name}", ready_name, reference.gradients, reference.cycles,
-                         sim.last_total_seconds,
-                         "identical" if same else "DIFFERENT FROM AMARANTH"))
+    label = f", {lanes} lanes"
+    ok = _agree(sim, lambda: GradientCompressor(lanes=lanes),
+                make_line_trace(args.line_amaranth, lanes), patterns, rows, label,
+                f"{args.line_amaranth} beats")
     big = make_line_trace(args.line_compiled, lanes)
-    for ready_name, ready in patterns:
-        result = sim.run(big, dram_ready=_fresh(ready))
-        rows.append(_row(f"compiled, {lanes} lanes", ready_name, result.gradients, result.cycles,
-                         sim.last_total_seconds,
-                         f"{args.line_compiled} beats; simulation alone "
-                         f"{sim.last_sim_seconds:.2f} s, "
-                         f"{result.cycles / sim.last_sim_seconds:,.0f} cycles/s"))
+    for result in _long_runs(sim, big, patterns, rows, label, f"{args.line_compiled} beats; ",
+                             "cycles/s"):
         if len(result.accepted) != args.line_compiled:
             print(f"  only {len(result.accepted)} beats were accepted")
             ok = False
     return ok
+
+
+def _agree(sim, make_dut, trace, patterns, rows, label, note=""):
+    """``trace`` in the Amaranth simulator and in the compiled one ``sim`` under each DRAM
+    pattern, a row each (appended to ``rows``); whether they gave the same results."""
+    ok = True
+    for ready_name, ready in patterns:
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            reference = simulate(make_dut(), trace, dram_ready=_fresh(ready))
+        seconds = time.perf_counter() - t0
+        rows.append(_row(f"amaranth{label}", ready_name, reference.gradients, reference.cycles,
+                         seconds, note))
+        same = sim.run(trace, dram_ready=_fresh(ready)) == reference
+        ok &= same
+        rows.append(_row(f"compiled{label}", ready_name, reference.gradients, reference.cycles,
+                         sim.last_total_seconds,
+                         "identical" if same else "DIFFERENT FROM AMARANTH"))
+    return ok
+
+
+def _long_runs(sim, trace, patterns, rows, label, note, rate):
+    """``trace`` in the compiled simulator under each DRAM pattern, a row each (appended to
+    ``rows``, with the simulation's own rate in gradients or cycles per second); yields each
+    result."""
+    for ready_name, ready in patterns:
+        result = sim.run(trace, dram_ready=_fresh(ready))
+        alone = sim.last_sim_seconds
+        speed = (f"{result.gradients / alone:,.0f} gradients/s" if rate == "gradients/s"
+                 else f"{result.cycles / alone:,.0f} cycles/s")
+        rows.append(_row(f"compiled{label}", ready_name, result.gradients, result.cycles,
+                         sim.last_total_seconds,
+                         f"{note}simulation alone {alone:.2f} s, {speed}"))
+        yield result
 
 
 if __name__ == "__main__":
