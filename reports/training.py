@@ -354,8 +354,8 @@ def _in_the_loop(args, models):
                       f"{args.seeds - 1}), the compressor at {args.lanes} lane(s), "
                       f"{args.sets} x {args.ways} L1 lines; {FORMAT}",
                       text + "\n\nThe mode that saves most bytes with no measurable loss "
-                      "against FP32:\n\n" + "\n".join(lines) + "\n\n" + _sizes(models, args)
-                      + "\n")
+                      "against FP32:\n\n" + "\n".join(lines) + "\n\n"
+                      + _sizes(models, args, results) + "\n")
     return 0
 
 
@@ -365,13 +365,22 @@ def _best_line(row):
     return f"{row['mode']} ({100 * row['saving']:.1f} % of the bytes saved)"
 
 
-def _sizes(models, args):
+def _sizes(models, args, results):
+    """A line per model: the run's size, its gradients and how fast a run went (training,
+    quantisation and the emulator together, wall clock)."""
     parts = []
     for m in models:
         size = dict(PRESETS[m], **({"steps": args.steps} if args.steps else {}))
-        parts.append(f"`{m}`: {size['steps']} steps x {size['micro_batches']} micro-batches "
-                     f"of {size['batch_size']}")
-    return "Runs: " + "; ".join(parts) + "."
+        runs = [r for r in results if r["model"] == m and r["gradients"]]
+        text = (f"- `{m}`: {size['steps']} steps x {size['micro_batches']} micro-batches of "
+                f"{size['batch_size']}")
+        if runs:
+            seconds = np.mean([r["seconds"] for r in runs])
+            text += (f", {runs[0]['gradients']} gradients per run through the compressor, "
+                     f"{seconds:.2f} s per run ({runs[0]['gradients'] / seconds / 1e6:.1f} M "
+                     f"gradients/s, training included)")
+        parts.append(text)
+    return "Runs (wall clock on this shared machine):\n\n" + "\n".join(parts)
 
 
 def _sizing(args, models):
