@@ -316,10 +316,12 @@ def main(argv=None):
 def _training(args):
     check_arguments(args)
     models = args.models or list(PRESETS)
-    return _sizing(args, models) if args.sizing else _in_the_loop(args, models)
+    return _sizing(args, models) if args.sizing else run_in_the_loop(args, models)
 
 
-def _in_the_loop(args, models):
+def run_in_the_loop(args, models):
+    """Every run of ``models`` x ``args.modes`` x ``args.seeds``, the table printed and
+    written to ``args.out`` and the plots to ``args.plots`` if given; returns 0."""
     # The bar counts estimated seconds (each model's steps weigh what they take here), so
     # that its remaining time is an estimate of the whole run's.
     per_step = {m: SECONDS_PER_STEP[m] for m in models}
@@ -328,7 +330,7 @@ def _in_the_loop(args, models):
     print(f"{len(models) * len(args.modes) * args.seeds} training runs, about "
           f"{total / 60:.0f} min here (one core)", file=sys.stderr)
     bar = progress(total, "training in the loop", enabled=not args.quiet,
-                   bar_format="{l_bar}{bar}| {percentage:3.0f} % [{elapsed} < {remaining}"
+                   bar_format="{desc}: {percentage:3.0f} %|{bar}| [{elapsed} < {remaining}"
                               "{postfix}]")
     results = []
     for model in models:
@@ -362,6 +364,9 @@ def _in_the_loop(args, models):
 def _best_line(row):
     if row is None:
         return "none"
+    if row["saving"] <= 0:
+        return (f"none saves bytes (the best, {row['mode']}, costs "
+                f"{-100 * row['saving']:.1f} % more than dense write-through)")
     return f"{row['mode']} ({100 * row['saving']:.1f} % of the bytes saved)"
 
 

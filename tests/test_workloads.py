@@ -167,3 +167,15 @@ def test_workload_names():
     assert set(DEFAULT_WORKLOADS) <= set(names)
     with pytest.raises(TraceError, match="unknown workload"):
         get_workload("no-such-workload")
+
+
+def test_live_workloads_need_pytorch(monkeypatch):
+    import importlib.util
+    from workloads import LIVE_WORKLOADS
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real(name, *a))
+    assert set(LIVE_WORKLOADS) <= set(workload_names())
+    with pytest.raises(TraceError, match="train-lm is recorded live by training and needs "
+                                         "torch"):
+        get_workload("train-lm")

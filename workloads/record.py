@@ -311,16 +311,19 @@ def train(kind, *, steps, micro_batches, batch_size, seed=0, sink=None, on_step=
 
 
 def record(*, kind="embed", steps=5, micro_batches=4, batch_size=16, seed=0, **model_args):
-    """Train and record every gradient; return a :class:`~workloads.trace.Trace`."""
+    """Train and record every gradient; return a :class:`~workloads.trace.Trace` (named
+    ``tiny-embed`` or ``tiny-mlp`` for the tiny models, else ``train-<kind>``)."""
     sink = TraceSink()
     run = train(kind, steps=steps, micro_batches=micro_batches, batch_size=batch_size,
                 seed=seed, sink=sink, **model_args)
     stream, spec = run["stream"], run["spec"]
     threshold = stream.threshold
+    tiny = kind in ("embed", "mlp")     # the committed traces' words, kept
+    what = (f"a tiny {spec.description} on generated data: {steps} SGD steps" if tiny else
+            f"a {spec.description}: {steps} optimiser steps")
     return sink.trace(
-        name=f"tiny-{kind}" if kind in ("embed", "mlp") else f"train-{kind}",
-        description=(f"PyTorch {run['torch']} CPU training of a {'tiny ' if kind in ('embed', 'mlp') else ''}"
-                     f"{spec.description} on generated data: {steps} SGD steps x {micro_batches} "
+        name=f"tiny-{kind}" if tiny else f"train-{kind}",
+        description=(f"PyTorch {run['torch']} CPU training of {what} x {micro_batches} "
                      f"micro-batches of {batch_size}; per-tensor int16 scales, "
                      f"threshold = 99th percentile of |q| in step 0 ({threshold})"),
         meta={"source": "workloads.record", "model": kind, "seed": seed,
