@@ -48,8 +48,10 @@ PRESETS = {
     "lm": {"steps": 55, "micro_batches": 4, "batch_size": 16},
     "digits": {"steps": 150, "micro_batches": 4, "batch_size": 16},
 }
-#: Seconds per step of each preset here (one core), for the time estimate.
+#: Seconds per step of each preset here (one core), for the time estimates: in the loop,
+#: and through the whole sizing grid at 1, 8 and 32 lanes.
 SECONDS_PER_STEP = {"recsys": 0.04, "lm": 0.4, "digits": 0.03}
+SIZING_SECONDS_PER_STEP = {"recsys": 0.11, "lm": 2.9, "digits": 0.06}
 #: ``fp32`` (no compressor) and the compressor's modes.
 RUN_MODES = ("fp32",) + MODES
 #: The share of DRAM bytes the sizing answer asks to save.
@@ -319,6 +321,10 @@ def _training(args):
     return _sizing(args, models) if args.sizing else run_in_the_loop(args, models)
 
 
+#: The progress bars count estimated seconds: they show the share done and the time left.
+_BAR = "{desc}: {percentage:3.0f} %|{bar}| [{elapsed} < {remaining}{postfix}]"
+
+
 def run_in_the_loop(args, models):
     """Every run of ``models`` x ``args.modes`` x ``args.seeds``, the table printed and
     written to ``args.out`` and the plots to ``args.plots`` if given; returns 0."""
@@ -329,9 +335,7 @@ def run_in_the_loop(args, models):
                 for m in models)
     print(f"{len(models) * len(args.modes) * args.seeds} training runs, about "
           f"{total / 60:.0f} min here (one core)", file=sys.stderr)
-    bar = progress(total, "training in the loop", enabled=not args.quiet,
-                   bar_format="{desc}: {percentage:3.0f} %|{bar}| [{elapsed} < {remaining}"
-                              "{postfix}]")
+    bar = progress(total, "training in the loop", enabled=not args.quiet, bar_format=_BAR)
     results = []
     for model in models:
         for mode in args.modes:
@@ -392,12 +396,16 @@ def _sizing(args, models):
     from .sizing import geometries
     grid = geometries(1024, 8)
     lanes = [1, 8, 32]
-    total = sum((args.steps or PRESETS[m]["steps"]) for m in models) * len(grid) * len(lanes)
-    bar = progress(total, "sizing", enabled=not args.quiet, unit="run")
+    per_step = SIZING_SECONDS_PER_STEP
+    total = sum((args.steps or PRESETS[m]["steps"]) * per_step[m] for m in models)
+    print(f"{len(models)} runs through {len(grid) * len(lanes)} compressors each, about "
+          f"{total / 60:.0f} min here (one core)", file=sys.stderr)
+    bar = progress(total, "sizing", enabled=not args.quiet, bar_format=_BAR)
     results = {}
     for model in models:
         bar.set_postfix_str(model)
-        results[model] = run_sizing(model, grid, lanes, steps=args.steps, on_step=bar.update)
+        results[model] = run_sizing(model, grid, lanes, steps=args.steps,
+                                    on_step=lambda _: bar.update(per_step[model]))
     bar.close()
     text = render_sizing(results, grid)
     print(text)

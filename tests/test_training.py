@@ -2,6 +2,8 @@
 the modes, the summary and the command's bad input; with PyTorch (skipped without): the
 recorder reproduces the committed traces and the loop trains on DRAM's sums."""
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -332,3 +334,27 @@ def test_training_in_the_loop_steps_on_dram_sums():
 def test_one_seed_is_not_judged():
     assert verdict(_runs("m", "drop", [0.5]), _runs("m", "fp32", [0.9])) == \
         "one seed: not judged"
+
+
+def test_without_pytorch_the_command_says_so_in_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)          # import torch fails
+    assert main(["digits", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "training needs PyTorch" in err and "download.pytorch.org/whl/cpu" in err
+    assert err.count("\n") == 1
+
+
+@needs_compiler
+def test_compressor_report_train_writes_the_table_and_plots(monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from reports import cli, training
+    monkeypatch.setitem(training.PRESETS, "digits",
+                        dict(training.PRESETS["digits"], steps=2))
+    assert cli.main(["--train", "train-digits", "--seeds", "2", "--out", str(tmp_path),
+                     "-q"]) == 0
+    text = (tmp_path / "training.md").read_text()
+    assert text.startswith("# Training in the loop") and "2 times per mode" in text
+    assert [m for m in training.RUN_MODES if f"| digits  | {m} " in text] == \
+        list(training.RUN_MODES)
+    assert (tmp_path / "training-digits.png").stat().st_size > 1000

@@ -36,11 +36,13 @@ LIVE_WORKLOADS = {
 
 def _live(name):
     """Record the live workload ``name`` (:data:`LIVE_WORKLOADS`)."""
-    import importlib.util
-    missing = [m for m in ("torch", "sklearn") if importlib.util.find_spec(m) is None]
-    if missing:
+    try:
+        import torch  # noqa: F401
+        import sklearn  # noqa: F401
+    except ImportError as error:
         raise TraceError(f"{name} is recorded live by training and needs "
-                         f"{' and '.join(missing)}: docs/training.md")
+                         f"{error.name or 'PyTorch and scikit-learn'}: docs/training.md") \
+            from None
     from .record import record
     kind, size = LIVE_WORKLOADS[name]
     return record(kind=kind, **size)
