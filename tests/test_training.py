@@ -358,3 +358,13 @@ def test_compressor_report_train_writes_the_table_and_plots(monkeypatch, tmp_pat
     assert [m for m in training.RUN_MODES if f"| digits  | {m} " in text] == \
         list(training.RUN_MODES)
     assert (tmp_path / "training-digits.png").stat().st_size > 1000
+
+
+def test_pytorch_is_an_extra_not_a_dependency():
+    tomllib = pytest.importorskip("tomllib")     # Python 3.11 and later
+    from pathlib import Path
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    project = project["project"]
+    assert not any(d.startswith(("torch", "scikit-learn")) for d in project["dependencies"])
+    assert {d.split(">")[0] for d in project["optional-dependencies"]["record"]} == \
+        {"torch", "scikit-learn"}
