@@ -13,10 +13,10 @@ gradient write path is the compressor: each micro-batch's gradients, quantised
 (:class:`reports.write_path.CompressedWritePath`), and the optimiser sees what DRAM holds
 after each step's flush, de-quantised. The table gives, per model and mode, the held-out
 accuracy and loss over the seeds (mean and standard deviation), their difference from the
-exact run and from FP32, and the DRAM bytes saved against dense write-through
-(:mod:`reports.line_costs`' costs), with a verdict: a mode *hurts* where its mean accuracy is
-below FP32's, or its mean held-out loss above, by more than twice the larger run-to-run
-standard deviation of the two (:func:`verdict`).
+exact run and from FP32 seed by seed, and the DRAM bytes saved against dense write-through
+(:mod:`reports.line_costs`' costs), with a verdict: a mode *hurts* where, seed by seed, its
+accuracy is lower than FP32's or its held-out loss higher, on average by more than twice
+the differences' standard deviation and at least 0.001 (:func:`verdict`).
 
 ``--sizing`` instead streams one exact run per model (seed 0) through every L1 geometry of
 :func:`reports.sizing.geometries` at 1, 8 and 32 lanes, and gives the smallest that saves at
@@ -98,29 +98,45 @@ def _spread(values):
     return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
 
 
+#: Differences smaller than this (the table's last decimal) are not counted as a loss.
+RESOLUTION = 0.001
+
+
+def paired_differences(mode, reference, key):
+    """Per seed, ``mode``'s ``key`` minus ``reference``'s, over the seeds both have (a seed
+    fixes the initial weights and the batches, so runs of one seed differ by the mode
+    alone)."""
+    by_seed = {r["seed"]: r[key] for r in reference}
+    return [r[key] - by_seed[r["seed"]] for r in mode if r["seed"] in by_seed]
+
+
 def verdict(mode, reference):
-    """Whether the runs ``mode`` lose against ``reference`` (lists of ``{"accuracy",
-    "loss"}``): ``"hurts: ..."`` where the mean accuracy is lower, or the mean held-out loss
-    higher, by more than twice the larger standard deviation of the two sets of runs, else
-    ``"no measurable loss"``; with fewer than two runs of either, no spread to judge by:
-    ``"one seed: not judged"``."""
-    if len(mode) < 2 or len(reference) < 2:
-        return "one seed: not judged"
+    """Whether the runs ``mode`` lose against ``reference`` (lists of ``{"seed",
+    "accuracy", "loss"}``), seed by seed.
+
+    A mode *hurts* where the mean of its per-seed differences (:func:`paired_differences`)
+    is worse, lower in accuracy or higher in held-out loss, by more than twice their
+    standard deviation and by at least :data:`RESOLUTION`; returns ``"hurts: accuracy
+    -0.012, ..."``, else ``"no measurable loss"``; with fewer than two seeds in common there
+    is no spread to judge by: ``"one seed: not judged"``.
+    """
     words = []
     for key, sign, unit in (("accuracy", -1, "accuracy"), ("loss", 1, "held-out loss")):
-        a = [r[key] for r in mode]
-        b = [r[key] for r in reference]
-        difference = np.mean(a) - np.mean(b)
-        if sign * difference > 2 * max(_spread(a), _spread(b)):
-            words.append(f"{unit} {difference:+.3f}")
+        differences = paired_differences(mode, reference, key)
+        if len(differences) < 2:
+            return "one seed: not judged"
+        mean = float(np.mean(differences))
+        if sign * mean > max(2 * _spread(differences), RESOLUTION):
+            words.append(f"{unit} {mean:+.3f}")
     return "hurts: " + ", ".join(words) if words else "no measurable loss"
 
 
 def summarise(results):
     """Per model and mode (in :data:`RUN_MODES` order): ``{"model", "mode", "runs",
-    "accuracy", "accuracy_sd", "loss", "loss_sd", "vs_exact", "vs_fp32", "saving",
-    "verdict"}`` (``vs_*``: the difference of the mean accuracies, None without that
-    reference; ``verdict`` against FP32, or against exact without FP32)."""
+    "accuracy", "accuracy_sd", "per_seed", "loss", "loss_sd", "vs_exact", "vs_fp32",
+    "saving", "verdict"}``; ``vs_*`` are ``(mean, sd)`` of the per-seed accuracy differences
+    from that reference (None without it); ``verdict`` is against FP32, or against exact
+    without FP32."""
     rows = []
     for model in dict.fromkeys(r["model"] for r in results):
         runs = {mode: [r for r in results if r["model"] == model and r["mode"] == mode]
@@ -129,15 +145,16 @@ def summarise(results):
         for mode, group in runs.items():
             if not group:
                 continue
-            accuracy = float(np.mean([r["accuracy"] for r in group]))
+            accuracy = [r["accuracy"] for r in group]
             savings = [r["saving"] for r in group if r["saving"] is not None]
 
             def versus(other):
-                return accuracy - np.mean([r["accuracy"] for r in runs[other]]) \
-                    if runs[other] else None
+                differences = paired_differences(group, runs[other], "accuracy")
+                return (float(np.mean(differences)), _spread(differences)) \
+                    if differences else None
             rows.append({"model": model, "mode": mode, "runs": len(group),
-                         "accuracy": accuracy, "accuracy_sd": _spread([r["accuracy"]
-                                                                       for r in group]),
+                         "accuracy": float(np.mean(accuracy)), "accuracy_sd": _spread(accuracy),
+                         "per_seed": accuracy,
                          "loss": float(np.mean([r["loss"] for r in group])),
                          "loss_sd": _spread([r["loss"] for r in group]),
                          "vs_exact": versus("exact"), "vs_fp32": versus("fp32"),
@@ -159,16 +176,18 @@ def best_modes(rows):
     return best
 
 
-def _signed(value, digits=3):
-    return "-" if value is None else f"{value:+.{digits}f}"
+def _difference(pair):
+    return "-" if pair is None else f"{pair[0]:+.3f} ± {pair[1]:.3f}"
 
 
 def render(rows):
     """The table of :func:`summarise`'s rows (Markdown)."""
-    headers = ["model", "mode", "runs", "held-out accuracy (mean ± sd)", "vs exact",
-               "vs FP32", "held-out loss (mean ± sd)", "DRAM bytes saved vs dense", "verdict"]
-    body = [[r["model"], r["mode"], r["runs"], f"{r['accuracy']:.3f} ± {r['accuracy_sd']:.3f}",
-             _signed(r["vs_exact"]), _signed(r["vs_fp32"]),
+    headers = ["model", "mode", "held-out accuracy (mean ± sd)", "per seed",
+               "vs exact (per seed)", "vs FP32 (per seed)", "held-out loss (mean ± sd)",
+               "DRAM bytes saved vs dense", "verdict"]
+    body = [[r["model"], r["mode"], f"{r['accuracy']:.3f} ± {r['accuracy_sd']:.3f}",
+             " ".join(f"{a:.3f}" for a in r["per_seed"]),
+             _difference(r["vs_exact"]), _difference(r["vs_fp32"]),
              f"{r['loss']:.3f} ± {r['loss_sd']:.3f}",
              "- (no compressor)" if r["saving"] is None else f"{100 * r['saving']:.1f} %",
              r["verdict"]] for r in rows]
