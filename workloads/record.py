@@ -319,11 +319,11 @@ def record(*, kind="embed", steps=5, micro_batches=4, batch_size=16, seed=0, **m
     stream, spec = run["stream"], run["spec"]
     threshold = stream.threshold
     tiny = kind in ("embed", "mlp")     # the committed traces' words, kept
-    what = (f"a tiny {spec.description} on generated data: {steps} SGD steps" if tiny else
-            f"a {spec.description}: {steps} optimiser steps")
+    what = (f" of a tiny {spec.description} on generated data: {steps} SGD steps" if tiny
+            else f", {spec.description}: {steps} optimiser steps")
     return sink.trace(
         name=f"tiny-{kind}" if tiny else f"train-{kind}",
-        description=(f"PyTorch {run['torch']} CPU training of {what} x {micro_batches} "
+        description=(f"PyTorch {run['torch']} CPU training{what} x {micro_batches} "
                      f"micro-batches of {batch_size}; per-tensor int16 scales, "
                      f"threshold = 99th percentile of |q| in step 0 ({threshold})"),
         meta={"source": "workloads.record", "model": kind, "seed": seed,
