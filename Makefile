@@ -4,7 +4,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test prove bmc mutants bench verilog lint report sweep synth clean
+.PHONY: test prove bmc mutants bench verilog lint report sweep train synth clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -53,6 +53,12 @@ report: $(STAMP)
 
 sweep: $(STAMP)
 	$(VENV)/bin/compressor-sweep tiny-embed
+
+# Training in the loop and the L1 sizing of real training (needs PyTorch's CPU wheel and the
+# record extra: docs/training.md): docs/results/training*.md, docs/img/training-*.png.
+train: $(STAMP)
+	$(PYTHON) -m reports.training --out docs/results/training.md --plots docs/img
+	$(PYTHON) -m reports.training --sizing --out docs/results/training-sizing.md
 
 # ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ (docs/synth.md).
 # Other configurations or seeds: make synth SYNTH_ARGS="1024x4 --seeds 1 2 3 4 5".

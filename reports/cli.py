@@ -63,7 +63,9 @@ def build_parser():
                     "every figure and PNG plots. Every figure is counted after the final flush.",
         epilog="Workloads: seed, synthetic-one-pass, synthetic-microbatch, synthetic-embedding, "
                "synthetic-tiled, the recorded traces in workloads/traces/ (tiny-embed, "
-               "tiny-mlp), or a path to a .npz trace (format: docs/reports.md). "
+               "tiny-mlp), the live ones recorded by training (train-recsys, train-lm, "
+               "train-digits; need PyTorch: docs/training.md), or a path to a .npz trace "
+               "(format: docs/reports.md). "
                "Exit status: 0 all checks passed, 1 a conservation or model cross-check failed, "
                "2 bad argument or trace file.")
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD",
@@ -105,6 +107,14 @@ def build_parser():
                      help="add the run-time modes compared on every workload (exact, drop, "
                           "stochastic, EMA, bypass: python -m reports.mode_comparison), each setting run "
                           "on the RTL and checked against the reference model")
+    run.add_argument("--train", action="store_true",
+                     help="instead of the RTL report: train the named live workloads' models "
+                          "(train-recsys, train-lm, train-digits; default all three) with the "
+                          "compressor in their gradient write path, in every mode and "
+                          "--seeds seeds, at --sets x --ways (python -m reports.training; "
+                          "needs PyTorch): training.md and a plot per model in --out")
+    run.add_argument("--seeds", type=positive_integer, default=3,
+                     help="seeds per model and mode with --train (default: %(default)s)")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
@@ -223,11 +233,37 @@ def main(argv=None, *, result_filter=None):
         return interrupted(parser.prog, files=vcd, folder=args.out if new_out else None)
 
 
+def _train(args):
+    """``--train``: the in-the-loop runs of :mod:`reports.training` for the named live
+    workloads, into ``--out``."""
+    import argparse
+    from workloads import LIVE_WORKLOADS
+    from .training import RUN_MODES, check_arguments, run_in_the_loop
+    names = args.workloads or list(LIVE_WORKLOADS)
+    other = [name for name in names if name not in LIVE_WORKLOADS]
+    if other:
+        raise UsageError(f"--train trains the live workloads ({', '.join(LIVE_WORKLOADS)}), "
+                         f"not {', '.join(other)}")
+    out = os.path.join(args.out, "training.md")
+    training = argparse.Namespace(
+        models=[LIVE_WORKLOADS[name][0] for name in names], modes=list(RUN_MODES),
+        seeds=args.seeds, steps=None, lanes=1, sets=args.sets, ways=args.ways, sizing=False,
+        out=None, plots=None, quiet=args.quiet)
+    check_arguments(training)
+    prepare_out(args.out)
+    training.out, training.plots = out, None if args.no_plots else args.out
+    status = run_in_the_loop(training, training.models)
+    print(f"wrote {out}" + ("" if args.no_plots else " and plots"), file=sys.stderr)
+    return status
+
+
 def _report(args, argv, result_filter):
     from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     check_params(params, args.threshold)
+    if args.train:
+        return _train(args)
     try:
         parse_dram(args.dram)
     except ValueError as error:

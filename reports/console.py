@@ -122,13 +122,15 @@ def table(rows, headers, *, fmt="pipe", align=None):
     return tabulate(rows, headers=headers, tablefmt=fmt, colalign=align, disable_numparse=True)
 
 
-def progress(total, label, *, enabled=True, unit="op"):
+def progress(total, label, *, enabled=True, unit="op", bar_format=None):
     """A progress bar on stderr over ``total`` steps: call ``update(n)`` with the steps done
-    since the last call, then ``close()``. Disabled, it does nothing."""
+    since the last call, then ``close()``. Disabled, it does nothing. ``bar_format``: tqdm's,
+    for bars whose steps are not the unit shown."""
     # Into a log file (not a terminal), every redraw stays: redraw seldom.
     interactive = hasattr(sys.stderr, "isatty") and sys.stderr.isatty()
     return tqdm(total=total, desc=label, unit=unit, disable=not enabled, file=sys.stderr,
-                dynamic_ncols=True, mininterval=0.5 if interactive else 10)
+                dynamic_ncols=True, mininterval=0.5 if interactive else 10,
+                bar_format=bar_format)
 
 
 def check_writable(option, path):

@@ -20,6 +20,9 @@ on lines matches write for write in simulation (tests/test_line_compressor.py).
 """
 
 import sys
+
+import numpy as np
+
 from design.params import DEFAULTS
 from model import LineModel
 
@@ -27,8 +30,8 @@ from .console import (ArgumentParser, UsageError, check_writable, int_list, posi
                       run_command, table)
 from .provenance import write_results
 
-__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "line_costs",
-           "main"]
+__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "pack_beats",
+           "line_costs", "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
 #: The byte counts of each way of writing (one place for them).
@@ -99,6 +102,55 @@ def pack_lines(ops, lanes):
         beat[2] |= 1 << lane
     emit()
     return out
+
+
+def pack_beats(addr, grad, threshold, lanes):
+    """:func:`pack_lines` on arrays: the gradients ``(addr, grad)`` of one step (no flush
+    among them) packed into the same beats, for :meth:`model.emulator.LineEmulator.run_beats`.
+
+    Parameters
+    ----------
+    addr : numpy.ndarray of unsigned int, shape (n,)
+    grad : numpy.ndarray of int16, shape (n,)
+    threshold : int
+        The threshold of every gradient.
+    lanes : int
+
+    Returns
+    -------
+    line : numpy.ndarray of uint64, shape (beats,)
+    grads : numpy.ndarray of int16, shape (beats, lanes)
+        0 outside each beat's mask.
+    mask : numpy.ndarray of uint32, shape (beats,)
+    """
+    addr = np.asarray(addr).astype(np.uint64)
+    n = len(addr)
+    lane = (addr % np.uint64(lanes)).astype(np.int64)
+    line = addr - lane.astype(np.uint64)
+    # A beat runs while the line stays and each lane comes once; a run of rising lanes on one
+    # line is certainly one beat, and only where a lane falls back on the same line does the
+    # beat depend on which lanes it holds: those stretches are walked gradient by gradient.
+    same_line = np.zeros(n, bool)
+    same_line[1:] = line[1:] == line[:-1]
+    start = ~same_line
+    start[1:] |= same_line[1:] & (lane[1:] <= lane[:-1])
+    doubtful = np.flatnonzero(start & same_line)
+    if doubtful.size:
+        line_starts = np.flatnonzero(~same_line)
+        bounds = np.append(line_starts, n)
+        for k in np.unique(np.searchsorted(line_starts, doubtful, side="right") - 1):
+            held = 0
+            for i in range(bounds[k], bounds[k + 1]):
+                bit = 1 << int(lane[i])
+                start[i] = i == bounds[k] or bool(held & bit)
+                held = bit if start[i] else held | bit
+    beat = np.cumsum(start) - 1
+    beats = int(beat[-1]) + 1 if n else 0
+    grads = np.zeros((beats, lanes), np.int16)
+    grads[beat, lane] = grad
+    bits = np.uint64(1) << lane.astype(np.uint64)
+    mask = np.add.reduceat(bits, np.flatnonzero(start)) if n else np.empty(0, np.uint64)
+    return line[start], grads, mask.astype(np.uint32)     # a beat's lanes differ: sum = OR
 
 
 def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):

@@ -44,6 +44,9 @@ def run_module(module, *args, cwd=None):
     (["--vcd", "/proc/x.vcd"], "--vcd /proc/x.vcd: cannot write it"),
     (["--vcd", "/nonexistent/x.vcd"], "--vcd /nonexistent/x.vcd: no such folder"),
     (["--vcd", "."], "--vcd .: a folder, not a file"),
+    (["--train"], "--train trains the live workloads (train-recsys, train-lm, train-digits), "
+                  "not seed"),
+    (["--train", "--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -52,6 +55,21 @@ def test_report_bad_input(args, message, tmp_path):
     done = run_module("reports.cli", *args, *out, "-q", "--no-plots")
     assert message in _one_line_error(done, "compressor-report")
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["nope"], "unknown model nope: choose from recsys, lm, digits"),
+    (["--modes", "exact,fast"], "argument --modes: unknown mode fast in 'exact,fast'"),
+    (["--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
+    (["--lanes", "3"], "--lanes must be a power of two"),
+    (["--ways", "0"], "argument --ways: must be at least 1, not 0"),
+    (["--out", "/nonexistent/x.md"], "--out /nonexistent/x.md: no such folder"),
+    (["--plots", "/nonexistent"], "--plots /nonexistent: no such folder"),
+    (["--sizing", "--plots", "."], "--plots draws the in-the-loop runs, not --sizing"),
+])
+def test_training_bad_input_before_any_training(args, message):
+    done = run_module("reports.training", *args, "-q")
+    assert message in _one_line_error(done, "python -m reports.training")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -167,3 +167,13 @@ def test_workload_names():
     assert set(DEFAULT_WORKLOADS) <= set(names)
     with pytest.raises(TraceError, match="unknown workload"):
         get_workload("no-such-workload")
+
+
+def test_live_workloads_need_pytorch(monkeypatch):
+    import sys
+    from workloads import LIVE_WORKLOADS
+    monkeypatch.setitem(sys.modules, "torch", None)          # import torch fails
+    assert set(LIVE_WORKLOADS) <= set(workload_names())
+    with pytest.raises(TraceError, match="train-lm is recorded live by training and needs "
+                                         "torch"):
+        get_workload("train-lm")

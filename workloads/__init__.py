@@ -13,7 +13,7 @@ from .seed import seed_trace, SEED_REPORTED
 from .synthetic import GENERATORS
 
 __all__ = ["Trace", "TraceError", "load", "save", "seed_trace", "SEED_REPORTED", "GENERATORS",
-           "TRACE_DIR", "workload_names", "get_workload", "DEFAULT_WORKLOADS"]
+           "TRACE_DIR", "LIVE_WORKLOADS", "workload_names", "get_workload", "DEFAULT_WORKLOADS"]
 
 #: Committed real traces (recorded with ``python -m workloads.record``).
 TRACE_DIR = Path(__file__).resolve().parent / "traces"
@@ -23,13 +23,38 @@ DEFAULT_WORKLOADS = ["seed", "synthetic-one-pass", "synthetic-microbatch", "synt
                      "synthetic-tiled", "tiny-embed", "tiny-mlp"]
 
 
+#: Workloads recorded live by training a model of :mod:`workloads.models` (needs PyTorch):
+#: ``{name: (model, run size)}``, short runs sized for the RTL reports (about 10**5
+#: gradients); ``python -m reports.training`` trains the same models longer, in the loop.
+LIVE_WORKLOADS = {
+    "train-recsys": ("recsys", {"steps": 3, "micro_batches": 4, "batch_size": 64}),
+    "train-lm": ("lm", {"steps": 2, "micro_batches": 2, "batch_size": 4, "dim": 32,
+                        "layers": 1}),
+    "train-digits": ("digits", {"steps": 3, "micro_batches": 4, "batch_size": 16}),
+}
+
+
+def _live(name):
+    """Record the live workload ``name`` (:data:`LIVE_WORKLOADS`)."""
+    try:
+        import torch  # noqa: F401
+        import sklearn  # noqa: F401
+    except ImportError as error:
+        raise TraceError(f"{name} is recorded live by training and needs "
+                         f"{error.name or 'PyTorch and scikit-learn'}: docs/training.md") \
+            from None
+    from .record import record
+    kind, size = LIVE_WORKLOADS[name]
+    return record(kind=kind, **size)
+
+
 def _recorded():
     return {p.stem: p for p in sorted(TRACE_DIR.glob("*.npz"))}
 
 
 def workload_names():
     """Every workload name :func:`get_workload` knows."""
-    return ["seed", *GENERATORS, *_recorded()]
+    return ["seed", *GENERATORS, *_recorded(), *LIVE_WORKLOADS]
 
 
 def get_workload(name, **params):
@@ -49,6 +74,8 @@ def get_workload(name, **params):
             raise TraceError(f"{name}: bad parameters {params}: {error}") from None
     if name == "seed":
         return seed_trace()
+    if name in LIVE_WORKLOADS:
+        return _live(name)
     recorded = _recorded()
     if name in recorded:
         return load(recorded[name])

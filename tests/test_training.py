@@ -1,0 +1,377 @@
+"""The training write path without PyTorch: quantisation, the stream, beats, DRAM's sums,
+the modes, the summary and the command's bad input; with PyTorch (skipped without): the
+recorder reproduces the committed traces and the loop trains on DRAM's sums."""
+
+import sys
+
+import numpy as np
+import pytest
+
+from model import LineModel
+from model.native import compiler_available
+from reports.line_costs import line_costs, pack_beats, pack_lines
+from reports.training import main, parse_modes, summarise, verdict, best_modes, sizing_answer
+from reports.write_path import (MODES, CompressedWritePath, SizingPaths, dram_sums,
+                                mode_operations)
+from workloads import get_workload
+from workloads.record import (SCALE_DIV, GradientStream, Quantiser, TensorLayout, TraceSink,
+                              step_threshold)
+
+needs_compiler = pytest.mark.skipif(not compiler_available(), reason="no C++ compiler")
+
+
+def _stream(seed, n, span, lanes=1):
+    rng = np.random.default_rng(seed)
+    addr = rng.integers(0, span, n).astype(np.uint32)
+    grad = (rng.standard_t(3, n) * 300).clip(-32768, 32767).astype(np.int16)
+    return addr, grad
+
+
+# -- quantisation and the stream ------------------------------------------------------------
+
+def test_quantiser_fixes_the_scale_at_first_use_and_counts_saturation():
+    q = Quantiser()
+    first = q.quantise("w", np.array([0.5, -1.0, 0.25]))
+    assert first.tolist() == [4096, -8192, 2048]
+    assert q.scales["w"] == 1.0 / SCALE_DIV
+    later = q.quantise("w", np.array([8.0, -0.001]))       # 8x the first peak: saturates
+    assert later.tolist() == [32767, -8]
+    assert q.saturated == 1
+    assert q.dequantise("w", np.array([8192])) == pytest.approx([1.0])
+    assert q.quantise("zero", np.zeros(3)).tolist() == [0, 0, 0]   # no peak: scale 1
+
+
+def test_layout_aligns_bases_and_merges_neighbouring_ranges():
+    layout = TensorLayout([("emb.weight", 100), ("fc.weight", 10), ("fc.bias", 3),
+                           ("head.weight", 5)], exact=("emb.", "head."))
+    assert [layout.base[n] for n in layout.names] == [0, 128, 192, 256]
+    assert layout.total == 320
+    assert layout.ranges(("emb.", "head.")) == [(0, 99), (256, 260)]
+    assert layout.ranges(("fc.",)) == [(128, 194)]
+    assert layout.addresses("fc.bias").tolist() == [192, 193, 194]
+
+
+class _Recorder:
+    """A sink that logs its calls."""
+
+    def __init__(self, sums=None):
+        self.calls, self.sums = [], sums
+
+    def start(self, layout, threshold):
+        self.calls.append(("start", threshold))
+
+    def micro_batch(self, addr, grad):
+        self.calls.append(("micro_batch", addr.tolist(), grad.tolist()))
+
+    def end_step(self):
+        self.calls.append(("end_step",))
+        return self.sums
+
+
+def test_stream_holds_the_first_step_back_until_its_threshold_is_known():
+    layout = TensorLayout([("a", 4), ("b", 2)])
+    sink = _Recorder()
+    stream = GradientStream(layout, sink)
+    values = np.array([1.0, -2.0, 0.5, 4.0])
+    stream.micro_batch([("a", None, values), ("b", np.array([1]), np.array([3.0]))])
+    assert sink.calls == []                                  # held: no threshold yet
+    stream.micro_batch([("a", np.array([2, 3]), np.array([0.5, 0.5]))])
+    assert stream.end_step() is None
+    first_step = np.array([2048, -4096, 1024, 8192, 8192, 1024, 1024])
+    assert sink.calls[0] == ("start", step_threshold(first_step))
+    assert sink.calls[1] == ("micro_batch", [0, 1, 2, 3, 65], [2048, -4096, 1024, 8192, 8192])
+    assert sink.calls[2] == ("micro_batch", [2, 3], [1024, 1024])
+    assert sink.calls[3] == ("end_step",)
+    stream.micro_batch([("b", None, np.array([1.5, 0.0]))])  # later steps go straight on
+    assert sink.calls[4] == ("micro_batch", [64, 65], [4096, 0])
+    assert stream.gradients == 9
+
+
+def test_stream_dequantises_dram_sums_per_tensor():
+    layout = TensorLayout([("a", 3), ("b", 2)])
+    sums = np.zeros(layout.total, np.int64)
+    sums[[0, 2, 64, 65]] = [8192, -4096, 81920, 1]
+    stream = GradientStream(layout, _Recorder(sums))
+    stream.micro_batch([("a", None, np.array([2.0, 0.0, 0.0])),
+                        ("b", None, np.array([0.0, 10.0]))])
+    dram = stream.end_step()
+    assert dram["a"].tolist() == pytest.approx([2.0, 0.0, -1.0])     # scale 2 / 8192
+    assert dram["b"].tolist() == pytest.approx([100.0, 10.0 / 8192])
+
+
+def test_trace_sink_keeps_steps_and_threshold():
+    layout = TensorLayout([("a", 4)])
+    sink = TraceSink()
+    stream = GradientStream(layout, sink)
+    for step in range(3):
+        stream.micro_batch([("a", None, np.array([1.0, -0.5, 0.25, step + 0.0]))])
+        stream.end_step()
+    trace = sink.trace(name="t")
+    assert trace.step_end.tolist() == [4, 8, 12]
+    assert set(trace.threshold.tolist()) == {stream.threshold}
+    assert trace.grad[:4].tolist() == [8192, -4096, 2048, 0]
+
+
+# -- beats, DRAM's sums, the modes ----------------------------------------------------------
+
+@pytest.mark.parametrize("lanes", [1, 2, 8, 32])
+def test_pack_beats_equals_pack_lines(lanes):
+    rng = np.random.default_rng(lanes)
+    for trial in range(60):
+        n = int(rng.integers(0, 120))
+        addr = rng.integers(0, int(rng.choice([3, 40, 3000])), n).astype(np.uint32)
+        if trial % 3 == 0:
+            addr = np.sort(addr)
+        grad = rng.integers(-9, 9, n).astype(np.int16)
+        expected = pack_lines([("grad", int(a), int(g), 5) for a, g in zip(addr, grad)], lanes)
+        line, grads, mask = pack_beats(addr, grad, 5, lanes)
+        got = [("line", int(l), list(map(int, g)), int(m), 5)
+               for l, g, m in zip(line, grads, mask)]
+        assert got == expected
+
+
+@needs_compiler
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_write_path_costs_equal_line_costs(lanes):
+    trace = get_workload("tiny-embed")
+    path = CompressedWritePath(lanes=lanes)
+    path.start(TensorLayout([("all", int(trace.addr.max()) + 1)]), int(trace.threshold[0]))
+    for start, end in trace.step_bounds():
+        path.micro_batch(trace.addr[start:end], trace.grad[start:end])
+        path.end_step()
+    costs = line_costs(trace.ops(), lanes=lanes, sets=32, ways=4)
+    assert (path.beats, path.dense_bytes) == costs["dense"]
+    assert (path.line_writes, path.line_bytes) == costs["lines"]
+    assert path.saving == pytest.approx(1 - costs["lines"][1] / costs["dense"][1])
+
+
+@needs_compiler
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_exact_mode_dram_holds_the_accepted_sums(lanes):
+    layout = TensorLayout([("w", 5000)])
+    path = CompressedWritePath("exact", lanes=lanes, sets=16, ways=2, keep_dram=True)
+    path.start(layout, 400)
+    for step in range(3):
+        accepted = np.zeros(layout.total, np.int64)
+        for micro_batch in range(4):
+            addr, grad = _stream(10 * step + micro_batch, 3000, 5000)
+            np.add.at(accepted, addr, grad)
+            path.micro_batch(addr, grad)
+        assert np.array_equal(path.end_step(), accepted)
+    assert path.discards == 0 and path.steps == 3
+
+
+@needs_compiler
+@pytest.mark.parametrize("mode", ["drop", "stochastic"])
+def test_lossy_dram_sums_plus_discards_are_the_accepted(mode):
+    layout = TensorLayout([("w", 2000)])
+    path = CompressedWritePath(mode, lanes=8, sets=16, ways=1, keep_dram=True)
+    path.start(layout, 800)
+    addr, grad = _stream(3, 20000, 2000)
+    path.micro_batch(addr, grad)
+    dram = path.end_step()
+    accepted = np.zeros(layout.total, np.int64)
+    np.add.at(accepted, addr, grad)
+    d_addr, d_error = path.emulator.discard_arrays()
+    lost = np.zeros(layout.total, np.int64)
+    np.add.at(lost, d_addr.astype(np.int64), d_error)
+    assert len(d_addr) > 100                      # the mode did discard
+    assert not np.array_equal(dram, accepted)
+    assert np.array_equal(dram + lost, accepted)
+
+
+def test_dram_sums_adds_each_lane_of_line_writes():
+    from model.emulator import WriteArrays
+    writes = WriteArrays(np.array([0, 4, 0], np.uint32),
+                         np.array([[1, 0, 3, 0], [5, 6, 0, 0], [10, 0, 0, 7]], np.int32),
+                         np.array([5, 3, 9], np.uint32), np.zeros((3, 4), np.uint8))
+    assert dram_sums(writes, 6).tolist() == [11, 0, 3, 7, 5, 6]
+
+
+@needs_compiler
+def test_bypass_keeps_the_exact_tensors_exact_and_drops_elsewhere():
+    layout = TensorLayout([("emb", 700), ("mid", 700), ("head", 300)], exact=("emb", "head"))
+    ops = mode_operations("drop+bypass", 400, layout)
+    windows = ops[-1][1]
+    assert (windows["bypass0_base"], windows["bypass0_limit"]) == (0, 699)
+    assert (windows["bypass1_base"], windows["bypass1_limit"]) == (1408, 1707)
+    path = CompressedWritePath("drop+bypass", lanes=1, sets=16, ways=1, keep_dram=True)
+    path.start(layout, 400)
+    addr, grad = _stream(5, 20000, layout.total)
+    keep = (addr < 700) | ((addr >= 704) & (addr < 1404)) | ((addr >= 1408) & (addr < 1708))
+    addr, grad = addr[keep], grad[keep]
+    path.micro_batch(addr, grad)
+    dram = path.end_step()
+    accepted = np.zeros(layout.total, np.int64)
+    np.add.at(accepted, addr, grad)
+    exact = np.r_[0:700, 1408:1708]
+    assert np.array_equal(dram[exact], accepted[exact])
+    assert not np.array_equal(dram[704:1404], accepted[704:1404])
+
+
+def test_mode_operations_reject_what_the_compressor_cannot_do():
+    layout = TensorLayout([("a", 10), ("b", 10), ("c", 10), ("d", 10), ("e", 10)],
+                          exact=("a", "c", "e"))
+    with pytest.raises(ValueError, match="3 address ranges"):
+        mode_operations("drop+bypass", 100, layout)
+    with pytest.raises(ValueError, match="no tensor named x"):
+        mode_operations("drop+bypass", 100, TensorLayout([("a", 1)], exact=("x",)))
+    with pytest.raises(ValueError, match="unknown mode 'fast'"):
+        mode_operations("fast", 100, layout)
+    assert mode_operations("exact", 100, layout) == []
+    assert mode_operations("drop", 100, layout) == [("modes", {"small_threshold": 25,
+                                                               "stochastic": 0})]
+    assert set(MODES) == {"exact", "drop", "stochastic", "ema", "drop+bypass"}
+
+
+@needs_compiler
+def test_sizing_paths_equal_single_paths():
+    from reports.sizing import geometries
+    grid = geometries(32, 2)
+    layout = TensorLayout([("w", 3000)])
+    sizing = SizingPaths([1, 8], grid)
+    single = CompressedWritePath(lanes=8, sets=32, ways=2)
+    for sink in (sizing, single):
+        sink.start(layout, 300)
+        for step in range(2):
+            addr, grad = _stream(step, 5000, 3000)
+            sink.micro_batch(np.sort(addr), grad)
+            sink.end_step()
+    assert sizing.paths[(8, 32, 2)].line_writes == single.line_writes
+    assert len(sizing.paths) == 2 * len(grid)
+
+
+# -- the summary ----------------------------------------------------------------------------
+
+def _runs(model, mode, accuracies, loss=1.0, saving=0.3):
+    return [{"model": model, "mode": mode, "seed": i, "accuracy": a, "loss": loss + 0.01 * i,
+             "saving": None if mode == "fp32" else saving} for i, a in enumerate(accuracies)]
+
+
+def test_verdict_says_where_a_mode_hurts():
+    fp32 = _runs("m", "fp32", [0.90, 0.93, 0.96])
+    # the seeds spread by 0.03, but every seed loses 0.01: measurable, seed by seed
+    assert verdict(_runs("m", "drop", [0.89, 0.92, 0.95]), fp32) == "hurts: accuracy -0.010"
+    assert verdict(_runs("m", "drop", [0.91, 0.92, 0.96]), fp32) == "no measurable loss"
+    # consistent but below the table's resolution
+    assert verdict(_runs("m", "drop", [0.8999, 0.9299, 0.9599]), fp32) == "no measurable loss"
+    assert "held-out loss +0.500" in verdict(_runs("m", "drop", [0.9, 0.93, 0.96], loss=1.5),
+                                             fp32)
+    # only the seeds both have are compared
+    assert verdict(_runs("m", "drop", [0.89])[:1], fp32) == "one seed: not judged"
+
+
+def test_summary_compares_with_exact_and_fp32_and_picks_the_best_mode():
+    results = (_runs("m", "fp32", [0.90, 0.91, 0.92]) + _runs("m", "exact", [0.9, 0.91, 0.93],
+                                                              saving=0.2)
+               + _runs("m", "drop", [0.5, 0.55, 0.52], saving=0.8)
+               + _runs("m", "stochastic", [0.9, 0.91, 0.92], saving=0.4))
+    rows = {r["mode"]: r for r in summarise(results)}
+    assert list(rows) == ["fp32", "exact", "drop", "stochastic"]
+    assert rows["fp32"]["verdict"] == "reference" and rows["fp32"]["saving"] is None
+    assert rows["drop"]["vs_fp32"][0] == pytest.approx((-0.4 - 0.36 - 0.4) / 3)
+    assert rows["drop"]["vs_exact"][0] == pytest.approx((-0.4 - 0.36 - 0.41) / 3)
+    assert rows["drop"]["per_seed"] == [0.5, 0.55, 0.52]
+    assert rows["drop"]["verdict"].startswith("hurts")
+    assert best_modes(list(rows.values()))["m"]["mode"] == "stochastic"
+
+
+def test_sizing_answer_is_the_smallest_that_saves_half():
+    grid = [(16, 1), (16, 2), (32, 1), (32, 2)]
+    assert sizing_answer({(16, 1): 0.1, (16, 2): 0.6, (32, 1): 0.5, (32, 2): 0.6}, grid) == \
+        ((16, 2), 0.6, (16, 2), 0.6)
+    assert sizing_answer({g: -0.2 for g in grid}, grid)[:2] == (None, None)
+
+
+# -- the command's bad input ----------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, message", [
+    (["nope"], "unknown model nope"),
+    (["--modes", "exact,fast"], "unknown mode fast"),
+    (["--seeds", "0"], "--seeds: must be at least 1"),
+    (["--lanes", "3"], "--lanes"),
+    (["--sets", "3"], "--sets"),
+    (["--out", "/no/such/folder/x.md"], "--out /no/such/folder/x.md: no such folder"),
+    (["--plots", "/no/such/folder"], "--plots /no/such/folder: no such folder"),
+])
+def test_bad_arguments_exit_2_in_one_line(argv, message, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as exit:             # argparse's own checks
+        status = exit.code
+    assert status == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_parse_modes_keeps_table_order():
+    assert parse_modes("drop,fp32,exact") == ["fp32", "exact", "drop"]
+
+
+# -- with PyTorch ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["embed", "mlp"])
+def test_recorder_reproduces_the_committed_traces(kind):
+    pytest.importorskip("torch")
+    from workloads.record import record
+    trace, committed = record(kind=kind), get_workload(f"tiny-{kind}")
+    assert np.array_equal(trace.addr, committed.addr)
+    assert np.array_equal(trace.grad, committed.grad)
+    assert np.array_equal(trace.threshold, committed.threshold)
+
+
+@needs_compiler
+def test_training_in_the_loop_steps_on_dram_sums():
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from reports.training import run_once
+    fp32 = run_once("digits", "fp32", 0, steps=3)
+    exact = run_once("digits", "exact", 0, steps=3)
+    drop = run_once("digits", "drop", 0, steps=3, lanes=8, sets=16, ways=1)
+    assert exact["gradients"] == 3 * 4 * (64 * 64 + 64 + 64 * 64 + 64 + 64 * 10 + 10)
+    # the quantised sums are close to FP32's gradients, not equal
+    assert exact["loss"] != fp32["loss"]
+    assert abs(exact["loss"] - fp32["loss"]) < 1e-4
+    assert abs(drop["loss"] - fp32["loss"]) > abs(exact["loss"] - fp32["loss"])
+    assert drop["discards"] > 0 and exact["discards"] == 0
+
+
+def test_one_seed_is_not_judged():
+    assert verdict(_runs("m", "drop", [0.5]), _runs("m", "fp32", [0.9])) == \
+        "one seed: not judged"
+    assert summarise(_runs("m", "fp32", [0.9]) + _runs("m", "drop", [0.5]))[1]["verdict"] == \
+        "one seed: not judged"
+
+
+def test_without_pytorch_the_command_says_so_in_one_line(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch", None)          # import torch fails
+    assert main(["digits", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "training needs PyTorch" in err and "download.pytorch.org/whl/cpu" in err
+    assert err.count("\n") == 1
+
+
+@needs_compiler
+def test_compressor_report_train_writes_the_table_and_plots(monkeypatch, tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("sklearn")
+    from reports import cli, training
+    monkeypatch.setitem(training.PRESETS, "digits",
+                        dict(training.PRESETS["digits"], steps=2))
+    assert cli.main(["--train", "train-digits", "--seeds", "2", "--out", str(tmp_path),
+                     "-q"]) == 0
+    text = (tmp_path / "training.md").read_text()
+    assert text.startswith("# Training in the loop") and "2 times per mode" in text
+    assert [m for m in training.RUN_MODES if f"| digits  | {m} " in text] == \
+        list(training.RUN_MODES)
+    assert (tmp_path / "training-digits.png").stat().st_size > 1000
+
+
+def test_pytorch_is_an_extra_not_a_dependency():
+    tomllib = pytest.importorskip("tomllib")     # Python 3.11 and later
+    from pathlib import Path
+    project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
+    project = project["project"]
+    assert not any(d.startswith(("torch", "scikit-learn")) for d in project["dependencies"])
+    assert {d.split(">")[0] for d in project["optional-dependencies"]["record"]} == \
+        {"torch", "scikit-learn"}
