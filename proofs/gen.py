@@ -42,7 +42,8 @@ def sby_text(job):
     # --nounroll: smtbmc's --unroll (the default with yices) rewrites every step's terms in
     # Python, at a cost that grows with the step: on the deep covers (hundreds of steps)
     # that, not the solver, took most of the time.
-    engine = "smtbmc " + ("" if job.get("unroll", True) else "--nounroll ") + solver(job)
+    engine = ("smtbmc " + ("" if job.get("unroll", True) else "--nounroll ")
+              + ("--stbv " if job.get("stbv") else "") + solver(job))
     lines += ["", "[engines]", engine, "", "[script]", "read_rtlil design.il",
               # Power-up: the memories start with arbitrary contents (no initial values), in
               # the bounded checks and in the induction's base case alike.

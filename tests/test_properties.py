@@ -813,3 +813,15 @@ def test_jobs_tuned_without_unroll_exist():
     from proofs.jobs import NO_UNROLL, PROVE_JOBS
     tuned = {j.name for j in PROVE_JOBS if not j.unroll and j.mode == "prove"}
     assert tuned == NO_UNROLL
+
+
+def test_jobs_encoded_as_bit_vectors_exist_and_say_so():
+    # A renamed job would silently lose its encoding; the engine line carries it.
+    from proofs.gen import sby_text
+    from proofs.jobs import STBV, PROVE_JOBS
+    encoded = [j for j in PROVE_JOBS if j.stbv]
+    assert {j.name for j in encoded} == STBV
+    for job in encoded:
+        assert "\nsmtbmc --stbv " in sby_text(job.to_dict())
+    plain = next(j for j in PROVE_JOBS if not j.stbv and j.mode == "prove")
+    assert "--stbv" not in sby_text(plain.to_dict())
