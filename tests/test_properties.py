@@ -805,7 +805,8 @@ def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
     out = tmp_path / "netlist-mutants.md"
     assert netlist_mutants.main(["-n", "3", "-c", "lfsr", "-j", "1", "--out", str(out)]) == 0
     text = out.read_text()
-    assert "Made by `python -m" in text and "3/3 killed" in text and "| lfsr" in text
+    # (the command named is pytest's, or its worker's, here)
+    assert "Made by `" in text and "3/3 killed" in text and "| lfsr" in text
 
 
 def test_jobs_tuned_without_unroll_exist():
