@@ -123,7 +123,8 @@ class Job:
                               # properties.harness.CONFIGS (the geometry sweep)
     alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
     witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
-    lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness)
+    lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness),
+                              # or with ``alone`` the line L1 alone (its contract on lines)
 
     @property
     def parameters(self):
@@ -132,6 +133,8 @@ class Job:
 
     @property
     def properties(self):
+        if self.lanes > 1 and self.alone:
+            return f"l1 alone on lines of {self.lanes}: " + _named(list(self.focus))
         if self.lanes > 1:
             return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
         if self.component:
@@ -278,6 +281,25 @@ LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="i
                  geometry=LINE_GEOMETRY, timeout=600, unroll=False),
              Job("lines2-cover", "lines", "cover", LINE_BMC_DEPTH, lanes=2, covers=True,
                  reset="initial", geometry=LINE_GEOMETRY, timeout=600)]
+
+
+#: The line L1 alone (``design.LineAccumulator``, the harness of L1 alone built with ``lanes``):
+#: L1's contract on lines, by k-induction, with L1's output stream rules (``stream``; on one lane
+#: push is the queue's head, on lines an output register). As on the small configurations, one
+#: job proves every group but conservation and one conservation: job name -> focus.
+LINE_L1_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"] + ["stream"],
+                  "conservation": ["conservation"]}
+
+
+def _line_l1_jobs(lanes, config):
+    whole = config in WHOLE_STORAGE
+    return [Job(f"l1-lines{lanes}-{config}-{name}", config, "prove", 3, focus=focus,
+                whole_storage=whole, alone=True, lanes=lanes, timeout=900)
+            for name, focus in LINE_L1_GROUPS.items()]
+
+
+#: The line L1's proofs, on 2 lanes and small's geometry (2 x 2 lines).
+LINE_L1_JOBS = _line_l1_jobs(2, "small")
 
 
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
@@ -436,7 +458,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs():
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS:
         seen.setdefault(job.name, job)
     return list(seen.values())
 
