@@ -310,6 +310,8 @@ class LineAccumulator(L1Accumulator):
                 m.d.comb += [way.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
                              for j in range(self.lanes)]
             with m.Elif(hit_here[i]):
+                # (count: the beats that updated the line, one per beat whatever its lanes)
+                # mutation site: line-count
                 m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
                              way.count.eq(d.entry.count + 1)]
                 # mutation site: lane-sum-cleared

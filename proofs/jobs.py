@@ -300,6 +300,13 @@ def _line_l1_jobs(lanes, config):
 
 #: The line L1's proofs, on 2 lanes and small's geometry (2 x 2 lines).
 LINE_L1_JOBS = _line_l1_jobs(2, "small")
+#: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
+#: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
+#: three beats to one line through the pipeline and a flush of them.
+LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20,
+                  focus=[g for groups in LINE_L1_GROUPS.values() for g in groups],
+                  whole_storage=True, alone=True, lanes=2, reset="initial",
+                  assume_others=False, timeout=600)
 
 
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
@@ -458,7 +465,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS:
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS + [LINE_L1_BMC]:
         seen.setdefault(job.name, job)
     return list(seen.values())
 

@@ -369,7 +369,7 @@ def _add_lines(h, m, P):
                       (model.ways[i].tag == model.ways[j].tag)))
     mine_after = [w.valid & (w.tag == h.track_tag) for w in after.ways]
     written_t = h.write_at_track(own) + h.write_at_track(vic)
-    tiny_t = Mux(tiny.bit_select(lane, 1) & (g.addr == tline),
+    tiny_t = Mux(exp_tiny.bit_select(lane, 1) & (g.addr == tline),
                  g.grads[lane] - Mux(own.mask.bit_select(lane, 1), own.values[lane], 0), 0)
     P.check("conservation", "model_decision_conserves_the_tracked_address",
             ~commit | (sum(Mux(v, w.sums[lane], 0) for v, w in zip(mine_after, after.ways)) +
