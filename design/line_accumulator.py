@@ -311,9 +311,8 @@ class LineAccumulator(L1Accumulator):
                              for j in range(self.lanes)]
             with m.Elif(hit_here[i]):
                 # (count: the beats that updated the line, one per beat whatever its lanes)
-                # mutation site: line-count
                 m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
-                             way.count.eq(d.entry.count + 1)]
+                             way.count.eq(d.entry.count + 1)]  # mutation site: line-count
                 # mutation site: lane-sum-cleared
                 m.d.comb += [way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))
                              for j in range(self.lanes)]

@@ -134,7 +134,8 @@ class Job:
     @property
     def properties(self):
         if self.lanes > 1 and self.alone:
-            return f"l1 alone on lines of {self.lanes}: " + _named(list(self.focus))
+            return f"l1 alone on lines of {self.lanes}: " + ("covers" if self.mode == "cover"
+                                                             else _named(list(self.focus)))
         if self.lanes > 1:
             return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
         if self.component:
@@ -303,6 +304,10 @@ LINE_L1_JOBS = _line_l1_jobs(2, "small")
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
 #: three beats to one line through the pipeline and a flush of them.
+#: ... and its covers, from reset (each case of the line policy reached on the tracked set).
+LINE_L1_COVER = Job("l1-lines2-small-cover", "small", "cover", 20, covers=True,
+                    whole_storage=True, alone=True, lanes=2, reset="initial", timeout=600,
+                    focus=[], assume_others=False)
 LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20,
                   focus=[g for groups in LINE_L1_GROUPS.values() for g in groups],
                   whole_storage=True, alone=True, lanes=2, reset="initial",
@@ -465,7 +470,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS + [LINE_L1_BMC]:
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS + [LINE_L1_BMC, LINE_L1_COVER]:
         seen.setdefault(job.name, job)
     return list(seen.values())
 

@@ -187,7 +187,8 @@ class FormalHarness(Elaboratable):
         self.shared_read = shared_read
         self.config = dict(config)
         self.system = not alone
-        if alone and (fairness is not None or stimulus is not None or covers):
+        if alone and (fairness is not None or stimulus is not None or
+                      (covers and lanes == 1)):
             self._MustUse__silence = True       # never elaborated
             raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
         if lanes > 1 and not alone:
@@ -539,6 +540,13 @@ class FormalHarness(Elaboratable):
                 self.l1_delta.eq(self.l1_accepted - self.l1_passed),
             ]
             m.d.sync += self.l1_balance.eq(self.l1_balance + self.l1_delta)
+            # (For a cover: something was queued, and something discarded, for it since reset.)
+            self.tracked_written = Signal(name="tracked_queued_since_reset")
+            self.tracked_discarded = Signal(name="tracked_discarded_since_reset")
+            with m.If(q_in != 0):
+                m.d.sync += self.tracked_written.eq(1)
+            with m.If(disc != 0):
+                m.d.sync += self.tracked_discarded.eq(1)
             return
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         if self.system:
@@ -693,7 +701,7 @@ class FormalHarness(Elaboratable):
             liveness.add(self, m, P)
         if self.stimulus is not None:
             covers.constrain(self, m, P, self.stimulus)
-        if self.covers:
+        if self.covers and self.lanes == 1:
             covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
         if self.simulate:
             # Each property a signal, read by the simulation once the cycle has settled (the
@@ -721,7 +729,9 @@ class FormalHarness(Elaboratable):
             if name in ("addr", "grad", "threshold"):     # in_addr, in_grad, in_thresh
                 continue
             field = getattr(payload, name)
-            sig = Signal(len(field), name=f"in_{name}")
+            # (Value.cast: the width of a field in bits, also of one per lane, a View of an
+            # ArrayLayout, whose len() counts its lanes.)
+            sig = Signal(len(Value.cast(field)), name=f"in_{name}")
             self.in_payload[name] = sig
             self.free(m, sig)
             m.d.comb += field.eq(sig)

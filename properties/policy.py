@@ -269,6 +269,7 @@ def _add_lines(h, m, P):
         ]
     held_after = Signal(N, name="model_held_after")
     fills = Signal(name="model_fills")
+    h.model_new_sums, h.model_fills = new_sums, fills
     m.d.comb += [held_after.eq((hit.held | small) & ~crossed),
                  fills.eq(hit.count + 1 >= mu)]
     tiny = Signal(N, name="model_tiny_lanes")
@@ -454,7 +455,42 @@ def _add_lines(h, m, P):
                  "forwarding/s3_decides_on_the_entry_of_its_address_now",
                  "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
     P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == tiny4))
+    if h.covers:
+        _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after)
     # One masked line write per line per beat: the victim's line is never the beat's own.
     P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
             ~(l1.s4_valid & l1.s4_push & l1.s4_victim) |
             (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+
+
+def _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after):
+    """Covers of the line policy (from reset): each of its per-lane cases is reached on the
+    tracked set, so that the properties above are not vacuous."""
+    l1, N = h.dut.l1, h.lanes
+    pushes = commit4 & l1.s4_push
+    causes = l1.s4_push_p.causes
+    mask = l1.s4_push_p.mask
+
+    only = None if h.covers is True else set(h.covers)
+    cover = P.cover if only is None else (lambda name, test: name in only and P.cover(name, test))
+
+    def lane_cause(cause):
+        return Cat(mask[i] & (causes[i] == cause) for i in range(N)).any()
+    kept_sums = Cat(held_after[i] & (h.model_new_sums[i] != 0) for i in range(N)).any()
+    cover("line_one_lane_crosses_another_stays_held",
+            h.stage_valid[3] & (h.set_of(h.stage[3].addr) == h.track_set) & exp_hit &
+            crossed.any() & kept_sums & ~h.model_fills)
+    cover("line_max_updates_write", pushes & lane_cause(Cause.MAX_UPDATES))
+    cover("line_direct_and_accumulated_lanes_in_one_write",
+            pushes & lane_cause(Cause.DIRECT) & lane_cause(Cause.ACCUM_THRESHOLD))
+    cover("line_victim_of_two_lanes_evicted",
+            commit4 & l1.s4_victim & (l1.s4_victim_p.mask == (1 << N) - 1))
+    cover("line_tiny_lane_discarded_beside_an_allocating_lane",
+            commit4 & tiny4.any() & l1.s4_alloc)
+    cover("line_stochastic_write", pushes & lane_cause(Cause.STOCHASTIC))
+    cover("line_flush_write_of_the_tracked_set",
+            h.scan & (l1.scan_set == h.track_set) & h.queue_in)
+    cover("line_own_and_victim_writes_leave_one_after_the_other",
+            l1.push.valid & l1.push.ready & ~l1.out_last)
+    cover("line_tracked_address_conserved_after_a_write_and_a_discard",
+            h.dut.idle & h.tracked_written & h.tracked_discarded)
