@@ -292,23 +292,29 @@ LINE_L1_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"] + ["st
                   "conservation": ["conservation"]}
 
 
-def _line_l1_jobs(lanes, config):
-    whole = config in WHOLE_STORAGE
+#: The line L1's small geometry: small's (2 x 2 lines, max_updates 3, 4-bit gradients) with
+#: a 2-bit tag, so that a set can be full and miss (on small's 3-bit addresses, a line of 2
+#: lanes and 2 sets leave a tag of one bit: two lines per set, never an eviction).
+LINE_SMALL = dict(CONFIGS["small"], addr_width=4)
+
+
+def _line_l1_jobs(lanes, config, geometry=None, whole=False):
     return [Job(f"l1-lines{lanes}-{config}-{name}", config, "prove", 3, focus=focus,
-                whole_storage=whole, alone=True, lanes=lanes, timeout=900)
+                whole_storage=whole, alone=True, lanes=lanes, timeout=900, geometry=geometry)
             for name, focus in LINE_L1_GROUPS.items()]
 
 
-#: The line L1's proofs, on 2 lanes and small's geometry (2 x 2 lines).
-LINE_L1_JOBS = _line_l1_jobs(2, "small")
+#: The line L1's proofs, on 2 lanes and LINE_SMALL (its 2 sets read whole).
+LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
 #: three beats to one line through the pipeline and a flush of them.
 #: ... and its covers, from reset (each case of the line policy reached on the tracked set).
 LINE_L1_COVER = Job("l1-lines2-small-cover", "small", "cover", 20, covers=True,
+                    geometry=LINE_SMALL,
                     whole_storage=True, alone=True, lanes=2, reset="initial", timeout=600,
                     focus=[], assume_others=False)
-LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20,
+LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20, geometry=LINE_SMALL,
                   focus=[g for groups in LINE_L1_GROUPS.values() for g in groups],
                   whole_storage=True, alone=True, lanes=2, reset="initial",
                   assume_others=False, timeout=600)
