@@ -306,6 +306,35 @@ def _line_l1_jobs(lanes, config, geometry=None, whole=False):
 
 #: The line L1's proofs, on 2 lanes and LINE_SMALL (its 2 sets read whole).
 LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
+#: On the default geometry, split as one lane's L1 is there (SCALED_GROUPS, ONE_JOB_EACH), the
+#: line policy's two more properties with the quick ones.
+LINE_ONE_JOB_EACH = dict(ONE_JOB_EACH, policy=ONE_JOB_EACH["policy"][:-1] + [
+    ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
+                                  "no_two_line_writes_for_one_line_in_a_beat")])
+
+
+def _line_l1_scaled_jobs(lanes, config):
+    jobs = []
+    for job_name, groups in SCALED_GROUPS.items():
+        groups = groups + (["stream"] if job_name == "pipeline" else [])
+        split = [g for g in groups if g in LINE_ONE_JOB_EACH]
+        rest = [g for g in groups if g not in split]
+        if rest:
+            jobs.append(Job(f"l1-lines{lanes}-{config}-{job_name}", config, "prove", 3,
+                            focus=rest, alone=True, lanes=lanes, timeout=900))
+        for group in split:
+            for i, entry in enumerate(LINE_ONE_JOB_EACH[group]):
+                focus = [f"{group}/{name}" for name in _names(entry)]
+                jobs.append(Job(f"l1-lines{lanes}-{config}-{group}-{i}", config, "prove", 3,
+                                focus=focus, alone=True, lanes=lanes, timeout=900,
+                                **(TUNING.get((config, focus[0]), {})
+                                   if len(focus) == 1 else {})))
+    return jobs
+
+
+#: ... and at 8 lanes on the default geometry (32 x 4 lines): not in make prove (its time:
+#: docs/proofs.md); run by name or with ``python -m proofs prove -k l1-lines8``.
+LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
 #: three beats to one line through the pipeline and a flush of them.
@@ -454,7 +483,7 @@ def _component_jobs():
 
 
 COMPONENT_JOBS = _component_jobs()
-PROVE_JOBS = COMPONENT_JOBS + _prove_jobs() + _cover_jobs()
+PROVE_JOBS = COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + _cover_jobs() + [LINE_L1_COVER]
 BMC_JOBS = _bmc_jobs() + _cover_jobs()[:1]
 COVER_JOBS = _cover_jobs()
 
@@ -476,7 +505,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + LINE_L1_JOBS + [LINE_L1_BMC, LINE_L1_COVER]:
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] + LINE8_L1_JOBS:
         seen.setdefault(job.name, job)
     return list(seen.values())
 
