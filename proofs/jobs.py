@@ -494,7 +494,8 @@ SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "lines2-bmc", "default-
            "small-conservation-bmc", "l1-large-policy-0", "large-progress-K2",
            "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",
-           "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush"]
+           "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush",
+           "l1-lines2-small-safety"]
 
 
 def slowest_first(jobs):
