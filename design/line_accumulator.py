@@ -101,6 +101,10 @@ class LineAccumulator(L1Accumulator):
         # The output register: the line write offered on push.
         self.out       = Signal(self._write_layout(), name="out")
         self.out_valid = Signal(name="out_valid")
+        # ... whether it is its pair's last write, and whether the head's own write has been
+        # loaded into it (the victim's is next).
+        self.out_last  = Signal(name="out_last")
+        self.own_taken = Signal(name="own_taken")
         self.probe = replace(self.probe, deciding_direct=self.s3_direct)
 
     # -- what depends on the number of lanes ----------------------------------------------------
@@ -152,13 +156,13 @@ class LineAccumulator(L1Accumulator):
         scan_push_p = Signal(self._write_layout())
         scanning = self.state == L1State.SCAN
         # The head's own write has been loaded into the output register, its victim's is next.
-        own_taken = Signal()
+        own_taken = self.own_taken
         head = queue.r.payload
         show_own = Signal()
         last = Signal()   # the write offered by the head is its last
         # The output register: push's payload and valid come from it, so that L2's merge test
         # starts from registers (not from the queue's RAM and the pick of a pair's write).
-        out, out_valid, out_last = self.out, self.out_valid, Signal(name="out_last")
+        out, out_valid, out_last = self.out, self.out_valid, self.out_last
         load, released = Signal(), Signal()
         m.d.comb += [
             queue.w.valid.eq(scan_push | (self.s4_valid & (self.s4_push | self.s4_victim))),
@@ -306,8 +310,9 @@ class LineAccumulator(L1Accumulator):
                 m.d.comb += [way.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
                              for j in range(self.lanes)]
             with m.Elif(hit_here[i]):
+                # (count: the beats that updated the line, one per beat whatever its lanes)
                 m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
-                             way.count.eq(d.entry.count + 1)]
+                             way.count.eq(d.entry.count + 1)]  # mutation site: line-count
                 # mutation site: lane-sum-cleared
                 m.d.comb += [way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))
                              for j in range(self.lanes)]

@@ -66,7 +66,7 @@ def generate(job, outdir):
     if job.get("component"):
         harness = ComponentHarness(job["component"], _parameters(job),
                                    covers=job["covers"], reset=job["reset"])
-    elif job.get("lanes", 1) > 1:
+    elif job.get("lanes", 1) > 1 and not job.get("alone"):
         harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]))
     else:
         harness = _system_harness(job)
@@ -93,7 +93,7 @@ def _system_harness(job):
                          assume_others=job.get("assume_others", True),
                          stimulus=job.get("stimulus"),
                          shared_read=job.get("shared_read", False),
-                         alone=job.get("alone", False))
+                         alone=job.get("alone", False), lanes=job.get("lanes", 1))
 
 
 if __name__ == "__main__":

@@ -135,7 +135,8 @@ class Job:
                               # properties.harness.CONFIGS (the geometry sweep)
     alone: bool = False       # L1 alone (properties.harness.L1Alone: its contract, L1_GROUPS)
     witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
-    lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness)
+    lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness),
+                              # or with ``alone`` the line L1 alone (its contract on lines)
 
     @property
     def parameters(self):
@@ -144,6 +145,9 @@ class Job:
 
     @property
     def properties(self):
+        if self.lanes > 1 and self.alone:
+            return f"l1 alone on lines of {self.lanes}: " + ("covers" if self.mode == "cover"
+                                                             else _named(list(self.focus)))
         if self.lanes > 1:
             return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
         if self.component:
@@ -292,6 +296,78 @@ LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="i
                  reset="initial", geometry=LINE_GEOMETRY, timeout=600)]
 
 
+#: The line L1 alone (``design.LineAccumulator``, the harness of L1 alone built with ``lanes``):
+#: L1's contract on lines, by k-induction, with L1's output stream rules (``stream``; on one lane
+#: push is the queue's head, on lines an output register). As on the small configurations, one
+#: job proves every group but conservation and one conservation: job name -> focus.
+LINE_L1_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"] + ["stream"],
+                  "conservation": ["conservation"]}
+
+
+#: The line L1's small geometry: small's (2 x 2 lines, max_updates 3, 4-bit gradients) with
+#: a 2-bit tag, so that a set can be full and miss (on small's 3-bit addresses, a line of 2
+#: lanes and 2 sets leave a tag of one bit: two lines per set, never an eviction).
+LINE_SMALL = dict(CONFIGS["small"], addr_width=4)
+
+
+def _line_l1_jobs(lanes, config, geometry=None, whole=False):
+    return [Job(f"l1-lines{lanes}-{config}-{name}", config, "prove", 3, focus=focus,
+                whole_storage=whole, alone=True, lanes=lanes, timeout=900, geometry=geometry)
+            for name, focus in LINE_L1_GROUPS.items()]
+
+
+#: The line L1's proofs, on 2 lanes and LINE_SMALL (its 2 sets read whole).
+LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
+#: On the default geometry, split as one lane's L1 is there (SCALED_GROUPS, ONE_JOB_EACH), the
+#: line policy's two more properties with the quick ones.
+LINE_ONE_JOB_EACH = dict(ONE_JOB_EACH, policy=ONE_JOB_EACH["policy"][:-1] + [
+    ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
+                                  "no_two_line_writes_for_one_line_in_a_beat")])
+
+
+#: Per-job settings of the line L1's jobs (as TUNING): z3 proves the model's conservation step
+#: at 8 lanes on default in about a minute, where yices had not finished in 4.
+LINE_TUNING = {("default", "conservation/model_step_conserves_the_tracked_address"):
+               dict(solver="z3")}
+
+
+def _line_l1_scaled_jobs(lanes, config):
+    jobs = []
+    for job_name, groups in SCALED_GROUPS.items():
+        groups = groups + (["stream"] if job_name == "pipeline" else [])
+        split = [g for g in groups if g in LINE_ONE_JOB_EACH]
+        rest = [g for g in groups if g not in split]
+        if rest:
+            jobs.append(Job(f"l1-lines{lanes}-{config}-{job_name}", config, "prove", 3,
+                            focus=rest, alone=True, lanes=lanes, timeout=900))
+        for group in split:
+            for i, entry in enumerate(LINE_ONE_JOB_EACH[group]):
+                focus = [f"{group}/{name}" for name in _names(entry)]
+                tuning = {**TUNING, **LINE_TUNING}
+                jobs.append(Job(f"l1-lines{lanes}-{config}-{group}-{i}", config, "prove", 3,
+                                focus=focus, alone=True, lanes=lanes, timeout=900,
+                                **(tuning.get((config, focus[0]), {})
+                                   if len(focus) == 1 else {})))
+    return jobs
+
+
+#: ... and at 8 lanes on the default geometry (32 x 4 lines): not in make prove (its time:
+#: docs/proofs.md); run by name or with ``python -m proofs prove -k l1-lines8``.
+LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
+#: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
+#: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
+#: three beats to one line through the pipeline and a flush of them.
+#: ... and its covers, from reset (each case of the line policy reached on the tracked set).
+LINE_L1_COVER = Job("l1-lines2-small-cover", "small", "cover", 20, covers=True,
+                    geometry=LINE_SMALL,
+                    whole_storage=True, alone=True, lanes=2, reset="initial", timeout=600,
+                    focus=[], assume_others=False)
+LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20, geometry=LINE_SMALL,
+                  focus=[g for groups in LINE_L1_GROUPS.values() for g in groups],
+                  whole_storage=True, alone=True, lanes=2, reset="initial",
+                  assume_others=False, timeout=600)
+
+
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
 #: skipped (not checked). Reset comes in the first cycle only (step 0): a cover needs one run,
 #: and a run reset only at its start is one. With reset free as well the solver also searches
@@ -431,7 +507,8 @@ def _encoded(jobs):
     return [replace(job, stbv=True) if job.name in STBV else job for job in jobs]
 
 
-PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + _cover_jobs())
+PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + _cover_jobs()
+                      + [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())
 
@@ -442,7 +519,8 @@ SLOWEST = ["assoc-conservation-bmc", "small-safety-bmc", "lines2-bmc", "default-
            "small-conservation-bmc", "l1-large-policy-0", "large-progress-K2",
            "assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",
-           "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush"]
+           "l1-default-pipeline", "mid-cover", "large-sim-fill-then-flush",
+           "l1-lines2-small-safety"]
 
 
 def slowest_first(jobs):
@@ -453,7 +531,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs():
+    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] + LINE8_L1_JOBS:
         seen.setdefault(job.name, job)
     return list(seen.values())
 

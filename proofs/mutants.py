@@ -34,7 +34,7 @@ from dataclasses import replace
 from reports.console import ArgumentParser, positive_integer, table, usage_error
 from properties.component import COMPONENTS
 from properties.harness import CONFIGS
-from .jobs import Job, LINE_JOBS
+from .jobs import Job, LINE_JOBS, LINE_L1_BMC
 from reports.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -173,6 +173,11 @@ MUTANTS = {
         "lane-order", "victim_write.values.eq(d.victim.sums),",
         "victim_write.values.eq(Cat(d.victim.sums[1], d.victim.sums[0], "
         "*(d.victim.sums[i] for i in range(2, self.lanes)))),"),
+    "max_updates_counted_per_lane": (
+        "lanes", "a hit counts one update per small lane of the beat, not one per beat (the "
+        "line's max_updates write comes early)", "line-count",
+        "way.count.eq(d.entry.count + 1)",
+        "way.count.eq(d.entry.count + sum(d.small[j] for j in range(self.lanes)))"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
@@ -539,7 +544,8 @@ def jobs_for(name, design_path, config="small"):
     ``config``)."""
     fname, _ = find_sites(os.path.join(ROOT, "design"))[MUTANTS[name][2]]
     if fname in LINE_FILES:
-        return [replace(LINE_BMC, name=f"mutant-{name}-lines2", design_path=design_path)]
+        return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
+                replace(LINE_BMC, name=f"mutant-{name}-lines2", design_path=design_path)]
     return _component_jobs(name, design_path, config) + _system_jobs(name, design_path, config)
 
 

@@ -20,11 +20,11 @@ from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
 
-from design import GradientCompressor, L1Accumulator, L1State
+from design import GradientCompressor, L1Accumulator, L1State, LineAccumulator
 from design.compressor import connect_random
 from design.compare import at_most
 from design.layouts import value_width
-from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF
+from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF, ema_fraction_bits
 
 from .base import PropertySet
 from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
@@ -84,12 +84,14 @@ class L1Alone(Elaboratable):
     random source; the system's ``idle`` group proves the compressor does so)."""
 
     def __init__(self, *, addr_width, grad_width, sets, ways, max_updates, fifo_depth,
-                 burst_size, l1_class=L1Accumulator):
+                 burst_size, l1_class=L1Accumulator, lanes=1):
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
+        # lanes > 1: the line L1 (l1_class is then a LineAccumulator), beats of lanes gradients
+        extra = {} if lanes == 1 else {"lanes": lanes}
         self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
-                           ways=ways, max_updates=max_updates)
+                           ways=ways, max_updates=max_updates, **extra)
         self.lfsr = FreeRandom()
         l1 = self.l1
         self.grad_in, self.flush, self.idle = l1.grad_in, l1.flush, l1.idle
@@ -174,7 +176,8 @@ class FormalHarness(Elaboratable):
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
-                 stimulus=None, shared_read=False, simulate=False, driven=False, alone=False):
+                 stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
+                 lanes=1):
         self.stimulus = check_stimulus(stimulus)
         if simulate and stimulus is None and not driven:
             raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
@@ -184,10 +187,22 @@ class FormalHarness(Elaboratable):
         self.shared_read = shared_read
         self.config = dict(config)
         self.system = not alone
-        if alone and (fairness is not None or stimulus is not None or covers):
+        if alone and (fairness is not None or stimulus is not None or
+                      (covers and lanes == 1)):
             self._MustUse__silence = True       # never elaborated
             raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
-        if alone:
+        if lanes > 1 and not alone:
+            self._MustUse__silence = True       # never elaborated
+            raise ValueError("lanes: only L1 alone (the line L1's contract) takes lines here; "
+                             "the compressor on lines is properties.line_harness's")
+        # Lanes of a beat (> 1: the line L1, design.LineAccumulator); the tracked address is
+        # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
+        self.lanes = lanes
+        self.lane_bits = (lanes - 1).bit_length()
+        if alone and lanes > 1:
+            l1_class = LineAccumulator if design is None else design.LineAccumulator
+            self.dut = L1Alone(l1_class=l1_class, lanes=lanes, **self.config)
+        elif alone:
             l1_class = L1Accumulator if design is None else design.L1Accumulator
             self.dut = L1Alone(l1_class=l1_class, **self.config)
         else:
@@ -198,6 +213,8 @@ class FormalHarness(Elaboratable):
         if self.system:
             self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
             self.dut.lfsr = FreeRandom()
+        if lanes > 1:
+            self.config["lanes"] = lanes
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
@@ -268,12 +285,23 @@ class FormalHarness(Elaboratable):
                     self.in_ready, self.fifo_pick):
             self.free(m, sig)
         self.free(m, self.track, AnyConst)
-        m.d.comb += [
-            d.grad_in.valid.eq(self.in_valid),
-            d.grad_in.p.addr.eq(self.in_addr),
-            d.grad_in.p.grad.eq(self.in_grad),
-            d.flush.eq(self.in_flush),
-        ]
+        if self.lanes == 1:
+            m.d.comb += [
+                d.grad_in.valid.eq(self.in_valid),
+                d.grad_in.p.addr.eq(self.in_addr),
+                d.grad_in.p.grad.eq(self.in_grad),
+                d.flush.eq(self.in_flush),
+            ]
+        else:
+            # A beat's address is its line's (the streamer clears the low lane_bits: lane i is
+            # at line + i); its gradients, mask and bypass bits are payload fields (in_grads,
+            # in_mask, in_bypass: _free_l1_inputs).
+            m.d.comb += [
+                d.grad_in.valid.eq(self.in_valid),
+                d.grad_in.p.addr.eq(Cat(Const(0, self.lane_bits),
+                                        self.in_addr[self.lane_bits:])),
+                d.flush.eq(self.in_flush),
+            ]
         if self.system:
             m.d.comb += [d.threshold.eq(self.in_thresh), d.dram_out.ready.eq(self.in_ready)]
         else:
@@ -310,7 +338,11 @@ class FormalHarness(Elaboratable):
             self.pop.eq(d.dram_out.valid & d.dram_out.ready if self.system else 0),
         ]
         self.track_set = self.set_of(self.track)
-        self.track_tag = self.track[self.set_bits:]
+        self.track_tag = self.tag_of(self.track)
+        if self.lanes > 1:
+            # The tracked address is lane track_lane of line track_line.
+            self.track_lane = self.track[:self.lane_bits]
+            self.track_line = Cat(Const(0, self.lane_bits), self.track[self.lane_bits:])
         self.init = Signal()
         self.scan = Signal()
         m.d.comb += [self.init.eq(l1.state == L1State.INIT),
@@ -408,8 +440,11 @@ class FormalHarness(Elaboratable):
         matches = [Signal(name=f"track_match{i}") for i in range(d.ways)]
         for i, way in enumerate(row.ways):
             m.d.comb += matches[i].eq(way.valid & (way.tag == self.track_tag))
+        # (On lines: the tracked lane's sum of the way holding the tracked line.)
+        way_sum = ((lambda way: way.sum) if self.lanes == 1 else
+                   (lambda way: way.sums[self.track_lane]))
         m.d.comb += [
-            self.l1_sum.eq(Mux(self.init, 0, sum(Mux(matches[i], row.ways[i].sum, 0)
+            self.l1_sum.eq(Mux(self.init, 0, sum(Mux(matches[i], way_sum(row.ways[i]), 0)
                                                  for i in range(d.ways)))),
             self.l1_n.eq(Mux(self.init, 0, sum(matches[i] for i in range(d.ways)))),
         ]
@@ -420,6 +455,8 @@ class FormalHarness(Elaboratable):
         d = self.dut
         l1 = d.l1
         queue = l1.queue
+        if self.lanes > 1:
+            return self._line_shadows(m)
         # What the pipeline holds for the tracked address: the gradients in s1 ... s3, as
         # accepted (s4's part is the policy model's: policy.py).
         self.stages_sum = Signal(signed(self.bw))
@@ -455,12 +492,62 @@ class FormalHarness(Elaboratable):
         ]
         return q_in_t, in_t, disc_t
 
+    def _line_shadows(self, m):
+        """On lines: what the pipeline holds for the tracked address (its lane of the beats in
+        ``s1`` ... ``s3`` of its line), what enters L1's output queue for it (a pair per
+        place: the beat's own line write and a victim's), what ``push`` offers for it, and
+        what a discard accounts for it. Returns them as ``_balances`` takes them: values."""
+        d = self.dut
+        l1 = d.l1
+        queue = l1.queue
+        self.stages_sum = Signal(signed(self.bw))
+        m.d.comb += self.stages_sum.eq(sum(
+            Mux(self.stage_valid[i], self.at_track(self.stage[i].addr, self.stage[i].mask,
+                                                   self.stage[i].grads), 0)
+            for i in (1, 2, 3)))
+        pair = queue.w.payload
+        q_in = Signal(signed(self.bw), name="queued_at_tracked")
+        out = Signal(signed(self.bw), name="pushed_at_tracked")
+        disc = Signal(signed(self.bw), name="discarded_at_tracked")
+        m.d.comb += [
+            q_in.eq(Mux(self.queue_in, self.write_at_track(pair.own) +
+                        self.write_at_track(pair.victim), 0)),
+            out.eq(Mux(self.push_fire, self.write_at_track(l1.push.p), 0)),
+            disc.eq(self.at_track(d.discard_addr, d.discard, d.discard_error)),
+        ]
+        self.queue_sum = Signal(signed(self.bw))
+        m.d.sync += self.queue_sum.eq(self.queue_sum + q_in - out)
+        return q_in, out, disc
+
     def _balances(self, m, q_in_t, in_t, disc_t):
         """The tracked address's shadow of L2 and its balances: accepted less written (to
         DRAM, or into the queue) less accounted discards."""
         d = self.dut
         l1 = d.l1
         queue = l1.queue
+        if self.lanes > 1:
+            # (On lines _line_shadows passes the values themselves.)
+            q_in, _, disc = q_in_t, in_t, disc_t
+            beat = d.grad_in.p
+            self.l1_balance = Signal(signed(self.bw))
+            self.l1_accepted = Signal(signed(self.bw), name="l1_accepted_tracked")
+            self.l1_passed = Signal(signed(self.bw), name="l1_queued_or_discarded_tracked")
+            self.l1_delta = Signal(signed(self.bw), name="l1_balance_delta")
+            m.d.comb += [
+                self.l1_accepted.eq(Mux(self.accept, self.at_track(beat.addr, beat.mask,
+                                                                   beat.grads), 0)),
+                self.l1_passed.eq(q_in + disc),
+                self.l1_delta.eq(self.l1_accepted - self.l1_passed),
+            ]
+            m.d.sync += self.l1_balance.eq(self.l1_balance + self.l1_delta)
+            # (For a cover: something was queued, and something discarded, for it since reset.)
+            self.tracked_written = Signal(name="tracked_queued_since_reset")
+            self.tracked_discarded = Signal(name="tracked_discarded_since_reset")
+            with m.If(q_in != 0):
+                m.d.sync += self.tracked_written.eq(1)
+            with m.If(disc != 0):
+                m.d.sync += self.tracked_discarded.eq(1)
+            return
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         if self.system:
             # Shadow of L2 for the tracked address: pushed by L1 minus written to DRAM.
@@ -542,8 +629,11 @@ class FormalHarness(Elaboratable):
         s1 = self.stage[1]
         self.judged = [None, None]
         judged2 = Signal(self.gw, name="judged_threshold_s2")
+        # (On lines the EMA has log2(lanes) more fraction bits; a lane in a bypass window is
+        # judged against 0 instead: lane_threshold.)
+        fraction = {} if self.lanes == 1 else {"fraction_bits": ema_fraction_bits(self.lanes)}
         m.d.sync += judged2.eq(Mux(s1.ema, modes.ema_threshold(
-            self, l1.s1.ema_source, l1.s1.ema_scale, l1.s1.ema_min, l1.s1.ema_max),
+            self, l1.s1.ema_source, l1.s1.ema_scale, l1.s1.ema_min, l1.s1.ema_max, **fraction),
             s1.threshold))
         judged3 = Signal(self.gw, name="judged_threshold_s3")
         m.d.sync += judged3.eq(judged2)
@@ -554,6 +644,20 @@ class FormalHarness(Elaboratable):
         # cycle before, or the next state of then if it stepped then. The rule is applied a
         # cycle ahead, in s2, on both, as the design does (the solver meets its multiplies).
         s2 = l1.s2
+        if self.lanes > 1:
+            # On lines: the rule per lane, every lane of a beat on the same bits (one draw).
+            N = self.lanes
+            chance = Signal(2 * N, name="stochastic_rule_s3")
+            m.d.sync += chance.eq(Cat(
+                Cat(modes.stochastic_writes(self, bits, s2.grads[i], s2.small_threshold)
+                    for i in range(N))
+                for bits in (d.lfsr.state, d.lfsr.next_state)))
+            self.stepped_last = Signal(name="random_stepped_last_cycle")
+            m.d.sync += self.stepped_last.eq(d.lfsr.step)
+            self.s3_rule = Signal(N, name="stochastic_rule_in_force_s3")
+            m.d.comb += self.s3_rule.eq(chance.word_select(self.stepped_last, N))
+            self.s3_chance = chance
+            return
         chance = Signal(2, name="stochastic_rule_s3")
         m.d.sync += chance.eq(Cat(
             modes.stochastic_writes(self, d.lfsr.state, s2.grad, s2.small_threshold),
@@ -597,7 +701,7 @@ class FormalHarness(Elaboratable):
             liveness.add(self, m, P)
         if self.stimulus is not None:
             covers.constrain(self, m, P, self.stimulus)
-        if self.covers:
+        if self.covers and self.lanes == 1:
             covers.add(self, m, P, only=None if self.covers is True else set(self.covers))
         if self.simulate:
             # Each property a signal, read by the simulation once the cycle has settled (the
@@ -625,7 +729,9 @@ class FormalHarness(Elaboratable):
             if name in ("addr", "grad", "threshold"):     # in_addr, in_grad, in_thresh
                 continue
             field = getattr(payload, name)
-            sig = Signal(len(field), name=f"in_{name}")
+            # (Value.cast: the width of a field in bits, also of one per lane, a View of an
+            # ArrayLayout, whose len() counts its lanes.)
+            sig = Signal(len(Value.cast(field)), name=f"in_{name}")
             self.in_payload[name] = sig
             self.free(m, sig)
             m.d.comb += field.eq(sig)
@@ -640,8 +746,33 @@ class FormalHarness(Elaboratable):
             m.d.comb += signal.eq(kind(signal.shape()))
 
     def set_of(self, addr):
-        """The L1 set index of an address."""
-        return addr[:self.set_bits]     # 0 bits wide with one set
+        """The L1 set index of an address (on lines, of its line: past the lane bits)."""
+        return addr[self.lane_bits:self.lane_bits + self.set_bits]   # 0 bits wide with one set
+
+    @staticmethod
+    def lane_threshold(threshold, bypass):
+        """On lines: the threshold a lane is judged against (0 for a lane in a bypass
+        window)."""
+        return Mux(bypass, 0, threshold)
+
+    def tag_of(self, addr):
+        """The L1 tag of an address (on lines, of its line)."""
+        return addr[self.lane_bits + self.set_bits:]
+
+    def at_track(self, addr, mask, values):
+        """On lines: the value a line-shaped thing (a beat, a line write, an entry: a line
+        address ``addr``, a lane ``mask``, ``values`` per lane) has at the tracked address
+        (lane ``track_lane`` of ``track_line``), else 0."""
+        return Mux(mask.bit_select(self.track_lane, 1) & (addr == self.track_line),
+                   values[self.track_lane], 0)
+
+    def line_of(self, index, tag):
+        """On lines: the line address of set ``index``'s line with ``tag``."""
+        return Cat(Const(0, self.lane_bits), index, tag)
+
+    def write_at_track(self, write):
+        """On lines: what a line write (``line_write_layout``) adds at the tracked address."""
+        return self.at_track(write.addr, write.mask, write.values)
 
     @staticmethod
     def popcount(row):

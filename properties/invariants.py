@@ -30,8 +30,21 @@ def _row_checks(h, P, row, where, active):
     """Per-row invariants (overflow, unique tags) on ``row``, checked when ``active``."""
     gw, mu = h.gw, h.dut.max_updates
     for i, way in enumerate(row.ways):
-        P.check("overflow", f"{where}_sum_below_2**grad_width-1",
-                ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))
+        if h.lanes > 1:
+            # On lines, every lane's sum; a lane not held has a sum of 0, and a valid line
+            # holds at least one lane.
+            N = h.lanes
+            P.check("overflow", f"{where}_sum_below_2**grad_width-1",
+                    ~active | ~way.valid | Cat(abs(way.sums[j]) < 2**gw - 1
+                                               for j in range(N)).all())
+            P.check("overflow", f"{where}_lane_not_held_sums_0",
+                    ~active | ~way.valid | Cat(way.held[j] | (way.sums[j] == 0)
+                                               for j in range(N)).all())
+            P.check("overflow", f"{where}_line_holds_a_lane",
+                    ~active | ~way.valid | way.held.any())
+        else:
+            P.check("overflow", f"{where}_sum_below_2**grad_width-1",
+                    ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))
         P.check("overflow", f"{where}_count_in_1..max_updates-1",
                 ~active | ~way.valid | ((way.count >= 1) & (way.count <= mu - 1)))
         for j in range(i + 1, len(row.ways)):

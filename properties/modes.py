@@ -37,12 +37,12 @@ def stochastic_writes(h, random, grad, small):
     return random[:R] * small < (abs(grad) << R)
 
 
-def ema_threshold(h, average, scale, minimum, maximum):
+def ema_threshold(h, average, scale, minimum, maximum, fraction_bits=EMA_FRACTION_BITS):
     """The EMA's threshold for ``average``: the candidate ``(average * scale) >> 12``,
     ``maximum`` if above it, else ``minimum`` if below that, else the candidate (so with
     crossed bounds, ``minimum > maximum``, a candidate above ``maximum`` gives ``maximum`` and
     any other ``minimum``: what design/modes.py and model/reference.py compute)."""
-    candidate = (average * scale) >> (EMA_FRACTION_BITS + EMA_SCALE_FRACTION_BITS)
+    candidate = (average * scale) >> (fraction_bits + EMA_SCALE_FRACTION_BITS)
     return ema_clamp(candidate, minimum, maximum)
 
 
@@ -55,6 +55,8 @@ def add(h, m, P):
     """The dual threshold (L1's contract); in the system (``h.system``) the EMA and the bypass
     windows too."""
     d, l1 = h.dut, h.dut.l1
+    if h.lanes > 1:
+        return _line_dual_threshold(h, m, P)
     g3, g4 = h.stage[3], h.stage[4]       # the gradients in s3 and s4, as accepted
     w4 = l1.s4_push_p                     # s4's write into the queue
 
@@ -178,3 +180,21 @@ def _system(h, m, P):
     m.d.sync += last_bypass.eq(h.accept & h.in_window)
     P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_gradient_is_accepted",
             d.bypassed == last_bypass)
+
+
+def _line_dual_threshold(h, m, P):
+    """On lines (the line L1 alone): the dual threshold's accounting, lane by lane. Which lanes
+    are tiny, and what a tiny lane writes, is the line policy model's (``policy`` group:
+    ``hit_miss_strobes_are_the_models``, ``discard_strobe_is_the_models``, the line writes);
+    here what the discard outputs report: no discard without a beat in ``s4``, at the beat's
+    line, each discarded lane's ``grad - written``."""
+    d, l1, N = h.dut, h.dut.l1, h.lanes
+    g4, w4 = h.stage[4], l1.s4_push_p
+    P.check("dual_threshold", "no_discard_without_a_decision",
+            h.stage_valid[4] | ~d.discard.any())
+    written = [Mux(l1.s4_push & w4.mask[i], w4.values[i], 0) for i in range(N)]
+    P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
+            ~d.discard.any() |
+            ((d.discard_addr == g4.addr) &
+             Cat(~d.discard[i] | (d.discard_error[i] == g4.grads[i] - written[i])
+                 for i in range(N)).all()))

@@ -46,6 +46,11 @@ def add(h, m, P):
     _conservation(h, m, P)
     if h.system:
         _system(h, m, P)
+    elif h.lanes > 1:
+        # The line L1's push comes from its output register: the stream rules on it (on one
+        # lane push is the output queue's head, whose contract is the queue's).
+        l1 = h.dut.l1
+        _stream(m, P, "l1_push", l1.push, [l1.push.p.as_value()])
 
 
 def _conservation(h, m, P):

@@ -59,6 +59,17 @@ def add(h, m, P):
             ~l1.s1_valid | (s1.as_value() == h.stage[1].as_value()))
     P.check("pipeline", "s2_holds_the_gradient_as_accepted",
             ~l1.s2_valid | (s2.as_value() == h.stage[2].as_value()))
+    if h.lanes > 1:
+        _line_stages(h, m, P)
+    else:
+        _stages(h, m, P)
+    _rows(h, m, P)
+
+
+def _stages(h, m, P):
+    """One lane: what s2 and s3 registered of their gradient."""
+    d, l1 = h.dut, h.dut.l1
+    s2, s3, g3 = l1.s2, l1.s3, h.stage[3]
     # |g|, registered in s1 for s2's compares: stated here, so that an induction step need
     # not reach back to s1 for it.
     P.check("pipeline", "s2_magnitude_is_its_gradients",
@@ -81,9 +92,49 @@ def add(h, m, P):
     P.check("pipeline", "s4_stepped_iff_the_random_bits_stepped",
             ~l1.s3_valid | ((l1.s4_valid & l1.s4_stepped) == h.stepped_last))
 
+
+def _line_stages(h, m, P):
+    """On lines: the same facts of s2 and s3, lane by lane (each lane judged against the
+    beat's threshold, or 0 in a bypass window)."""
+    l1, N = h.dut.l1, h.lanes
+    s2, s3, g3 = l1.s2, l1.s3, h.stage[3]
+    # A beat's address is its line's (L1 compares whole addresses: s3_same_addr).
+    for i in (1, 2, 3, 4):
+        P.check("pipeline", f"s{i}_holds_a_line_address",
+                ~h.stage_valid[i] | (h.stage[i].addr[:h.lane_bits] == 0))
+    P.check("pipeline", "s2_magnitude_is_its_gradients",
+            ~l1.s2_valid | Cat(l1.s2_magnitude[i] == abs(s2.grads[i]) for i in range(N)).all())
+    thr = [h.lane_threshold(h.judged[3], g3.bypass[i]) for i in range(N)]
+    P.check("pipeline", "s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
+            ~l1.s3_valid |
+            ((s3.addr == g3.addr) & (s3.grads.as_value() == g3.grads.as_value()) &
+             (s3.mask == g3.mask) & (s3.bypass == g3.bypass) &
+             (s3.small_threshold == g3.small_threshold) & (s3.stochastic == g3.stochastic) &
+             (s3.threshold == h.judged[3]) &
+             (l1.s3_direct == Cat(g3.mask[i] & (abs(g3.grads[i]) >= thr[i])
+                                  for i in range(N)))))
+    s3_thr = [h.lane_threshold(s3.threshold, s3.bypass[i]) for i in range(N)]
+    P.check("pipeline", "s3_bounds_are_its_threshold_less_its_gradient",
+            ~l1.s3_valid | Cat((l1.s3_high[i] == s3_thr[i] - s3.grads[i]) &
+                               (l1.s3_low[i] == -s3_thr[i] - s3.grads[i])
+                               for i in range(N)).all())
+    P.check("pipeline", "s3_tiny_is_its_gradients",
+            ~l1.s3_valid | (l1.s3_tiny == Cat(abs(g3.grads[i]) < g3.small_threshold
+                                              for i in range(N))))
+    P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
+            ~l1.s3_valid | (l1.s3_chance.as_value() == h.s3_chance))
+    P.check("pipeline", "s4_stepped_iff_the_random_bits_stepped",
+            ~l1.s3_valid | ((l1.s4_valid & l1.s4_stepped) == h.stepped_last))
+
+
+def _rows(h, m, P):
+    """Each stage works on its set as it is now; the queue, the scan, INIT."""
+    d, l1 = h.dut, h.dut.l1
+    W, S = d.ways, d.sets
+    s2, s3 = l1.s2, l1.s3
     # -- rows: each stage works on its set as it is now -----------------------------------
     set2, set3 = h.set_of(s2.addr), h.set_of(s3.addr)
-    tag3 = s3.addr[h.set_bits:]
+    tag3 = h.tag_of(s3.addr)
     now2 = h.current(h.l1_s2_port, set2, "s2_set_now")
     now3 = h.current(h.l1_s3_port, set3, "s3_set_now", shared=h.shared_read)
     P.check("forwarding", "s2_row_is_its_set_now",
@@ -129,12 +180,18 @@ def add(h, m, P):
     match_now = _match(tag3, now3)
     way_now = lowest_index(m, match_now, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]
+    # (On lines s3 takes the hit entry from its row now, s3_row_now, at its hit way: no
+    # new sum and count are made beside it.)
+    if h.lanes > 1:
+        entry_ok = l1.s3_now_way == way_now
+    else:
+        entry_ok = ((l1.s3_now_way == way_now) &
+                    (l1.s3_new_sum == entry_now.sum + s3.grad) &
+                    (l1.s3_new_count == entry_now.count + 1))
     P.check("forwarding", "s3_decides_on_the_entry_of_its_address_now",
             ~(l1.s3_valid & (set3 == h.track_set)) |
             ((l1.s3_now_hit == match_now.any()) &
-             (~l1.s3_now_hit | ((l1.s3_now_way == way_now) &
-                                (l1.s3_new_sum == entry_now.sum + s3.grad) &
-                                (l1.s3_new_count == entry_now.count + 1)))),
+             (~l1.s3_now_hit | entry_ok)),
             now=["forwarding/s3_hit_is_its_rows",
                  "forwarding/s3_row_is_its_set_now_unless_s4_writes_it",
                  "pipeline/s3_same_addr_iff_s4_writes_its_address",
@@ -151,20 +208,37 @@ def add(h, m, P):
     P.check("forwarding", "s4_row_is_the_decided_row_changed_in_s4s_way",
             ~l1.s4_valid | Cat(*same).all())
     addr4 = h.stage[4].addr
-    match4 = _match(addr4[h.set_bits:], l1.s4_row)
+    match4 = _match(h.tag_of(addr4), l1.s4_row)
     kept = l1.s4_row.ways[l1.s4_way]
-    P.check("forwarding", "s4_kept_entry_is_its_rows",
-            ~h.s4_writes |
-            ((l1.s4_set == h.set_of(addr4)) &
-             (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &
-             (~l1.s4_holds | ((kept.sum == l1.s4_sum) & (kept.count == l1.s4_count)))))
+    # (On lines the kept entry is read from s4's row itself: no sum and count beside it.)
+    if h.lanes > 1:
+        kept_ok = ((l1.s4_set == h.set_of(addr4)) &
+                   (l1.s4_holds == match4.bit_select(l1.s4_way, 1)))
+    else:
+        kept_ok = ((l1.s4_set == h.set_of(addr4)) &
+                   (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &
+                   (~l1.s4_holds | ((kept.sum == l1.s4_sum) & (kept.count == l1.s4_count))))
+    P.check("forwarding", "s4_kept_entry_is_its_rows", ~h.s4_writes | kept_ok)
 
     # -- reserved places, the queue -----------------------------------------------------
     queue = l1.queue
     Q = queue.depth
-    P.check("pipeline", "reserved_counts_stages_and_queue",
-            l1.reserved == l1.s1_valid + l1.s2_valid + l1.s3_valid + l1.s4_valid +
-            queue.level)
+    if h.lanes > 1:
+        # On lines a place stays reserved until the last write of its pair has left L1's
+        # output register (out_last); the head's own write is in that register exactly when
+        # its victim's is still to follow (own_taken).
+        P.check("pipeline", "reserved_counts_stages_and_queue",
+                l1.reserved == l1.s1_valid + l1.s2_valid + l1.s3_valid + l1.s4_valid +
+                queue.level + (l1.out_valid & l1.out_last))
+        head = queue.r.payload
+        P.check("pipeline", "own_taken_iff_a_victim_write_is_to_follow",
+                l1.own_taken == (l1.out_valid & ~l1.out_last))
+        P.check("pipeline", "own_taken_only_with_a_pair_at_the_head",
+                ~l1.own_taken | (queue.r.valid & head.own.mask.any() & head.victim.mask.any()))
+    else:
+        P.check("pipeline", "reserved_counts_stages_and_queue",
+                l1.reserved == l1.s1_valid + l1.s2_valid + l1.s3_valid + l1.s4_valid +
+                queue.level)
     P.check("pipeline", "reserved_at_most_queue_depth", l1.reserved <= Q)
     P.check("pipeline", "no_write_finds_the_queue_full", ~queue.w.valid | queue.w.ready)
     # -- the flush scan and INIT ----------------------------------------------------------

@@ -32,6 +32,8 @@ __all__ = ["add"]
 
 
 def add(h, m, P):
+    if h.lanes > 1:
+        return _add_lines(h, m, P)
     d, l1 = h.dut, h.dut.l1
     W, mu = d.ways, d.max_updates
 
@@ -227,3 +229,271 @@ def add(h, m, P):
                  "forwarding/s3_decides_on_the_entry_of_its_address_now",
                  "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
     P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == exp4_tiny))
+
+
+def _add_lines(h, m, P):
+    """The policy refinement on lines (the line L1, ``design.LineAccumulator``, alone): the
+    tracked set's model holds lines (a tag, a sum per lane, the lanes held, the beats that
+    updated the line: ``model.LineModel``'s entry), takes the beat deciding in ``s3`` and
+    writes the beat's own line write and a victim's; the same properties as on one lane, with
+    a line write (address, mask, and per masked lane its value and cause) where one lane has
+    a write, and conservation for the tracked address (a lane of a line)."""
+    d, l1 = h.dut, h.dut.l1
+    W, mu, N = d.ways, d.max_updates, h.lanes
+    model = Signal(l1.row_layout, name="model_row")
+    h.model = model
+    write_layout = l1.s4_push_p.shape()
+
+    # -- the tracked set's beat deciding in s3 (as accepted: the pipeline group) ----------
+    g = h.stage[3]
+    commit = Signal(name="model_commit")
+    m.d.comb += commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
+    thr = [h.lane_threshold(h.judged[3], g.bypass[i]) for i in range(N)]
+    direct, small = Signal(N, name="model_direct_lanes"), Signal(N, name="model_small_lanes")
+    m.d.comb += [direct.eq(Cat(g.mask[i] & (abs(g.grads[i]) >= thr[i]) for i in range(N))),
+                 small.eq(g.mask & ~direct)]
+
+    # -- the model's decision (model/lines.py, LineModel.write_line) -----------------------
+    tag = h.tag_of(g.addr)
+    match = Cat(w.valid & (w.tag == tag) for w in model.ways)
+    free = Cat(~w.valid for w in model.ways)
+    hit_way = lowest_index(m, match, "model_hit_way")
+    free_way = lowest_index(m, free, "model_free_way")
+    hit, victim = model.ways[hit_way], model.ways[model.victim]
+    new_sums = Signal(l1.s4_row.ways[0].sums.shape(), name="model_hit_sums")
+    crossed = Signal(N, name="model_crossed_lanes")
+    for i in range(N):
+        m.d.comb += [
+            new_sums[i].eq(hit.sums[i] + Mux(small[i], g.grads[i], 0)),
+            crossed[i].eq(small[i] & (abs(hit.sums[i] + g.grads[i]) >= thr[i])),
+        ]
+    held_after = Signal(N, name="model_held_after")
+    fills = Signal(name="model_fills")
+    h.model_new_sums, h.model_fills = new_sums, fills
+    m.d.comb += [held_after.eq((hit.held | small) & ~crossed),
+                 fills.eq(hit.count + 1 >= mu)]
+    tiny = Signal(N, name="model_tiny_lanes")
+    kept = Signal(N, name="model_kept_lanes")
+    m.d.comb += [tiny.eq(small & Cat(abs(g.grads[i]) < g.small_threshold for i in range(N))),
+                 kept.eq(small & ~tiny)]
+
+    own = Signal(write_layout, name="model_own_write")
+    vic = Signal(write_layout, name="model_victim_write")
+    exp_hit, exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
+    exp_tiny = Signal(N, name="model_tiny_miss")
+    after = Signal(l1.row_layout, name="model_row_after")
+    m.d.comb += [after.eq(model), own.addr.eq(g.addr), vic.addr.eq(h.line_of(h.track_set,
+                                                                              victim.tag))]
+    # Direct lanes are written as they are (a direct lane's held sum joins it at max_updates).
+    for i in range(N):
+        with m.If(direct[i]):
+            m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
+                         own.causes[i].eq(Cause.DIRECT)]
+    with m.If(small.any() & match.any()):
+        m.d.comb += exp_hit.eq(1)
+        leaves = fills | ~held_after.any()
+        for i in range(N):
+            with m.If(crossed[i]):
+                m.d.comb += [own.mask[i].eq(1), own.values[i].eq(new_sums[i]),
+                             own.causes[i].eq(Cause.ACCUM_THRESHOLD)]
+            with m.Elif(fills & held_after[i]):
+                with m.If(direct[i]):
+                    m.d.comb += own.values[i].eq(g.grads[i] + hit.sums[i])
+                with m.Else():
+                    m.d.comb += [own.mask[i].eq(1), own.values[i].eq(new_sums[i]),
+                                 own.causes[i].eq(Cause.MAX_UPDATES)]
+        way = after.ways[hit_way]
+        m.d.comb += [way.valid.eq(~leaves), way.held.eq(held_after),
+                     way.count.eq(hit.count + 1)]
+        m.d.comb += [way.sums[i].eq(Mux(crossed[i], 0, new_sums[i])) for i in range(N)]
+    with m.Elif(small.any()):
+        # A miss: tiny lanes dropped or rounded (one draw of the random bits for the beat:
+        # the harness's s3_rule, per lane), the others allocate the line (with max_updates 1
+        # they are written instead), a full set's victim line is written.
+        m.d.comb += [exp_tiny.eq(tiny), exp_miss.eq(kept.any())]
+        for i in range(N):
+            with m.If(tiny[i] & g.stochastic & h.s3_rule[i]):
+                m.d.comb += [own.mask[i].eq(1),
+                             own.values[i].eq(Mux(g.grads[i] < 0, -g.small_threshold,
+                                                  g.small_threshold)),
+                             own.causes[i].eq(Cause.STOCHASTIC)]
+            if mu == 1:
+                with m.If(kept[i]):
+                    m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
+                                 own.causes[i].eq(Cause.MAX_UPDATES)]
+
+        def allocate(way):
+            entry = after.ways[way]
+            m.d.comb += [entry.valid.eq(1), entry.tag.eq(tag), entry.held.eq(kept),
+                         entry.count.eq(1)]
+            m.d.comb += [entry.sums[i].eq(Mux(kept[i], g.grads[i], 0)) for i in range(N)]
+        if mu > 1:
+            with m.If(kept.any()):
+                with m.If(free.any()):
+                    allocate(free_way)
+                with m.Else():
+                    m.d.comb += [vic.mask.eq(victim.held), vic.values.eq(victim.sums),
+                                 *[c.eq(Cause.EVICTION) for c in vic.causes]]
+                    allocate(model.victim)
+                    m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0,
+                                                    model.victim + 1))
+    evicts = Signal(name="model_evicts")
+    m.d.comb += evicts.eq(vic.mask.any())
+
+    # The decision's writes come out of s4 a cycle later (into the queue), and so do the
+    # discard outputs.
+    commit4 = Signal(name="model_commit_s4")
+    own4 = Signal(write_layout, name="model_own_write_s4")
+    vic4 = Signal(write_layout, name="model_victim_write_s4")
+    tiny4 = Signal(N, name="model_tiny_miss_s4")
+    m.d.sync += [commit4.eq(commit), own4.eq(own), vic4.eq(vic), tiny4.eq(exp_tiny)]
+
+    # For conservation (properties/outputs.py, unchanged): what the model holds for the
+    # tracked address (its lane of the tracked line) and what the decision now in s4 passes
+    # on for it (its writes into the queue, the part a tiny lane discards).
+    g4 = h.stage[4]
+    lane, tline = h.track_lane, h.track_line
+    mine = [w.valid & (w.tag == h.track_tag) for w in model.ways]
+    h.model_sum = Signal(signed(h.bw), name="model_tracked_sum")
+    h.model_s4_sum = Signal(signed(h.bw), name="model_tracked_s4_sum")
+    written4 = Mux(own4.mask.bit_select(lane, 1), own4.values[lane], 0)
+    m.d.comb += [
+        h.model_sum.eq(sum(Mux(v, w.sums[lane], 0) for v, w in zip(mine, model.ways))),
+        h.model_s4_sum.eq(Mux(commit4, h.write_at_track(own4) + h.write_at_track(vic4), 0) +
+                          Mux(commit4 & tiny4.bit_select(lane, 1) & (g4.addr == tline),
+                              g4.grads[lane] - written4, 0)),
+    ]
+    for i in range(W):
+        for j in range(i + 1, W):
+            P.check("policy", "model_holds_each_tag_at_most_once",
+                    ~(model.ways[i].valid & model.ways[j].valid &
+                      (model.ways[i].tag == model.ways[j].tag)))
+    mine_after = [w.valid & (w.tag == h.track_tag) for w in after.ways]
+    written_t = h.write_at_track(own) + h.write_at_track(vic)
+    tiny_t = Mux(exp_tiny.bit_select(lane, 1) & (g.addr == tline),
+                 g.grads[lane] - Mux(own.mask.bit_select(lane, 1), own.values[lane], 0), 0)
+    P.check("conservation", "model_decision_conserves_the_tracked_address",
+            ~commit | (sum(Mux(v, w.sums[lane], 0) for v, w in zip(mine_after, after.ways)) +
+                       written_t + tiny_t ==
+                       h.model_sum + h.at_track(g.addr, g.mask, g.grads)),
+            now=["policy/model_holds_each_tag_at_most_once"] if W > 1 else [])
+
+    # -- the flush scan over the tracked set (LineModel.flush) ------------------------------
+    scanning = Signal(name="model_set_scanned")
+    m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
+    held = Cat(w.valid for w in model.ways)
+    flush_way = lowest_index(m, held, "model_flush_way")
+    flushed = model.ways[flush_way]
+    with m.If(commit):
+        m.d.sync += model.eq(after)
+    with m.If(scanning & h.queue_in):
+        m.d.sync += model.ways[flush_way].valid.eq(0)
+    h.model_flush_out = Signal(signed(h.bw), name="model_tracked_flush_out")
+    m.d.comb += h.model_flush_out.eq(
+        Mux(scanning & h.queue_in & held.any() & (flushed.tag == h.track_tag),
+            Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0), 0))
+    h.stage3_sum = Signal(signed(h.bw), name="tracked_s3_grad")
+    m.d.comb += h.stage3_sum.eq(Mux(h.stage_valid[3], h.at_track(g.addr, g.mask, g.grads), 0))
+    model_before = Signal(signed(h.bw), name="model_tracked_sum_to_be")
+    m.d.sync += model_before.eq(h.model_sum + h.stage3_sum - h.model_flush_out)
+    model_now = Signal(signed(h.bw), name="model_tracked_sum_now")
+    m.d.comb += model_now.eq(h.model_sum + h.model_s4_sum)
+    P.check("conservation", "model_step_conserves_the_tracked_address",
+            model_now == model_before, only_for=["conservation"])
+
+    # -- assertions ---------------------------------------------------------------------------
+    def same_write(actual, expected):
+        """Two line writes are the same: address, mask, and each masked lane's value and
+        cause (a lane outside the mask carries nothing)."""
+        lanes = [~expected.mask[i] | ((actual.values[i] == expected.values[i]) &
+                                      (actual.causes[i] == expected.causes[i]))
+                 for i in range(N)]
+        return (actual.addr == expected.addr) & (actual.mask == expected.mask) & Cat(*lanes).all()
+
+    P.check("policy", "decision_writes_what_the_model_writes",
+            ~commit4 | ((l1.s4_push == own4.mask.any()) &
+                        (~own4.mask.any() | same_write(l1.s4_push_p, own4))))
+    P.check("policy", "decision_evicts_what_the_model_evicts",
+            ~commit4 | ((l1.s4_victim == vic4.mask.any()) &
+                        (~vic4.mask.any() | same_write(l1.s4_victim_p, vic4))))
+    queued = l1.queue.w.payload
+    exp_flush = Signal(write_layout, name="model_flush_write")
+    m.d.comb += [exp_flush.addr.eq(h.line_of(h.track_set, flushed.tag)),
+                 exp_flush.mask.eq(flushed.held), exp_flush.values.eq(flushed.sums),
+                 *[c.eq(Cause.FLUSH) for c in exp_flush.causes]]
+    P.check("policy", "flush_writes_what_the_model_writes",
+            ~(scanning & h.queue_in) |
+            (held.any() & same_write(queued.own, exp_flush) & (queued.victim.mask == 0)))
+
+    def names_tracked_set(write):
+        return write.mask.any() & (h.set_of(write.addr) == h.track_set)
+    P.check("policy", "no_other_write_names_the_tracked_set",
+            ~(h.queue_in & (names_tracked_set(queued.own) | names_tracked_set(queued.victim))) |
+            commit4 | scanning)
+    row = h.track_held
+    same_row = []
+    for i, (r, w) in enumerate(zip(row.ways, model.ways)):
+        same_row.append(P.check(
+            "policy", f"tracked_set_way{i}_is_the_models_after_init",
+            h.init | ((r.valid == w.valid) &
+                      (~w.valid | ((r.tag == w.tag) & (r.sums.as_value() == w.sums.as_value()) &
+                                   (r.held == w.held) & (r.count == w.count))))))
+    same_row.append(P.check("policy", "tracked_set_victim_is_the_models_after_init",
+                            h.init | (row.victim == model.victim)))
+    P.check("policy", "model_empty_while_init",
+            ~h.init | (~held.any() & (model.victim == 0)))
+    last_scan_set = Signal.like(l1.scan_set, name="scan_set_last_cycle")
+    last_scanning = Signal(name="scanning_without_flush_last_cycle")
+    m.d.sync += [last_scan_set.eq(l1.scan_set), last_scanning.eq(h.scan & ~d.flush)]
+    P.check("policy", "scan_stops_after_its_set_when_flush_drops",
+            ~last_scanning | ~h.scan | (l1.scan_set == last_scan_set))
+    P.check("policy", "hit_miss_strobes_are_the_models",
+            ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
+                       (l1.small_miss == exp_tiny)),
+            now=["pipeline/s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
+                 "pipeline/s3_tiny_is_its_gradients", "forwarding/s3_decides_on_its_set_now",
+                 "forwarding/s3_decides_on_the_entry_of_its_address_now",
+                 "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
+    P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == tiny4))
+    if h.covers:
+        _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after)
+    # One masked line write per line per beat: the victim's line is never the beat's own.
+    # (For a beat of the tracked set, an arbitrary set, so for every beat: the rows of the
+    # tracked set are the ones kept well formed. For every set at once, default's 8-lane
+    # induction found a state with a miss that its row contradicts.)
+    P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
+            ~(commit4 & l1.s4_push & l1.s4_victim) |
+            (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+
+
+def _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after):
+    """Covers of the line policy (from reset): each of its per-lane cases is reached on the
+    tracked set, so that the properties above are not vacuous."""
+    l1, N = h.dut.l1, h.lanes
+    pushes = commit4 & l1.s4_push
+    causes = l1.s4_push_p.causes
+    mask = l1.s4_push_p.mask
+
+    only = None if h.covers is True else set(h.covers)
+    cover = P.cover if only is None else (lambda name, test: name in only and P.cover(name, test))
+
+    def lane_cause(cause):
+        return Cat(mask[i] & (causes[i] == cause) for i in range(N)).any()
+    kept_sums = Cat(held_after[i] & (h.model_new_sums[i] != 0) for i in range(N)).any()
+    cover("line_one_lane_crosses_another_stays_held",
+            h.stage_valid[3] & (h.set_of(h.stage[3].addr) == h.track_set) & exp_hit &
+            crossed.any() & kept_sums & ~h.model_fills)
+    cover("line_max_updates_write", pushes & lane_cause(Cause.MAX_UPDATES))
+    cover("line_direct_and_accumulated_lanes_in_one_write",
+            pushes & lane_cause(Cause.DIRECT) & lane_cause(Cause.ACCUM_THRESHOLD))
+    cover("line_victim_of_two_lanes_evicted",
+            commit4 & l1.s4_victim & (l1.s4_victim_p.mask == (1 << N) - 1))
+    cover("line_tiny_lane_discarded_beside_an_allocating_lane",
+            commit4 & tiny4.any() & l1.s4_alloc)
+    cover("line_stochastic_write", pushes & lane_cause(Cause.STOCHASTIC))
+    cover("line_flush_write_of_the_tracked_set",
+            h.scan & (l1.scan_set == h.track_set) & h.queue_in)
+    cover("line_own_and_victim_writes_leave_one_after_the_other",
+            l1.push.valid & l1.push.ready & ~l1.out_last)
+    cover("line_tracked_address_conserved_after_a_write_and_a_discard",
+            h.dut.idle & h.tracked_written & h.tracked_discarded)
