@@ -156,33 +156,9 @@ def add(h, m, P):
             now=["policy/model_holds_each_tag_at_most_once"] if W > 1 else [])
 
     # -- the flush scan over the tracked set (ReferenceModel.flush) -------------------------
-    scanning = Signal(name="model_set_scanned")
-    m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
-    held = Cat(w.valid for w in model.ways)
-    flush_way = lowest_index(m, held, "model_flush_way")
-    flushed = model.ways[flush_way]
-
-    with m.If(commit):
-        m.d.sync += model.eq(after)
-    with m.If(scanning & h.queue_in):
-        m.d.sync += model.ways[flush_way].valid.eq(0)
-
-    # The model's step for the tracked address, per cycle (conservation): what it holds and
-    # what the decision in s4 passes on now add up to what it held the cycle before, plus the
-    # gradient that decided then if it is the tracked address's, minus what the flush scan
-    # wrote out of it then (model_flush_out). The conservation of the balance uses this in
-    # the same cycle (properties/outputs.py).
-    h.model_flush_out = Signal(signed(h.bw), name="model_tracked_flush_out")
-    m.d.comb += h.model_flush_out.eq(
-        Mux(scanning & h.queue_in & held.any() & (flushed.tag == h.track_tag), flushed.sum, 0))
-    h.stage3_sum = Signal(signed(h.bw), name="tracked_s3_grad")
-    m.d.comb += h.stage3_sum.eq(Mux(h.stage_valid[3] & (g_addr == h.track), g_grad, 0))
-    model_before = Signal(signed(h.bw), name="model_tracked_sum_to_be")
-    m.d.sync += model_before.eq(h.model_sum + h.stage3_sum - h.model_flush_out)
-    model_now = Signal(signed(h.bw), name="model_tracked_sum_now")
-    m.d.comb += model_now.eq(h.model_sum + h.model_s4_sum)
-    P.check("conservation", "model_step_conserves_the_tracked_address",
-            model_now == model_before, only_for=["conservation"])
+    scanning, held, flushed = _model_flush_scan(h, m, model, after, commit)
+    _model_step(h, m, P, scanning, held, flushed, flushed.sum,
+                Mux(h.stage_valid[3] & (g_addr == h.track), g_grad, 0))
 
     # -- assertions ---------------------------------------------------------------------------
     w4 = l1.s4_push_p
@@ -379,27 +355,10 @@ def _add_lines(h, m, P):
             now=["policy/model_holds_each_tag_at_most_once"] if W > 1 else [])
 
     # -- the flush scan over the tracked set (LineModel.flush) ------------------------------
-    scanning = Signal(name="model_set_scanned")
-    m.d.comb += scanning.eq(h.scan & (l1.scan_set == h.track_set))
-    held = Cat(w.valid for w in model.ways)
-    flush_way = lowest_index(m, held, "model_flush_way")
-    flushed = model.ways[flush_way]
-    with m.If(commit):
-        m.d.sync += model.eq(after)
-    with m.If(scanning & h.queue_in):
-        m.d.sync += model.ways[flush_way].valid.eq(0)
-    h.model_flush_out = Signal(signed(h.bw), name="model_tracked_flush_out")
-    m.d.comb += h.model_flush_out.eq(
-        Mux(scanning & h.queue_in & held.any() & (flushed.tag == h.track_tag),
-            Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0), 0))
-    h.stage3_sum = Signal(signed(h.bw), name="tracked_s3_grad")
-    m.d.comb += h.stage3_sum.eq(Mux(h.stage_valid[3], h.at_track(g.addr, g.mask, g.grads), 0))
-    model_before = Signal(signed(h.bw), name="model_tracked_sum_to_be")
-    m.d.sync += model_before.eq(h.model_sum + h.stage3_sum - h.model_flush_out)
-    model_now = Signal(signed(h.bw), name="model_tracked_sum_now")
-    m.d.comb += model_now.eq(h.model_sum + h.model_s4_sum)
-    P.check("conservation", "model_step_conserves_the_tracked_address",
-            model_now == model_before, only_for=["conservation"])
+    scanning, held, flushed = _model_flush_scan(h, m, model, after, commit)
+    _model_step(h, m, P, scanning, held, flushed,
+                Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0),
+                Mux(h.stage_valid[3], h.at_track(g.addr, g.mask, g.grads), 0))
 
     # -- assertions ---------------------------------------------------------------------------
     def same_write(actual, expected):
@@ -464,6 +423,44 @@ def _add_lines(h, m, P):
     P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
             ~(commit4 & l1.s4_push & l1.s4_victim) |
             (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+
+
+def _model_flush_scan(h, m, model, after, commit):
+    """The model of the tracked set (one lane's or lines'): it takes the decision's ``after``
+    on ``commit``, and the flush scan writes out its lowest held way. Returns ``(scanning,
+    held, flushed)``: the scan reads the tracked set, which ways the model holds, the way it
+    writes out."""
+    scanning = Signal(name="model_set_scanned")
+    m.d.comb += scanning.eq(h.scan & (h.dut.l1.scan_set == h.track_set))
+    held = Cat(w.valid for w in model.ways)
+    flush_way = lowest_index(m, held, "model_flush_way")
+    flushed = model.ways[flush_way]
+    with m.If(commit):
+        m.d.sync += model.eq(after)
+    with m.If(scanning & h.queue_in):
+        m.d.sync += model.ways[flush_way].valid.eq(0)
+    return scanning, held, flushed
+
+
+def _model_step(h, m, P, scanning, held, flushed, flushed_value, s3_value):
+    """The model's step for the tracked address, per cycle (conservation): what it holds and
+    what the decision in s4 passes on now add up to what it held the cycle before, plus the
+    gradient that decided then if it is the tracked address's (``s3_value``), minus what the
+    flush scan wrote out of it then (``model_flush_out``: ``flushed_value`` of the way
+    ``flushed``). The conservation of the balance uses this in the same cycle
+    (properties/outputs.py)."""
+    h.model_flush_out = Signal(signed(h.bw), name="model_tracked_flush_out")
+    m.d.comb += h.model_flush_out.eq(
+        Mux(scanning & h.queue_in & held.any() & (flushed.tag == h.track_tag),
+            flushed_value, 0))
+    h.stage3_sum = Signal(signed(h.bw), name="tracked_s3_grad")
+    m.d.comb += h.stage3_sum.eq(s3_value)
+    model_before = Signal(signed(h.bw), name="model_tracked_sum_to_be")
+    m.d.sync += model_before.eq(h.model_sum + h.stage3_sum - h.model_flush_out)
+    model_now = Signal(signed(h.bw), name="model_tracked_sum_now")
+    m.d.comb += model_now.eq(h.model_sum + h.model_s4_sum)
+    P.check("conservation", "model_step_conserves_the_tracked_address",
+            model_now == model_before, only_for=["conservation"])
 
 
 def _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after):
