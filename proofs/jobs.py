@@ -318,11 +318,17 @@ def _line_l1_jobs(lanes, config, geometry=None, whole=False):
 
 #: The line L1's proofs, on 2 lanes and LINE_SMALL (its 2 sets read whole).
 LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
-#: On the default geometry, split as one lane's L1 is there (SCALED_GROUPS, ONE_JOB_EACH), the
-#: line policy's two more properties with the quick ones.
-LINE_ONE_JOB_EACH = dict(ONE_JOB_EACH, policy=ONE_JOB_EACH["policy"][:-1] + [
-    ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
-                                  "no_two_line_writes_for_one_line_in_a_beat")])
+def line_one_job_each(lanes):
+    """On the default geometry the line L1's groups are split as one lane's L1 is there
+    (SCALED_GROUPS, ONE_JOB_EACH; the same job names), the line policy's two more properties
+    with the quick ones, and its decision lane by lane (``decision_lane<i>_is_the_models``)
+    one job a lane, after the others: each lane takes seconds alone, where two lanes in one
+    job, or the whole line write or a way of the tracked set stated without them, did not
+    finish in 5 minutes."""
+    return dict(ONE_JOB_EACH, policy=ONE_JOB_EACH["policy"][:-1] + [
+        ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
+                                      "no_two_line_writes_for_one_line_in_a_beat")] +
+        [f"decision_lane{i}_is_the_models" for i in range(lanes)])
 
 
 #: Per-job settings of the line L1's jobs (as TUNING): z3 proves the model's conservation step
@@ -335,13 +341,14 @@ def _line_l1_scaled_jobs(lanes, config):
     jobs = []
     for job_name, groups in SCALED_GROUPS.items():
         groups = groups + (["stream"] if job_name == "pipeline" else [])
-        split = [g for g in groups if g in LINE_ONE_JOB_EACH]
+        one_job_each = line_one_job_each(lanes)
+        split = [g for g in groups if g in one_job_each]
         rest = [g for g in groups if g not in split]
         if rest:
             jobs.append(Job(f"l1-lines{lanes}-{config}-{job_name}", config, "prove", 3,
                             focus=rest, alone=True, lanes=lanes, timeout=900))
         for group in split:
-            for i, entry in enumerate(LINE_ONE_JOB_EACH[group]):
+            for i, entry in enumerate(one_job_each[group]):
                 focus = [f"{group}/{name}" for name in _names(entry)]
                 tuning = {**TUNING, **LINE_TUNING}
                 jobs.append(Job(f"l1-lines{lanes}-{config}-{group}-{i}", config, "prove", 3,

@@ -19,8 +19,15 @@ set. Asserted (``policy``):
 * at the commit of a gradient of the set, ``l1_hit`` / ``l1_miss`` / ``discard`` say what the
   model says.
 
+On lines (the line L1 alone, :func:`_add_lines`) the model holds lines and the same
+properties are stated with line writes; the decision is also stated lane by lane
+(``decision_lane<i>_is_the_models``), from which the whole line write and the tracked set's
+ways follow in the same cycle.
+
 As the tracked set is arbitrary (``AnyConst``), this holds for every set.
 """
+
+from types import SimpleNamespace
 
 from amaranth import *
 
@@ -34,20 +41,38 @@ __all__ = ["add"]
 def add(h, m, P):
     if h.lanes > 1:
         return _add_lines(h, m, P)
+    model = Signal(h.dut.l1.row_layout, name="model_row")
+    h.model = model
+    x = _decide(h, m, model)
+    _registered_decision(h, m, x)
+    _conservation_terms(h, m, x)
+    _model_holds_each_tag_at_most_once(h, P, model)
+    _decision_conserves(h, P, x, lambda way: way.sum)
+
+    # -- the flush scan over the tracked set (ReferenceModel.flush) -------------------------
+    scanning, held, flushed = _model_flush_scan(h, m, model, x.after, x.commit)
+    _model_step(h, m, P, scanning, held, flushed, flushed.sum,
+                Mux(h.stage_valid[3] & (x.addr == h.track), x.grad, 0))
+
+    _one_lane_writes(h, P, x, scanning, held, flushed)
+    same_row = _tracked_set_is_the_models(
+        h, P, model,
+        lambda r, w: (r.tag == w.tag) & (r.sum == w.sum) & (r.count == w.count))
+    _scan_and_strobes(h, m, P, held, x, x.exp4_tiny, same_row)
+
+
+def _decide(h, m, model):
+    """The model's decision for the tracked set's gradient deciding in ``s3`` (as accepted:
+    the pipeline group; model/reference.py, ReferenceModel.write): its write, the strobes and
+    the set after it."""
     d, l1 = h.dut, h.dut.l1
     W, mu = d.ways, d.max_updates
-
-    model = Signal(l1.row_layout, name="model_row")
-    h.model = model
-
-    # -- the tracked set's gradient deciding in s3 (as accepted: the pipeline group) -------
     g = h.stage[3]
-    commit = Signal(name="model_commit")
-    m.d.comb += commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
+    x = SimpleNamespace(commit=Signal(name="model_commit"), addr=g.addr, grad=g.grad)
+    m.d.comb += x.commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
     g_addr, g_grad, g_thr = g.addr, g.grad, h.judged[3]
     g_small, g_stoch = g.small_threshold, g.stochastic
 
-    # -- the model's decision for that gradient (model/reference.py, ReferenceModel.write) -
     tag = g_addr[h.set_bits:]
     match = Cat(w.valid & (w.tag == tag) for w in model.ways)
     free  = Cat(~w.valid for w in model.ways)
@@ -59,14 +84,14 @@ def add(h, m, P):
     hit_count = Signal(range(mu + 2), name="model_hit_count")
     m.d.comb += [hit_sum.eq(hit.sum + g_grad), hit_count.eq(hit.count + 1)]
 
-    exp_valid = Signal(name="model_writes")
-    exp_addr  = Signal(h.aw, name="model_write_addr")
-    exp_value = Signal(signed(h.vw + 1), name="model_write_value")
-    exp_cause = Signal(Cause, name="model_write_cause")
-    exp_hit   = Signal(name="model_hit")
-    exp_miss  = Signal(name="model_miss")
-    exp_tiny  = Signal(name="model_tiny_miss")
-    after = Signal(l1.row_layout, name="model_row_after")
+    x.exp_valid = exp_valid = Signal(name="model_writes")
+    x.exp_addr  = exp_addr  = Signal(h.aw, name="model_write_addr")
+    x.exp_value = exp_value = Signal(signed(h.vw + 1), name="model_write_value")
+    x.exp_cause = exp_cause = Signal(Cause, name="model_write_cause")
+    x.exp_hit   = Signal(name="model_hit")
+    x.exp_miss  = Signal(name="model_miss")
+    x.exp_tiny  = Signal(name="model_tiny_miss")
+    x.after = after = Signal(l1.row_layout, name="model_row_after")
     m.d.comb += after.eq(model)
 
     def write(addr, value, cause):
@@ -80,7 +105,7 @@ def add(h, m, P):
     with m.If(abs(g_grad) >= g_thr):
         write(g_addr, g_grad, Cause.DIRECT)
     with m.Elif(match.any()):
-        m.d.comb += exp_hit.eq(1)
+        m.d.comb += x.exp_hit.eq(1)
         with m.If(abs(hit_sum) >= g_thr):
             write(g_addr, hit_sum, Cause.ACCUM_THRESHOLD)
             m.d.comb += after.ways[hit_way].valid.eq(0)
@@ -93,99 +118,130 @@ def add(h, m, P):
     with m.Elif(abs(g_grad) < g_small):
         # Dual threshold: a tiny miss allocates nothing. The stochastic rule on the random
         # bits in force now (the harness's s3_rule).
-        m.d.comb += exp_tiny.eq(1)
+        m.d.comb += x.exp_tiny.eq(1)
         with m.If(g_stoch & h.s3_rule):
             write(g_addr, Mux(g_grad < 0, -g_small, g_small), Cause.STOCHASTIC)
     with m.Elif(free.any()):
-        m.d.comb += exp_miss.eq(1)
+        m.d.comb += x.exp_miss.eq(1)
         if mu == 1:
             write(g_addr, g_grad, Cause.MAX_UPDATES)
         else:
             allocate(free_way)
     with m.Else():
-        m.d.comb += exp_miss.eq(1)
+        m.d.comb += x.exp_miss.eq(1)
         write(Cat(h.track_set, victim.tag), victim.sum, Cause.EVICTION)
         allocate(model.victim)
         m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
+    return x
 
-    # The decision's write comes out of s4 in the next cycle (into the queue), and so do the
-    # discard outputs.
-    commit4 = Signal(name="model_commit_s4")
-    exp4 = Signal(l1.s4_push_p.shape(), name="model_write_s4")
-    exp4_valid = Signal(name="model_writes_s4")
-    exp4_tiny = Signal(name="model_tiny_miss_s4")
-    m.d.sync += [commit4.eq(commit), exp4_valid.eq(exp_valid), exp4.addr.eq(exp_addr),
-                 exp4.value.eq(exp_value), exp4.cause.eq(exp_cause), exp4_tiny.eq(exp_tiny)]
 
-    # For conservation (properties/outputs.py): what the model holds for the tracked address,
-    # and what the decision now in s4 passes on for it (its write into the queue, the part a
-    # tiny miss discards). Stated on the model, the conservation proof is arithmetic on the
-    # harness's own state; that the design does what the model does is this group's.
-    g4 = h.stage[4]
-    mine = [w.valid & (w.tag == h.track_tag) for w in model.ways]
+def _registered_decision(h, m, x):
+    """The decision's write comes out of s4 in the next cycle (into the queue), and so do the
+    discard outputs: the model's, registered beside it."""
+    x.commit4 = Signal(name="model_commit_s4")
+    x.exp4 = Signal(h.dut.l1.s4_push_p.shape(), name="model_write_s4")
+    x.exp4_valid = Signal(name="model_writes_s4")
+    x.exp4_tiny = Signal(name="model_tiny_miss_s4")
+    m.d.sync += [x.commit4.eq(x.commit), x.exp4_valid.eq(x.exp_valid),
+                 x.exp4.addr.eq(x.exp_addr), x.exp4.value.eq(x.exp_value),
+                 x.exp4.cause.eq(x.exp_cause), x.exp4_tiny.eq(x.exp_tiny)]
+
+
+def _conservation_terms(h, m, x):
+    """For conservation (properties/outputs.py): what the model holds for the tracked address,
+    and what the decision now in s4 passes on for it (its write into the queue, the part a
+    tiny miss discards). Stated on the model, the conservation proof is arithmetic on the
+    harness's own state; that the design does what the model does is this group's."""
+    g4, exp4 = h.stage[4], x.exp4
     h.model_sum = Signal(signed(h.bw), name="model_tracked_sum")
     h.model_s4_sum = Signal(signed(h.bw), name="model_tracked_s4_sum")
-    written4 = Mux(exp4_valid, exp4.value, 0)
+    written4 = Mux(x.exp4_valid, exp4.value, 0)
     m.d.comb += [
-        h.model_sum.eq(sum(Mux(v, w.sum, 0) for v, w in zip(mine, model.ways))),
-        h.model_s4_sum.eq(Mux(commit4 & exp4_valid & (exp4.addr == h.track), exp4.value, 0) +
-                          Mux(commit4 & exp4_tiny & (g4.addr == h.track),
+        h.model_sum.eq(_tracked_sum(h, h.model, lambda way: way.sum)),
+        h.model_s4_sum.eq(Mux(x.commit4 & x.exp4_valid & (exp4.addr == h.track), exp4.value, 0) +
+                          Mux(x.commit4 & x.exp4_tiny & (g4.addr == h.track),
                               g4.grad - written4, 0)),
     ]
+    # The model's own conservation at a decision (_decision_conserves): what is written for
+    # the tracked address, what a tiny miss discards of it, the gradient if it is its.
+    x.written_t = Mux(x.exp_valid & (x.exp_addr == h.track), x.exp_value, 0)
+    x.tiny_t = Mux(x.exp_tiny & (x.addr == h.track),
+                   x.grad - Mux(x.exp_valid, x.exp_value, 0), 0)
+    x.grad_t = Mux(x.addr == h.track, x.grad, 0)
 
-    # The model is well formed: at most one way per tag (no decision allocates a tag it
-    # holds). The conservation proofs need it.
+
+def _tracked_sum(h, row, sum_of):
+    """What ``row`` (the model's, before or after a decision) holds for the tracked address:
+    ``sum_of`` the way holding its tag (one lane's sum, or on lines its lane's)."""
+    mine = [w.valid & (w.tag == h.track_tag) for w in row.ways]
+    return sum(Mux(v, sum_of(w), 0) for v, w in zip(mine, row.ways))
+
+
+def _model_holds_each_tag_at_most_once(h, P, model):
+    """The model is well formed: at most one way per tag (no decision allocates a tag it
+    holds). The conservation proofs need it."""
+    W = h.dut.ways
     for i in range(W):
         for j in range(i + 1, W):
             P.check("policy", "model_holds_each_tag_at_most_once",
                     ~(model.ways[i].valid & model.ways[j].valid &
                       (model.ways[i].tag == model.ways[j].tag)))
-    # The model's own conservation, for the tracked address, at each decision on its set:
-    # what the set holds for it after, what is written for it and what a tiny miss
-    # discards add up to what it held before and the gradient (if it is the gradient's).
-    mine_after = [w.valid & (w.tag == h.track_tag) for w in after.ways]
-    written_t = Mux(exp_valid & (exp_addr == h.track), exp_value, 0)
-    tiny_t = Mux(exp_tiny & (g_addr == h.track), g_grad - Mux(exp_valid, exp_value, 0), 0)
+
+
+def _decision_conserves(h, P, x, sum_of):
+    """The model's own conservation, for the tracked address, at each decision on its set:
+    what the set holds for it after, what is written for it and what a tiny miss discards add
+    up to what it held before and the gradient (if it is the gradient's)."""
     # (Uses the model's one-way-per-tag fact in the same cycle (with one way there is none): a
     # same-cycle lemma, properties/base.py; without it the induction on default did not
     # finish in 200 s.)
     P.check("conservation", "model_decision_conserves_the_tracked_address",
-            ~commit | (sum(Mux(v, w.sum, 0) for v, w in zip(mine_after, after.ways)) +
-                       written_t + tiny_t ==
-                       h.model_sum + Mux(g_addr == h.track, g_grad, 0)),
-            now=["policy/model_holds_each_tag_at_most_once"] if W > 1 else [])
+            ~x.commit | (_tracked_sum(h, x.after, sum_of) + x.written_t + x.tiny_t ==
+                         h.model_sum + x.grad_t),
+            now=["policy/model_holds_each_tag_at_most_once"] if h.dut.ways > 1 else [])
 
-    # -- the flush scan over the tracked set (ReferenceModel.flush) -------------------------
-    scanning, held, flushed = _model_flush_scan(h, m, model, after, commit)
-    _model_step(h, m, P, scanning, held, flushed, flushed.sum,
-                Mux(h.stage_valid[3] & (g_addr == h.track), g_grad, 0))
 
-    # -- assertions ---------------------------------------------------------------------------
-    w4 = l1.s4_push_p
+def _one_lane_writes(h, P, x, scanning, held, flushed):
+    """One lane: the write s4 offers is the model's decision's, a flush write of the set the
+    model's lowest valid way, and no other write into the queue names the set."""
+    l1 = h.dut.l1
+    w4, exp4 = l1.s4_push_p, x.exp4
     P.check("policy", "decision_writes_what_the_model_writes",
-            ~commit4 | ((l1.s4_push == exp4_valid) &
-                        (~exp4_valid | ((w4.addr == exp4.addr) & (w4.value == exp4.value) &
-                                        (w4.cause == exp4.cause)))))
+            ~x.commit4 | ((l1.s4_push == x.exp4_valid) &
+                          (~x.exp4_valid | ((w4.addr == exp4.addr) & (w4.value == exp4.value) &
+                                            (w4.cause == exp4.cause)))))
     queued = l1.queue.w.payload
     P.check("policy", "flush_writes_what_the_model_writes",
             ~(scanning & h.queue_in) |
             (held.any() & (queued.addr == Cat(h.track_set, flushed.tag)) &
              (queued.value == flushed.sum) & (queued.cause == Cause.FLUSH)))
     P.check("policy", "no_other_write_names_the_tracked_set",
-            ~(h.queue_in & (h.set_of(queued.addr) == h.track_set)) | commit4 | scanning)
-    # The tracked set equals the model, stated a way at a time (and the victim pointer): the
-    # scaled configurations prove each in a job of its own (proofs/jobs.py ONE_JOB_EACH).
+            ~(h.queue_in & (h.set_of(queued.addr) == h.track_set)) | x.commit4 | scanning)
+
+
+def _tracked_set_is_the_models(h, P, model, same_entry, now=()):
+    """Outside INIT the tracked set (less the ways the scan has written out) equals the model,
+    stated a way at a time (a valid way's entry: ``same_entry``), and the victim pointer: the
+    scaled configurations prove each in a job of its own (proofs/jobs.py ONE_JOB_EACH).
+    Returns the properties (the strobes' same-cycle lemmas)."""
     row = h.track_held
     same_row = []
     for i, (r, w) in enumerate(zip(row.ways, model.ways)):
         same_row.append(P.check(
             "policy", f"tracked_set_way{i}_is_the_models_after_init",
-            h.init | ((r.valid == w.valid) &
-                      (~w.valid | ((r.tag == w.tag) & (r.sum == w.sum) & (r.count == w.count))))))
+            h.init | ((r.valid == w.valid) & (~w.valid | same_entry(r, w))), now=now))
     same_row.append(P.check("policy", "tracked_set_victim_is_the_models_after_init",
                             h.init | (row.victim == model.victim)))
+    return same_row
+
+
+def _scan_and_strobes(h, m, P, held, x, tiny4, same_row):
+    """The model is empty during INIT; the scan stops after its set when flush drops; the
+    hit, miss and tiny-miss strobes of a decision of the tracked set (``x``: the model's),
+    and its discard strobe in s4 (``tiny4``), are the model's."""
+    d, l1 = h.dut, h.dut.l1
     P.check("policy", "model_empty_while_init",
-            ~h.init | (~held.any() & (model.victim == 0)))
+            ~h.init | (~held.any() & (h.model.victim == 0)))
     # A flush scan moves on to the next set only under flush: when flush drops, L1 finishes
     # the set it is scanning and goes back to work.
     last_scan_set = Signal.like(l1.scan_set, name="scan_set_last_cycle")
@@ -198,13 +254,13 @@ def add(h, m, P):
     # set now and its entry now) and the tracked set now (this group's): from the past cycles
     # alone the induction on default did not finish in 10 minutes.
     P.check("policy", "hit_miss_strobes_are_the_models",
-            ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
-                       (l1.small_miss == exp_tiny)),
+            ~x.commit | ((d.l1_hit == x.exp_hit) & (d.l1_miss == x.exp_miss) &
+                         (l1.small_miss == x.exp_tiny)),
             now=["pipeline/s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
                  "pipeline/s3_tiny_is_its_gradients", "forwarding/s3_decides_on_its_set_now",
                  "forwarding/s3_decides_on_the_entry_of_its_address_now",
                  "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
-    P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == exp4_tiny))
+    P.check("policy", "discard_strobe_is_the_models", ~x.commit4 | (d.discard == tiny4))
 
 
 def _add_lines(h, m, P):
@@ -214,153 +270,228 @@ def _add_lines(h, m, P):
     writes the beat's own line write and a victim's; the same properties as on one lane, with
     a line write (address, mask, and per masked lane its value and cause) where one lane has
     a write, and conservation for the tracked address (a lane of a line)."""
-    d, l1 = h.dut, h.dut.l1
-    W, mu, N = d.ways, d.max_updates, h.lanes
+    l1, lane = h.dut.l1, h.track_lane
     model = Signal(l1.row_layout, name="model_row")
     h.model = model
-    write_layout = l1.s4_push_p.shape()
+    x = _line_beat(h, m, model)
+    _line_decision(h, m, x, model)
+    _line_registered_decision(h, m, x)
+    _line_conservation_terms(h, m, x)
+    _model_holds_each_tag_at_most_once(h, P, model)
+    _decision_conserves(h, P, x, lambda way: way.sums[lane])
 
-    # -- the tracked set's beat deciding in s3 (as accepted: the pipeline group) ----------
+    # -- the flush scan over the tracked set (LineModel.flush) ------------------------------
+    scanning, held, flushed = _model_flush_scan(h, m, model, x.after, x.commit)
+    _model_step(h, m, P, scanning, held, flushed,
+                Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0),
+                Mux(h.stage_valid[3], h.at_track(x.g.addr, x.g.mask, x.g.grads), 0))
+
+    lanes_now = _line_decision_lanes(h, P, x, model)
+    _line_writes(h, m, P, x, scanning, held, flushed, lanes_now)
+    same_row = _tracked_set_is_the_models(
+        h, P, model,
+        lambda r, w: ((r.tag == w.tag) & (r.sums.as_value() == w.sums.as_value()) &
+                      (r.held == w.held) & (r.count == w.count)),
+        now=lanes_now)
+    _scan_and_strobes(h, m, P, held, x, x.tiny4, same_row)
+    if h.covers:
+        _line_covers(h, m, P, x.commit4, x.own4, x.vic4, x.tiny4, x.exp_hit, x.crossed,
+                     x.held_after)
+    # One masked line write per line per beat: the victim's line is never the beat's own.
+    # (For a beat of the tracked set, an arbitrary set, so for every beat: the rows of the
+    # tracked set are the ones kept well formed. For every set at once, default's 8-lane
+    # induction found a state with a miss that its row contradicts.)
+    P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
+            ~(x.commit4 & l1.s4_push & l1.s4_victim) |
+            (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+
+
+def _line_beat(h, m, model):
+    """The tracked set's beat deciding in ``s3`` (as accepted: the pipeline group): which of
+    its lanes are direct and which small, and the model's hit on its line: per lane the hit
+    line's new sum, whether it crosses the threshold and stays held, whether the line fills,
+    and on a miss which small lanes are tiny and which allocate."""
+    l1, N, mu = h.dut.l1, h.lanes, h.dut.max_updates
     g = h.stage[3]
-    commit = Signal(name="model_commit")
-    m.d.comb += commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
-    thr = [h.lane_threshold(h.judged[3], g.bypass[i]) for i in range(N)]
-    direct, small = Signal(N, name="model_direct_lanes"), Signal(N, name="model_small_lanes")
-    m.d.comb += [direct.eq(Cat(g.mask[i] & (abs(g.grads[i]) >= thr[i]) for i in range(N))),
-                 small.eq(g.mask & ~direct)]
+    x = SimpleNamespace(g=g, commit=Signal(name="model_commit"))
+    m.d.comb += x.commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
+    x.thr = thr = [h.lane_threshold(h.judged[3], g.bypass[i]) for i in range(N)]
+    x.direct, x.small = Signal(N, name="model_direct_lanes"), Signal(N, name="model_small_lanes")
+    m.d.comb += [x.direct.eq(Cat(g.mask[i] & (abs(g.grads[i]) >= thr[i]) for i in range(N))),
+                 x.small.eq(g.mask & ~x.direct)]
 
-    # -- the model's decision (model/lines.py, LineModel.write_line) -----------------------
-    tag = h.tag_of(g.addr)
-    match = Cat(w.valid & (w.tag == tag) for w in model.ways)
-    free = Cat(~w.valid for w in model.ways)
-    hit_way = lowest_index(m, match, "model_hit_way")
-    free_way = lowest_index(m, free, "model_free_way")
-    hit, victim = model.ways[hit_way], model.ways[model.victim]
-    new_sums = Signal(l1.s4_row.ways[0].sums.shape(), name="model_hit_sums")
-    crossed = Signal(N, name="model_crossed_lanes")
+    x.tag = h.tag_of(g.addr)
+    x.match = Cat(w.valid & (w.tag == x.tag) for w in model.ways)
+    x.free = Cat(~w.valid for w in model.ways)
+    x.hit_way = lowest_index(m, x.match, "model_hit_way")
+    x.free_way = lowest_index(m, x.free, "model_free_way")
+    x.hit, x.victim = model.ways[x.hit_way], model.ways[model.victim]
+    x.new_sums = Signal(l1.s4_row.ways[0].sums.shape(), name="model_hit_sums")
+    x.crossed = Signal(N, name="model_crossed_lanes")
     for i in range(N):
         m.d.comb += [
-            new_sums[i].eq(hit.sums[i] + Mux(small[i], g.grads[i], 0)),
-            crossed[i].eq(small[i] & (abs(hit.sums[i] + g.grads[i]) >= thr[i])),
+            x.new_sums[i].eq(x.hit.sums[i] + Mux(x.small[i], g.grads[i], 0)),
+            x.crossed[i].eq(x.small[i] & (abs(x.hit.sums[i] + g.grads[i]) >= thr[i])),
         ]
-    held_after = Signal(N, name="model_held_after")
-    fills = Signal(name="model_fills")
-    h.model_new_sums, h.model_fills = new_sums, fills
-    m.d.comb += [held_after.eq((hit.held | small) & ~crossed),
-                 fills.eq(hit.count + 1 >= mu)]
-    tiny = Signal(N, name="model_tiny_lanes")
-    kept = Signal(N, name="model_kept_lanes")
-    m.d.comb += [tiny.eq(small & Cat(abs(g.grads[i]) < g.small_threshold for i in range(N))),
-                 kept.eq(small & ~tiny)]
+    x.held_after = Signal(N, name="model_held_after")
+    x.fills = Signal(name="model_fills")
+    h.model_new_sums, h.model_fills = x.new_sums, x.fills
+    m.d.comb += [x.held_after.eq((x.hit.held | x.small) & ~x.crossed),
+                 x.fills.eq(x.hit.count + 1 >= mu)]
+    x.tiny = Signal(N, name="model_tiny_lanes")
+    x.kept = Signal(N, name="model_kept_lanes")
+    m.d.comb += [x.tiny.eq(x.small & Cat(abs(g.grads[i]) < g.small_threshold
+                                         for i in range(N))),
+                 x.kept.eq(x.small & ~x.tiny)]
+    return x
 
-    own = Signal(write_layout, name="model_own_write")
-    vic = Signal(write_layout, name="model_victim_write")
-    exp_hit, exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
-    exp_tiny = Signal(N, name="model_tiny_miss")
-    after = Signal(l1.row_layout, name="model_row_after")
-    m.d.comb += [after.eq(model), own.addr.eq(g.addr), vic.addr.eq(h.line_of(h.track_set,
-                                                                              victim.tag))]
+
+def _line_decision(h, m, x, model):
+    """The model's decision (model/lines.py, LineModel.write_line): the beat's own line write
+    (``own``), the victim's (``vic``), the strobes and the set after it (``after``)."""
+    l1, N = h.dut.l1, h.lanes
+    g, write_layout = x.g, l1.s4_push_p.shape()
+    x.own = own = Signal(write_layout, name="model_own_write")
+    x.vic = vic = Signal(write_layout, name="model_victim_write")
+    x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
+    x.exp_tiny = Signal(N, name="model_tiny_miss")
+    x.after = after = Signal(l1.row_layout, name="model_row_after")
+    m.d.comb += [after.eq(model), own.addr.eq(g.addr),
+                 vic.addr.eq(h.line_of(h.track_set, x.victim.tag))]
     # Direct lanes are written as they are (a direct lane's held sum joins it at max_updates).
     for i in range(N):
-        with m.If(direct[i]):
+        with m.If(x.direct[i]):
             m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
                          own.causes[i].eq(Cause.DIRECT)]
-    with m.If(small.any() & match.any()):
-        m.d.comb += exp_hit.eq(1)
-        leaves = fills | ~held_after.any()
-        for i in range(N):
-            with m.If(crossed[i]):
-                m.d.comb += [own.mask[i].eq(1), own.values[i].eq(new_sums[i]),
-                             own.causes[i].eq(Cause.ACCUM_THRESHOLD)]
-            with m.Elif(fills & held_after[i]):
-                with m.If(direct[i]):
-                    m.d.comb += own.values[i].eq(g.grads[i] + hit.sums[i])
-                with m.Else():
-                    m.d.comb += [own.mask[i].eq(1), own.values[i].eq(new_sums[i]),
-                                 own.causes[i].eq(Cause.MAX_UPDATES)]
-        way = after.ways[hit_way]
-        m.d.comb += [way.valid.eq(~leaves), way.held.eq(held_after),
-                     way.count.eq(hit.count + 1)]
-        m.d.comb += [way.sums[i].eq(Mux(crossed[i], 0, new_sums[i])) for i in range(N)]
-    with m.Elif(small.any()):
-        # A miss: tiny lanes dropped or rounded (one draw of the random bits for the beat:
-        # the harness's s3_rule, per lane), the others allocate the line (with max_updates 1
-        # they are written instead), a full set's victim line is written.
-        m.d.comb += [exp_tiny.eq(tiny), exp_miss.eq(kept.any())]
-        for i in range(N):
-            with m.If(tiny[i] & g.stochastic & h.s3_rule[i]):
-                m.d.comb += [own.mask[i].eq(1),
-                             own.values[i].eq(Mux(g.grads[i] < 0, -g.small_threshold,
-                                                  g.small_threshold)),
-                             own.causes[i].eq(Cause.STOCHASTIC)]
-            if mu == 1:
-                with m.If(kept[i]):
-                    m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
-                                 own.causes[i].eq(Cause.MAX_UPDATES)]
+    with m.If(x.small.any() & x.match.any()):
+        _line_hit(h, m, x)
+    with m.Elif(x.small.any()):
+        _line_miss(h, m, x, model)
+    x.evicts = Signal(name="model_evicts")
+    m.d.comb += x.evicts.eq(vic.mask.any())
 
-        def allocate(way):
-            entry = after.ways[way]
-            m.d.comb += [entry.valid.eq(1), entry.tag.eq(tag), entry.held.eq(kept),
-                         entry.count.eq(1)]
-            m.d.comb += [entry.sums[i].eq(Mux(kept[i], g.grads[i], 0)) for i in range(N)]
-        if mu > 1:
-            with m.If(kept.any()):
-                with m.If(free.any()):
-                    allocate(free_way)
-                with m.Else():
-                    m.d.comb += [vic.mask.eq(victim.held), vic.values.eq(victim.sums),
-                                 *[c.eq(Cause.EVICTION) for c in vic.causes]]
-                    allocate(model.victim)
-                    m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0,
-                                                    model.victim + 1))
-    evicts = Signal(name="model_evicts")
-    m.d.comb += evicts.eq(vic.mask.any())
 
-    # The decision's writes come out of s4 a cycle later (into the queue), and so do the
-    # discard outputs.
-    commit4 = Signal(name="model_commit_s4")
-    own4 = Signal(write_layout, name="model_own_write_s4")
-    vic4 = Signal(write_layout, name="model_victim_write_s4")
-    tiny4 = Signal(N, name="model_tiny_miss_s4")
-    m.d.sync += [commit4.eq(commit), own4.eq(own), vic4.eq(vic), tiny4.eq(exp_tiny)]
+def _line_hit(h, m, x):
+    """A hit: the small lanes add into the line's sums; a lane that crosses is written and
+    cleared; at max_updates every lane still held is written; the line leaves when it fills
+    or holds no lane."""
+    N, g, own, after = h.lanes, x.g, x.own, x.after
+    m.d.comb += x.exp_hit.eq(1)
+    leaves = x.fills | ~x.held_after.any()
+    for i in range(N):
+        with m.If(x.crossed[i]):
+            m.d.comb += [own.mask[i].eq(1), own.values[i].eq(x.new_sums[i]),
+                         own.causes[i].eq(Cause.ACCUM_THRESHOLD)]
+        with m.Elif(x.fills & x.held_after[i]):
+            with m.If(x.direct[i]):
+                m.d.comb += own.values[i].eq(g.grads[i] + x.hit.sums[i])
+            with m.Else():
+                m.d.comb += [own.mask[i].eq(1), own.values[i].eq(x.new_sums[i]),
+                             own.causes[i].eq(Cause.MAX_UPDATES)]
+    way = after.ways[x.hit_way]
+    m.d.comb += [way.valid.eq(~leaves), way.held.eq(x.held_after),
+                 way.count.eq(x.hit.count + 1)]
+    m.d.comb += [way.sums[i].eq(Mux(x.crossed[i], 0, x.new_sums[i])) for i in range(N)]
 
-    # For conservation (properties/outputs.py, unchanged): what the model holds for the
-    # tracked address (its lane of the tracked line) and what the decision now in s4 passes
-    # on for it (its writes into the queue, the part a tiny lane discards).
-    g4 = h.stage[4]
-    lane, tline = h.track_lane, h.track_line
-    mine = [w.valid & (w.tag == h.track_tag) for w in model.ways]
+
+def _line_miss(h, m, x, model):
+    """A miss: tiny lanes dropped or rounded (one draw of the random bits for the beat: the
+    harness's s3_rule, per lane), the others allocate the line (with max_updates 1 they are
+    written instead), a full set's victim line is written."""
+    N, W, mu = h.lanes, h.dut.ways, h.dut.max_updates
+    g, own, vic, after = x.g, x.own, x.vic, x.after
+    m.d.comb += [x.exp_tiny.eq(x.tiny), x.exp_miss.eq(x.kept.any())]
+    for i in range(N):
+        with m.If(x.tiny[i] & g.stochastic & h.s3_rule[i]):
+            m.d.comb += [own.mask[i].eq(1),
+                         own.values[i].eq(Mux(g.grads[i] < 0, -g.small_threshold,
+                                              g.small_threshold)),
+                         own.causes[i].eq(Cause.STOCHASTIC)]
+        if mu == 1:
+            with m.If(x.kept[i]):
+                m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
+                             own.causes[i].eq(Cause.MAX_UPDATES)]
+
+    def allocate(way):
+        entry = after.ways[way]
+        m.d.comb += [entry.valid.eq(1), entry.tag.eq(x.tag), entry.held.eq(x.kept),
+                     entry.count.eq(1)]
+        m.d.comb += [entry.sums[i].eq(Mux(x.kept[i], g.grads[i], 0)) for i in range(N)]
+    if mu > 1:
+        with m.If(x.kept.any()):
+            with m.If(x.free.any()):
+                allocate(x.free_way)
+            with m.Else():
+                m.d.comb += [vic.mask.eq(x.victim.held), vic.values.eq(x.victim.sums),
+                             *[c.eq(Cause.EVICTION) for c in vic.causes]]
+                allocate(model.victim)
+                m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
+
+
+def _line_registered_decision(h, m, x):
+    """The decision's writes come out of s4 a cycle later (into the queue), and so do the
+    discard outputs: the model's, registered beside them."""
+    write_layout = h.dut.l1.s4_push_p.shape()
+    x.commit4 = Signal(name="model_commit_s4")
+    x.own4 = Signal(write_layout, name="model_own_write_s4")
+    x.vic4 = Signal(write_layout, name="model_victim_write_s4")
+    x.tiny4 = Signal(h.lanes, name="model_tiny_miss_s4")
+    m.d.sync += [x.commit4.eq(x.commit), x.own4.eq(x.own), x.vic4.eq(x.vic),
+                 x.tiny4.eq(x.exp_tiny)]
+
+
+def _line_conservation_terms(h, m, x):
+    """For conservation (properties/outputs.py, unchanged): what the model holds for the
+    tracked address (its lane of the tracked line) and what the decision now in s4 passes on
+    for it (its writes into the queue, the part a tiny lane discards); and at the decision
+    (_decision_conserves) what it writes and discards of it and the beat's gradient there."""
+    g, g4, lane, tline = x.g, h.stage[4], h.track_lane, h.track_line
+    own, own4 = x.own, x.own4
     h.model_sum = Signal(signed(h.bw), name="model_tracked_sum")
     h.model_s4_sum = Signal(signed(h.bw), name="model_tracked_s4_sum")
     written4 = Mux(own4.mask.bit_select(lane, 1), own4.values[lane], 0)
     m.d.comb += [
-        h.model_sum.eq(sum(Mux(v, w.sums[lane], 0) for v, w in zip(mine, model.ways))),
-        h.model_s4_sum.eq(Mux(commit4, h.write_at_track(own4) + h.write_at_track(vic4), 0) +
-                          Mux(commit4 & tiny4.bit_select(lane, 1) & (g4.addr == tline),
+        h.model_sum.eq(_tracked_sum(h, h.model, lambda way: way.sums[lane])),
+        h.model_s4_sum.eq(Mux(x.commit4, h.write_at_track(own4) + h.write_at_track(x.vic4), 0) +
+                          Mux(x.commit4 & x.tiny4.bit_select(lane, 1) & (g4.addr == tline),
                               g4.grads[lane] - written4, 0)),
     ]
-    for i in range(W):
-        for j in range(i + 1, W):
-            P.check("policy", "model_holds_each_tag_at_most_once",
-                    ~(model.ways[i].valid & model.ways[j].valid &
-                      (model.ways[i].tag == model.ways[j].tag)))
-    mine_after = [w.valid & (w.tag == h.track_tag) for w in after.ways]
-    written_t = h.write_at_track(own) + h.write_at_track(vic)
-    tiny_t = Mux(exp_tiny.bit_select(lane, 1) & (g.addr == tline),
-                 g.grads[lane] - Mux(own.mask.bit_select(lane, 1), own.values[lane], 0), 0)
-    P.check("conservation", "model_decision_conserves_the_tracked_address",
-            ~commit | (sum(Mux(v, w.sums[lane], 0) for v, w in zip(mine_after, after.ways)) +
-                       written_t + tiny_t ==
-                       h.model_sum + h.at_track(g.addr, g.mask, g.grads)),
-            now=["policy/model_holds_each_tag_at_most_once"] if W > 1 else [])
+    x.written_t = h.write_at_track(own) + h.write_at_track(x.vic)
+    x.tiny_t = Mux(x.exp_tiny.bit_select(lane, 1) & (g.addr == tline),
+                   g.grads[lane] - Mux(own.mask.bit_select(lane, 1), own.values[lane], 0), 0)
+    x.grad_t = h.at_track(g.addr, g.mask, g.grads)
 
-    # -- the flush scan over the tracked set (LineModel.flush) ------------------------------
-    scanning, held, flushed = _model_flush_scan(h, m, model, after, commit)
-    _model_step(h, m, P, scanning, held, flushed,
-                Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0),
-                Mux(h.stage_valid[3], h.at_track(g.addr, g.mask, g.grads), 0))
 
-    # -- assertions ---------------------------------------------------------------------------
+def _line_decision_lanes(h, P, x, model):
+    """The decision lane by lane: lane ``i`` of the beat's own line write (in its mask or not;
+    if in, its value and cause) and of the entry the decision keeps (the row s4 writes, in
+    its way: the lane held and its sum, whether the line stays or leaves) is the model's.
+    One job each on default: the eight lanes' adders and compares at once did not finish in
+    5 minutes (two lanes together neither), one lane takes seconds. The whole write and the
+    tracked set's ways are stated on them in the same cycle (same-cycle lemmas). Returns
+    their names."""
+    l1, N = h.dut.l1, h.lanes
+    actual, expected = l1.s4_push_p, x.own4
+    kept, modelled = l1.s4_row.ways[l1.s4_way], model.ways[l1.s4_way]
+    names = []
+    for i in range(N):
+        write_ok = ((actual.mask[i] == expected.mask[i]) &
+                    (~expected.mask[i] | ((actual.values[i] == expected.values[i]) &
+                                          (actual.causes[i] == expected.causes[i]))))
+        # (The model took the decided row as this cycle began: its way s4_way is the one
+        # the decision kept, valid or left.)
+        kept_ok = ((kept.held[i] == modelled.held[i]) & (kept.sums[i] == modelled.sums[i]))
+        names.append(P.check("policy", f"decision_lane{i}_is_the_models",
+                             ~x.commit4 | (write_ok & (~h.s4_writes | kept_ok))).full_name)
+    return names
+
+
+def _line_writes(h, m, P, x, scanning, held, flushed, lanes_now):
+    """On lines: the beat's own line write and the victim's are the model's (the own write on
+    its lanes, ``lanes_now``, in the same cycle), a flush write of the set the model's lowest
+    valid line, and no other write into the queue names the set."""
+    l1, N = h.dut.l1, h.lanes
+
     def same_write(actual, expected):
         """Two line writes are the same: address, mask, and each masked lane's value and
         cause (a lane outside the mask carries nothing)."""
@@ -369,14 +500,16 @@ def _add_lines(h, m, P):
                  for i in range(N)]
         return (actual.addr == expected.addr) & (actual.mask == expected.mask) & Cat(*lanes).all()
 
+    own4, vic4 = x.own4, x.vic4
     P.check("policy", "decision_writes_what_the_model_writes",
-            ~commit4 | ((l1.s4_push == own4.mask.any()) &
-                        (~own4.mask.any() | same_write(l1.s4_push_p, own4))))
+            ~x.commit4 | ((l1.s4_push == own4.mask.any()) &
+                          (~own4.mask.any() | same_write(l1.s4_push_p, own4))),
+            now=lanes_now)
     P.check("policy", "decision_evicts_what_the_model_evicts",
-            ~commit4 | ((l1.s4_victim == vic4.mask.any()) &
-                        (~vic4.mask.any() | same_write(l1.s4_victim_p, vic4))))
+            ~x.commit4 | ((l1.s4_victim == vic4.mask.any()) &
+                          (~vic4.mask.any() | same_write(l1.s4_victim_p, vic4))))
     queued = l1.queue.w.payload
-    exp_flush = Signal(write_layout, name="model_flush_write")
+    exp_flush = Signal(l1.s4_push_p.shape(), name="model_flush_write")
     m.d.comb += [exp_flush.addr.eq(h.line_of(h.track_set, flushed.tag)),
                  exp_flush.mask.eq(flushed.held), exp_flush.values.eq(flushed.sums),
                  *[c.eq(Cause.FLUSH) for c in exp_flush.causes]]
@@ -388,41 +521,7 @@ def _add_lines(h, m, P):
         return write.mask.any() & (h.set_of(write.addr) == h.track_set)
     P.check("policy", "no_other_write_names_the_tracked_set",
             ~(h.queue_in & (names_tracked_set(queued.own) | names_tracked_set(queued.victim))) |
-            commit4 | scanning)
-    row = h.track_held
-    same_row = []
-    for i, (r, w) in enumerate(zip(row.ways, model.ways)):
-        same_row.append(P.check(
-            "policy", f"tracked_set_way{i}_is_the_models_after_init",
-            h.init | ((r.valid == w.valid) &
-                      (~w.valid | ((r.tag == w.tag) & (r.sums.as_value() == w.sums.as_value()) &
-                                   (r.held == w.held) & (r.count == w.count))))))
-    same_row.append(P.check("policy", "tracked_set_victim_is_the_models_after_init",
-                            h.init | (row.victim == model.victim)))
-    P.check("policy", "model_empty_while_init",
-            ~h.init | (~held.any() & (model.victim == 0)))
-    last_scan_set = Signal.like(l1.scan_set, name="scan_set_last_cycle")
-    last_scanning = Signal(name="scanning_without_flush_last_cycle")
-    m.d.sync += [last_scan_set.eq(l1.scan_set), last_scanning.eq(h.scan & ~d.flush)]
-    P.check("policy", "scan_stops_after_its_set_when_flush_drops",
-            ~last_scanning | ~h.scan | (l1.scan_set == last_scan_set))
-    P.check("policy", "hit_miss_strobes_are_the_models",
-            ~commit | ((d.l1_hit == exp_hit) & (d.l1_miss == exp_miss) &
-                       (l1.small_miss == exp_tiny)),
-            now=["pipeline/s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
-                 "pipeline/s3_tiny_is_its_gradients", "forwarding/s3_decides_on_its_set_now",
-                 "forwarding/s3_decides_on_the_entry_of_its_address_now",
-                 "pipeline/s3_only_in_run"] + [p.full_name for p in same_row])
-    P.check("policy", "discard_strobe_is_the_models", ~commit4 | (d.discard == tiny4))
-    if h.covers:
-        _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_after)
-    # One masked line write per line per beat: the victim's line is never the beat's own.
-    # (For a beat of the tracked set, an arbitrary set, so for every beat: the rows of the
-    # tracked set are the ones kept well formed. For every set at once, default's 8-lane
-    # induction found a state with a miss that its row contradicts.)
-    P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
-            ~(commit4 & l1.s4_push & l1.s4_victim) |
-            (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+            x.commit4 | scanning)
 
 
 def _model_flush_scan(h, m, model, after, commit):
