@@ -4,7 +4,7 @@ VENV   := .venv
 PYTHON := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: test prove bmc mutants bench verilog lint report sweep train synth clean
+.PHONY: test prove prove-lines bmc mutants bench verilog lint report sweep train synth clean
 
 $(STAMP): pyproject.toml constraints.txt
 	python3 -m venv $(VENV)
@@ -23,6 +23,12 @@ test: $(STAMP)
 # PROVE_ARGS: e.g. --out docs/results/prove.md (the table, with the command, commit and date).
 prove: $(STAMP)
 	$(PYTHON) -m proofs prove $(PROVE_ARGS)
+
+# The line L1 alone at 8 lanes on the default geometry, by k-induction (docs/proofs.md, "The
+# line L1's contract": what it proves and how long it takes; not part of make prove).
+# PROVE_LINES_ARGS: e.g. -j 1, or --out FILE.md.
+prove-lines: $(STAMP)
+	$(PYTHON) -m proofs prove-lines $(PROVE_LINES_ARGS)
 
 # Bounded model checks (a few minutes).
 bmc: $(STAMP)

@@ -2,6 +2,7 @@
 
     python -m proofs prove [-j 2]        # every k-induction proof and the covers
     python -m proofs bmc   [-j 2]        # bounded checks (a few minutes; part of make test)
+    python -m proofs prove-lines [-j 2]  # the line L1 at 8 lanes on default (make prove-lines)
     python -m proofs list                # the jobs
     python -m proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]   # geometry sweep
     python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
@@ -17,7 +18,7 @@ import resource
 import sys
 import time
 
-from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
+from .jobs import PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, all_jobs, job_by_name, slowest_first
 from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from reports.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
@@ -65,7 +66,7 @@ def build_parser():
                        epilog="Exit status: 0 every job passed, 1 a job failed, 2 bad argument "
                               "or input file.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("prove", "bmc"):
+    for name in ("prove", "bmc", "prove-lines"):
         s = sub.add_parser(name)
         s.add_argument("-j", "--jobs", type=positive_integer, default=2)
         s.add_argument("-k", "--filter", default=None, help="only jobs whose name contains this")
@@ -115,8 +116,8 @@ def _check_design(path):
 
 
 def _command(args):
-    if args.cmd in ("prove", "bmc"):
-        jobs = PROVE_JOBS if args.cmd == "prove" else BMC_JOBS
+    if args.cmd in ("prove", "bmc", "prove-lines"):
+        jobs = {"prove": PROVE_JOBS, "bmc": BMC_JOBS, "prove-lines": LINE8_L1_JOBS}[args.cmd]
         jobs = slowest_first(jobs)   # so that both cores stay busy to the end
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]

@@ -11,6 +11,13 @@ the line harness), then drains it (``flush`` high, DRAM always ready, no beat) a
 address (lane ``i`` of a beat, a DRAM write or a discard is at its address plus ``i``), that
 the gradients accepted equal the values written to DRAM plus the discards accounted whenever
 the compressor is idle, and after the drain.
+
+A counterexample of the line L1 alone (a job of the harness built with ``alone=True``, e.g.
+``l1-lines2-small-bmc``, the lane mutants' first check) is replayed on L1 alone: its free
+inputs (``in_*``, the beat's fields, ``flush``, ``push.ready``, the random bits) drive a fresh
+``L1Alone`` around the job's ``LineAccumulator``, which is then drained, and its contract
+as seen at its ports is checked: ``push``'s stream rules, and per address that the gradients
+accepted equal the values pushed plus the discards whenever L1 is idle (:func:`check_l1_steps`).
 """
 
 import os
@@ -21,7 +28,8 @@ from amaranth.lib.wiring import In
 from .trace_table import TraceError, read_vcd
 
 __all__ = ["input_port_names", "input_ports", "read_port_steps", "simulate_line_steps",
-           "check_line_steps", "table_rows"]
+           "check_line_steps", "table_rows", "l1_input_names", "read_l1_steps",
+           "simulate_l1_steps", "check_l1_steps", "l1_table_rows"]
 
 
 def input_port_names(config):
@@ -61,11 +69,25 @@ def read_port_steps(path, names):
 def simulate_line_steps(dut_factory, steps, *, drain=200, vcd=None):
     """Drive ``steps`` (as :func:`read_port_steps` gives them) into a fresh compressor on
     lines, then drain it. Returns ``(dut, records)``, one record per cycle."""
-    from amaranth import ClockDomain, Elaboratable, Module
-    from simulation.driver import run_testbench
-
     dut = dut_factory()
     ports = input_ports(dut)
+    drained = {name: 0 for name in ports} | {"flush": 1, "dram_out__ready": 1, "rst": 0}
+
+    def drive(ctx, inputs):
+        for name, port in ports.items():
+            ctx.set(port, inputs.get(name, 0))
+    records = _simulate(dut, steps, drain=drain, drained=drained, drive=drive,
+                        record=lambda ctx, k, last, inputs: _record(ctx, dut, k, last, inputs),
+                        vcd=vcd)
+    return dut, records
+
+
+def _simulate(dut, steps, *, drain, drained, drive, record, vcd):
+    """Drive ``steps`` into ``dut`` (``drive(ctx, inputs)`` each cycle, the reset from each
+    step's ``rst``), then up to ``drain`` cycles of ``drained`` until it is idle. Returns
+    ``record(ctx, cycle, draining, inputs)`` of every cycle."""
+    from amaranth import ClockDomain, Elaboratable, Module
+    from simulation.driver import run_testbench
     cd = ClockDomain("sync")
 
     class Top(Elaboratable):
@@ -76,21 +98,19 @@ def simulate_line_steps(dut_factory, steps, *, drain=200, vcd=None):
             return m
 
     records = []
-    drained = {name: 0 for name in ports} | {"flush": 1, "dram_out__ready": 1}
 
     async def bench(ctx):
         for k in range(len(steps) + drain):
-            inputs = steps[k] if k < len(steps) else dict(drained, rst=0)
+            inputs = steps[k] if k < len(steps) else drained
             ctx.set(cd.rst, inputs.get("rst", 0))
-            for name, port in ports.items():
-                ctx.set(port, inputs.get(name, 0))
-            records.append(_record(ctx, dut, k, k >= len(steps), inputs))
+            drive(ctx, inputs)
+            records.append(record(ctx, k, k >= len(steps), inputs))
             await ctx.tick()
             if records[-1]["drain"] and records[-1]["idle"] and k >= len(steps) + 2:
                 break
 
     run_testbench(Top(), bench, vcd=vcd)
-    return dut, records
+    return records
 
 
 def _record(ctx, dut, cycle, drain, inputs):
@@ -116,46 +136,55 @@ def _lanes(base, values, mask):
 def check_line_steps(dut_factory, steps, *, drain=200, vcd=None):
     """Replay ``steps`` and check the contract on lines. Returns ``(violations, records)``."""
     dut, records = simulate_line_steps(dut_factory, steps, drain=drain, vcd=vcd)
-    errors, accepted, written, last = [], {}, {}, None
+    return _check_records(records, drain, out="dram", stream="dram_out", written="written",
+                          held=("valid_count", "l2_level")), records
+
+
+def _check_records(records, drain, *, out, stream, written, held):
+    """The violations of the contract on lines in the replay's ``records``: the output
+    stream's rules (``stream``, whose fields are ``out_valid``, ``out_addr``, ... in a
+    record) in every cycle; ``idle`` only with each of ``held`` 0; and for each address, the
+    gradients accepted equal the values taken from ``stream`` plus the discards accounted
+    (``written``) whenever idle, and after the drain."""
+    errors, accepted, taken, last = [], {}, {}, None
+
+    def payload(r):
+        return r[f"{out}_addr"], r[f"{out}_values"], r[f"{out}_mask"]
 
     def balance(when):
-        for a in sorted(set(accepted) | set(written)):
-            if accepted.get(a, 0) != written.get(a, 0):
+        for a in sorted(set(accepted) | set(taken)):
+            if accepted.get(a, 0) != taken.get(a, 0):
                 errors.append(f"{when} address {a}: accepted {accepted.get(a, 0)} != "
-                              f"written + accounted {written.get(a, 0)}")
+                              f"{written} + accounted {taken.get(a, 0)}")
 
     for r in records:
         k = r["cycle"]
         if r["rst"]:
-            accepted, written, last = {}, {}, None
+            accepted, taken, last = {}, {}, None
             continue
-        if last is not None and last["dram_valid"] and not last["ready"]:
-            if not r["dram_valid"]:
-                errors.append(f"cycle {k}: dram_out.valid dropped before ready")
-            elif _payload(r) != _payload(last):
-                errors.append(f"cycle {k}: dram_out payload changed before ready")
-        if r["idle"] and (r["valid_count"] or r["l2_level"]):
-            errors.append(f"cycle {k}: idle with valid_count={r['valid_count']} "
-                          f"l2_level={r['l2_level']}")
+        if last is not None and last[f"{out}_valid"] and not last["ready"]:
+            if not r[f"{out}_valid"]:
+                errors.append(f"cycle {k}: {stream}.valid dropped before ready")
+            elif payload(r) != payload(last):
+                errors.append(f"cycle {k}: {stream} payload changed before ready")
+        if r["idle"] and any(r[name] for name in held):
+            errors.append(f"cycle {k}: idle with " +
+                          " ".join(f"{name}={r[name]}" for name in held))
         if r["idle"]:
             balance(f"cycle {k}: idle but")
         if r["valid"] and r["in_ready_out"]:
             for a, g in _lanes(r["line"], r["grads"], r["mask"]):
                 accepted[a] = accepted.get(a, 0) + g
-        if r["dram_valid"] and r["ready"]:
-            for a, v in _lanes(r["dram_addr"], r["dram_values"], r["dram_mask"]):
-                written[a] = written.get(a, 0) + v
+        if r[f"{out}_valid"] and r["ready"]:
+            for a, v in _lanes(*payload(r)):
+                taken[a] = taken.get(a, 0) + v
         for a, e in _lanes(r["discard_addr"], r["discard_errors"], r["discard"]):
-            written[a] = written.get(a, 0) + e    # accounted (dual threshold): as written
+            taken[a] = taken.get(a, 0) + e    # accounted (dual threshold): as written
         last = r
     if not records[-1]["idle"]:
         errors.append(f"not idle {drain} cycles into the final drain")
     balance("after the drain,")
-    return list(dict.fromkeys(errors)), records
-
-
-def _payload(r):
-    return r["dram_addr"], r["dram_values"], r["dram_mask"]
+    return list(dict.fromkeys(errors))
 
 
 def table_rows(records):
@@ -166,5 +195,123 @@ def table_rows(records):
              ",".join(map(str, r["grads"])), f"{r['mask']:b}", r["flush"], r["ready"],
              r["dram_valid"], r["dram_addr"], ",".join(map(str, r["dram_values"])),
              f"{r['dram_mask']:b}", r["idle"], r["valid_count"], r["l2_level"],
+             "(drain)" if r["drain"] else ""] for r in records]
+    return rows, heads
+
+
+# -- the line L1 alone (a job of the harness built with alone=True and lanes) -------------------
+
+def l1_input_names(config):
+    """The free inputs of the line L1 alone's harness (``properties.harness.FormalHarness``
+    with ``alone=True``), as its trace names them: ``in_valid``, ``in_addr`` (the beat's line
+    is its address with the lane bits cleared), ``in_thresh`` (the beat's threshold),
+    ``in_<field>`` for every other field of the beat, ``in_flush``, ``in_ready``
+    (``push.ready``), ``in_random`` (the random bits a step takes) and ``in_lfsr_load``."""
+    from design.layouts import classified_line_layout
+    layout = classified_line_layout(config["addr_width"], config["grad_width"],
+                                    config["lanes"])
+    fields = [name for name, _ in layout if name not in ("addr", "threshold")]
+    return (["in_valid", "in_addr", "in_thresh"] + [f"in_{name}" for name in fields] +
+            ["in_flush", "in_ready", "in_random", "in_lfsr_load"])
+
+
+#: The stand-in random source's state at the trace's first step (it has no reset: a check
+#: from reset starts it anywhere), under this name in the trace.
+RANDOM_STATE = "dut.lfsr.random_bits"
+
+
+def read_l1_steps(path, names):
+    """``[{name: value}]`` per step of the line L1 alone's trace at ``path`` (a ``.vcd``, or
+    a ``.yw`` with its ``.vcd`` beside it): ``rst`` and each free input in ``names`` (unknown
+    bits read as 0), and in the first step the random source's state (``random_state``).
+    Raises :class:`~proofs.trace_table.TraceError` if there is no trace to read, or it
+    records none of the inputs."""
+    trace = read_vcd(_vcd_beside(path))
+    columns = {name: trace.values(name) for name in names}
+    if not any(v is not None for v in columns.values()):
+        raise TraceError(f"{path}: records none of the line L1's free inputs: not a trace of "
+                         f"a job of the line L1 alone")
+    columns["rst"] = trace.values("rst")
+    steps = [{name: (values[k] or 0) if values else 0 for name, values in columns.items()}
+             for k in range(trace.steps)]
+    state = trace.values(RANDOM_STATE)
+    if steps and state:
+        steps[0]["random_state"] = state[0] or 0
+    return steps
+
+
+def _vcd_beside(path):
+    vcd = path if path.endswith(".vcd") else os.path.splitext(path)[0] + ".vcd"
+    if not os.path.isfile(vcd):
+        raise TraceError(f"{path}: a line job's replay reads the VCD beside its witness, and "
+                         f"{vcd} does not exist")
+    return vcd
+
+
+def simulate_l1_steps(l1_factory, steps, *, drain=200, vcd=None):
+    """Drive ``steps`` (as :func:`read_l1_steps` gives them) into a fresh line L1 alone
+    (``l1_factory()``: a ``properties.harness.L1Alone`` around a ``LineAccumulator``, its
+    random bits from a ``FreeRandom`` whose next state is ``in_random``, loaded only while
+    L1 is idle, as in the proof), then drain it (``flush`` high, ``push.ready`` high, no
+    beat). Returns ``(dut, records)``, one record per cycle."""
+    dut = l1_factory()
+    l1, N = dut.l1, dut.l1.lanes
+    payload = l1.grad_in.payload
+    fields = {f"in_{name}": Value.cast(getattr(payload, name)) for name, _ in payload.shape()
+              if name not in ("addr", "threshold")}
+
+    def drive(ctx, inputs):
+        if "random_state" in inputs:
+            ctx.set(dut.lfsr.state, inputs["random_state"])
+        ctx.set(l1.grad_in.valid, inputs.get("in_valid", 0))
+        ctx.set(payload.addr, inputs.get("in_addr", 0) & ~(N - 1))
+        ctx.set(payload.threshold, inputs.get("in_thresh", 0))
+        for name, field in fields.items():
+            ctx.set(field, inputs.get(name, 0))
+        ctx.set(l1.flush, inputs.get("in_flush", 0))
+        ctx.set(l1.push.ready, inputs.get("in_ready", 0))
+        ctx.set(dut.lfsr.source, inputs.get("in_random", 0))
+        ctx.set(dut.lfsr.load, inputs.get("in_lfsr_load", 0) & ctx.get(l1.idle))
+    records = _simulate(dut, steps, drain=drain,
+                        drained={"rst": 0, "in_flush": 1, "in_ready": 1}, drive=drive,
+                        record=lambda ctx, k, last, inputs: _l1_record(ctx, l1, k, last, inputs),
+                        vcd=vcd)
+    return dut, records
+
+
+def _l1_record(ctx, l1, cycle, drain, inputs):
+    beat, push, N = l1.grad_in, l1.push, l1.lanes
+    return dict(
+        cycle=cycle, drain=drain, rst=inputs.get("rst", 0), flush=ctx.get(l1.flush),
+        valid=ctx.get(beat.valid), in_ready_out=ctx.get(beat.ready),
+        line=ctx.get(beat.p.addr), grads=[ctx.get(beat.p.grads[i]) for i in range(N)],
+        mask=ctx.get(beat.p.mask), ready=ctx.get(push.ready), push_valid=ctx.get(push.valid),
+        push_addr=ctx.get(push.p.addr), push_values=[ctx.get(push.p.values[i]) for i in range(N)],
+        push_mask=ctx.get(push.p.mask), idle=ctx.get(l1.idle),
+        valid_count=ctx.get(l1.valid_count), discard=ctx.get(l1.discard),
+        discard_addr=ctx.get(l1.discard_addr),
+        discard_errors=[ctx.get(l1.discard_error[i]) for i in range(N)])
+
+
+def check_l1_steps(l1_factory, steps, *, drain=200, vcd=None):
+    """Replay ``steps`` on the line L1 alone and check its contract as seen at its ports:
+    ``push``'s stream rules in every cycle (valid held with a stable payload until ready);
+    ``idle`` only with no line held; and, for each address (lane ``i`` of a beat, a line
+    write or a discard is at its address plus ``i``), that the gradients accepted equal the
+    values pushed plus the discards accounted whenever L1 is idle, and after the drain.
+    Returns ``(violations, records)``."""
+    dut, records = simulate_l1_steps(l1_factory, steps, drain=drain, vcd=vcd)
+    return _check_records(records, drain, out="push", stream="push", written="pushed",
+                          held=("valid_count",)), records
+
+
+def l1_table_rows(records):
+    """The line L1 alone's replay as the rows and headings of a cycle-by-cycle table."""
+    heads = ["cyc", "rst", "in.v", "in.rdy", "line", "grads", "mask", "flush", "p.rdy",
+             "|push.v", "p.addr", "p.values", "p.mask", "disc", "idle", "vcnt", ""]
+    rows = [[r["cycle"], r["rst"], r["valid"], r["in_ready_out"], r["line"],
+             ",".join(map(str, r["grads"])), f"{r['mask']:b}", r["flush"], r["ready"],
+             r["push_valid"], r["push_addr"], ",".join(map(str, r["push_values"])),
+             f"{r['push_mask']:b}", f"{r['discard']:b}", r["idle"], r["valid_count"],
              "(drain)" if r["drain"] else ""] for r in records]
     return rows, heads

@@ -61,28 +61,38 @@ def add(h, m, P):
     _scan_and_strobes(h, m, P, held, x, x.exp4_tiny, same_row)
 
 
-def _decide(h, m, model):
-    """The model's decision for the tracked set's gradient deciding in ``s3`` (as accepted:
-    the pipeline group; model/reference.py, ReferenceModel.write): its write, the strobes and
-    the set after it."""
-    d, l1 = h.dut, h.dut.l1
-    W, mu = d.ways, d.max_updates
+def _gradient(h, m, model):
+    """The tracked set's gradient deciding in ``s3`` (as accepted: the pipeline group) and
+    what the model holds for its address: the way it hits and that way's sum and count after
+    it, the way it would take on a miss, the victim."""
+    mu = h.dut.max_updates
     g = h.stage[3]
     x = SimpleNamespace(commit=Signal(name="model_commit"), addr=g.addr, grad=g.grad)
     m.d.comb += x.commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
+    x.tag = g.addr[h.set_bits:]
+    x.match = Cat(w.valid & (w.tag == x.tag) for w in model.ways)
+    x.free  = Cat(~w.valid for w in model.ways)
+    x.hit_way  = lowest_index(m, x.match, "model_hit_way")
+    x.free_way = lowest_index(m, x.free, "model_free_way")
+    x.hit      = model.ways[x.hit_way]
+    x.victim   = model.ways[model.victim]
+    x.hit_sum   = Signal(signed(h.vw + 1), name="model_hit_sum")
+    x.hit_count = Signal(range(mu + 2), name="model_hit_count")
+    m.d.comb += [x.hit_sum.eq(x.hit.sum + g.grad), x.hit_count.eq(x.hit.count + 1)]
+    return x
+
+
+def _decide(h, m, model):
+    """The model's decision for the tracked set's gradient deciding in ``s3``
+    (model/reference.py, ReferenceModel.write): its write, the strobes and the set after
+    it."""
+    l1, W, mu = h.dut.l1, h.dut.ways, h.dut.max_updates
+    x = _gradient(h, m, model)
+    g = h.stage[3]
     g_addr, g_grad, g_thr = g.addr, g.grad, h.judged[3]
     g_small, g_stoch = g.small_threshold, g.stochastic
-
-    tag = g_addr[h.set_bits:]
-    match = Cat(w.valid & (w.tag == tag) for w in model.ways)
-    free  = Cat(~w.valid for w in model.ways)
-    hit_way  = lowest_index(m, match, "model_hit_way")
-    free_way = lowest_index(m, free, "model_free_way")
-    hit      = model.ways[hit_way]
-    victim   = model.ways[model.victim]
-    hit_sum   = Signal(signed(h.vw + 1), name="model_hit_sum")
-    hit_count = Signal(range(mu + 2), name="model_hit_count")
-    m.d.comb += [hit_sum.eq(hit.sum + g_grad), hit_count.eq(hit.count + 1)]
+    tag, match, free, hit_way, free_way = x.tag, x.match, x.free, x.hit_way, x.free_way
+    victim, hit_sum, hit_count = x.victim, x.hit_sum, x.hit_count
 
     x.exp_valid = exp_valid = Signal(name="model_writes")
     x.exp_addr  = exp_addr  = Signal(h.aw, name="model_write_addr")

@@ -340,6 +340,43 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
     assert "check_line_steps" in test_file.read_text()
 
 
+@pytest.mark.skipif(shutil.which("yowasp-sby") is None and
+                    not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
+                                                    "yowasp-sby")),
+                    reason="yowasp-sby not installed")
+def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
+    """A counterexample of the line L1 alone (the lane mutants' first check, whose inputs are
+    L1's, not the compressor's ports) replays on L1 alone in the Amaranth simulator: the
+    mutant (a direct lane 1 left out of the mask) loses that lane's gradient, the design does
+    not; ``--pytest`` writes a test of the L1 replay that passes on the design."""
+    import dataclasses
+    from proofs.line_replay import check_l1_steps, l1_input_names, read_l1_steps
+    from proofs.replay import _l1_factory, replay_main
+    from proofs.run import run_job
+    dest = apply_mutant("lane_mask_ignores_lane_1", str(tmp_path / "mutant"))
+    job = dataclasses.replace(next(j for j in jobs_for("lane_mask_ignores_lane_1", dest)
+                                   if j.alone),
+                              name="test-replay-l1-lane_mask_ignores_lane_1")
+    result = run_job(job, work=str(tmp_path / "work"))
+    assert result["status"] == "FAIL", result
+    config = dict(job.geometry, lanes=job.lanes)
+    steps = read_l1_steps(result["witness"], l1_input_names(config))
+    assert any(step["in_valid"] for step in steps)
+    assert "random_state" in steps[0]
+    errors, records = check_l1_steps(_l1_factory(config, dest), steps)
+    assert any("address" in e and "accepted" in e for e in errors), errors
+    assert all(len(r["grads"]) == len(r["push_values"]) == job.lanes for r in records)
+    assert check_l1_steps(_l1_factory(config), steps)[0] == []
+    assert replay_main(result["witness"]) == 1
+    test_file = tmp_path / "test_l1_lines_cex.py"
+    assert replay_main(result["witness"], pytest_path=str(test_file)) == 1
+    text = test_file.read_text()
+    assert "check_l1_steps" in text and "def test_l1_lines_cex():" in text
+    written = {}
+    exec(compile(text, str(test_file), "exec"), written)
+    written["test_l1_lines_cex"]()      # the design (not the mutant): no violation
+
+
 def assert_readable_waves(vcd, names, min_signals):
     """``vcd`` parses (pyvcd), declares ``names`` (by the end of their dotted names), and has
     a .gtkw beside it naming at least ``min_signals`` of its signals in the trace-table
@@ -766,6 +803,25 @@ def test_line_l1_jobs_assert_every_property():
         assert not {p.full_name for p in props if not any(t(p) for t in tests)}
         assert all(j in PROVE_JOBS and j.alone and j.mode == "prove" for j in jobs)
     assert LINE_L1_COVER in PROVE_JOBS and LINE_L1_COVER.lanes == 2
+
+
+def test_line8_jobs_assert_every_property_once():
+    # At 8 lanes on default (make prove-lines) the line L1's contract is split into jobs:
+    # each assertion of its harness is asserted in exactly one of them (one too few leaves it
+    # unproven, and with it whatever uses it as a same-cycle lemma), one lane of the decision
+    # a job.
+    from proofs.jobs import LINE8_L1_JOBS, PROVE_JOBS
+    harness = FormalHarness(CONFIGS["default"], alone=True, lanes=8)
+    rtlil.convert(harness, ports=[])
+    props = [p for p in harness.props.props if p.kind == "assert"
+             and p.group not in COMPONENT_GROUPS]
+    tests = [harness.props.focused(j.focus) for j in LINE8_L1_JOBS]
+    twice_or_never = {p.full_name for p in props if sum(t(p) for t in tests) != 1}
+    assert not twice_or_never
+    lanes = [j for j in LINE8_L1_JOBS if j.focus and j.focus[0].startswith("policy/decision_lane")]
+    assert len(lanes) == 8 and all(len(j.focus) == 1 for j in lanes)
+    assert all(j.lanes == 8 and j.alone and j.mode == "prove" and j not in PROVE_JOBS
+               for j in LINE8_L1_JOBS)
 
 
 def test_l1_alone_frees_every_input_of_l1():
