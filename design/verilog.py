@@ -1,6 +1,6 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
-    python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
+    python -m gradient_compressor.design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
     compressor-verilog -o build/gradient_compressor.v ...       # the same, installed
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
@@ -149,7 +149,7 @@ def convert(dut, name="gradient_compressor"):
 def main(argv=None):
     # Named as it was run: the console script, or the module
     prog = ("compressor-verilog" if os.path.basename(sys.argv[0]) == "compressor-verilog"
-            else "python -m design.verilog")
+            else "python -m gradient_compressor.design.verilog")
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-o", "--output", default="build/gradient_compressor.v",

@@ -43,13 +43,13 @@ entries) as the models do. Differences, deliberate:
   array methods, values of a type wider than the kernel's are checked before it runs).
 
 Checked write for write against the models by ``tests/test_emulator.py`` (every workload,
-every mode, lanes 1 to 32, random operation streams) and by ``python -m model.emulator
+every mode, lanes 1 to 32, random operation streams) and by ``python -m gradient_compressor.model.emulator
 --check`` on whole workloads; ``--bench`` measures it (docs/emulator.md).
 
 Example::
 
-    from model.emulator import Emulator
-    from workloads import get_workload
+    from gradient_compressor.model.emulator import Emulator
+    from gradient_compressor.workloads import get_workload
 
     emulator = Emulator(sets=32, ways=4)
     writes = emulator.run_trace(get_workload("tiny-embed"))    # a WriteArrays
@@ -70,8 +70,8 @@ from pathlib import Path
 
 import numpy as np
 
-from design import params as _params
-from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
+from gradient_compressor.design import params as _params
+from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
                            check_lanes, check_modes, check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
@@ -1144,7 +1144,7 @@ class Emulator(LineEmulator):
 
 
 def main(argv=None):
-    """``python -m model.emulator``: see :mod:`model.emulator_cli`."""
+    """``python -m gradient_compressor.model.emulator``: see :mod:`model.emulator_cli`."""
     from .emulator_cli import main as cli
     return cli(argv)
 

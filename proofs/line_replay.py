@@ -27,7 +27,7 @@ __all__ = ["input_port_names", "input_ports", "read_port_steps", "simulate_line_
 def input_port_names(config):
     """The names of the input ports of ``GradientCompressor(**config)``, as in the RTLIL, from
     its signature alone (no compressor is built)."""
-    from design.compressor import signature
+    from gradient_compressor.design.compressor import signature
     return ["__".join(map(str, path)) for path, member in signature(**config).members.flatten()
             if member.is_port and member.flow == In]
 
@@ -62,7 +62,7 @@ def simulate_line_steps(dut_factory, steps, *, drain=200, vcd=None):
     """Drive ``steps`` (as :func:`read_port_steps` gives them) into a fresh compressor on
     lines, then drain it. Returns ``(dut, records)``, one record per cycle."""
     from amaranth import ClockDomain, Elaboratable, Module
-    from simulation.driver import run_testbench
+    from gradient_compressor.simulation.driver import run_testbench
 
     dut = dut_factory()
     ports = input_ports(dut)

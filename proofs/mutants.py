@@ -1,13 +1,13 @@
 """Mutation check: planted bugs in copies of the RTL; each must make some property fail.
 
-    python -m proofs.mutants [-j 2] [-k NAME] [--config sample|small|default|all]
+    python -m gradient_compressor.proofs.mutants [-j 2] [-k NAME] [--config sample|small|default|all]
 
 Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory, at a
 *mutation site*: a ``# mutation site: NAME`` comment in the RTL that marks the line where the
 patched text begins. The text is matched whatever its whitespace and comments, and the patch
 fails loudly if the site or its text is not found, so the check cannot rot silently when the
-RTL changes or is reformatted. The copy shadows ``design`` on ``PYTHONPATH`` while the
-harness is generated. Mutants come in classes (policy, progress, counters, power-up, widths,
+RTL changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while
+the harness is generated (``proofs.run.module_command``). Mutants come in classes (policy, progress, counters, power-up, widths,
 l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
 per class. Every mutant is checked by bounded model checking from
 reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
@@ -31,11 +31,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from reports.console import ArgumentParser, positive_integer, table, usage_error
-from properties.component import COMPONENTS
-from properties.harness import CONFIGS
+from gradient_compressor.reports.console import ArgumentParser, positive_integer, table, usage_error
+from gradient_compressor.properties.component import COMPONENTS
+from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC
-from reports.provenance import write_results
+from gradient_compressor.reports.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
@@ -622,7 +622,7 @@ def check_mutant(name, tmp, config):
 
 
 def main(argv=None):
-    p = ArgumentParser(prog="python -m proofs.mutants",
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs.mutants",
                        description="Mutation check: every planted bug must be caught.",
                        epilog="Exit status: 0 every mutant caught, 1 one survived, 2 bad "
                               "argument.")
@@ -649,7 +649,7 @@ def main(argv=None):
         chosen = configs if args.config == "all" else [args.config]
         tasks = [(n, c) for c in chosen for n in names]
     start = time.time()
-    # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
+    # Mutant copies are kept (gitignored) so that `python -m gradient_compressor.proofs replay` can rerun a
     # counterexample on the mutant it came from.
     tmp = os.path.join(work_dir(), "mutant-designs")
     shutil.rmtree(tmp, ignore_errors=True)

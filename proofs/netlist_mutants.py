@@ -2,7 +2,7 @@
 (the engine behind YosysHQ's mcy) on each component's netlist, a fixed seeded sample of
 mutations, each checked against that component's own proofs.
 
-    python -m proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
+    python -m gradient_compressor.proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
                                      [--config small] [--out FILE.md]
 
 For each component (``properties.component.COMPONENTS``) with the parameters it has in
@@ -41,11 +41,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from amaranth.back import rtlil
 
-from properties.component import COMPONENTS, ComponentHarness
-from properties.harness import CONFIGS
-from reports.console import ArgumentParser, positive_integer, table
+from gradient_compressor.properties.component import COMPONENTS, ComponentHarness
+from gradient_compressor.properties.harness import CONFIGS
+from gradient_compressor.reports.console import ArgumentParser, positive_integer, table
 from .gen import solver
-from reports.provenance import write_results
+from gradient_compressor.reports.provenance import write_results
 from .run import _run_group, read_sby_outcome, tool_args, work_dir
 
 __all__ = ["sample", "check", "TRIAGE"]
@@ -268,7 +268,7 @@ def main(argv=None):
 
 
 def _parser():
-    p = ArgumentParser(prog="python -m proofs.netlist_mutants",
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs.netlist_mutants",
                        description="Yosys mutate on each component's netlist, checked "
                                    "against the component's own proofs.",
                        epilog="Exit status: 0 every survivor triaged, 1 an untriaged "

@@ -21,14 +21,14 @@ from amaranth.asserts import AnySeq, Initial
 from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
-from design.l1 import L1Accumulator
-from design.layouts import write_layout
-from design.compressor import signature as compressor_signature
-from design.modes import DiscardTotals, EmaThreshold, Lfsr
-from design.registers import RegisterFile, member_shapes, register_map
-from design.queue import WriteQueue
-from design.streamer import Streamer
-from design.writeback import WritebackBuffer
+from gradient_compressor.design.l1 import L1Accumulator
+from gradient_compressor.design.layouts import write_layout
+from gradient_compressor.design.compressor import signature as compressor_signature
+from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
+from gradient_compressor.design.registers import RegisterFile, member_shapes, register_map
+from gradient_compressor.design.queue import WriteQueue
+from gradient_compressor.design.streamer import Streamer
+from gradient_compressor.design.writeback import WritebackBuffer
 
 from . import discards, ema, lfsr, queue, registers, streamer, writeback
 from .base import PropertySet

@@ -12,7 +12,7 @@ moves). Hence from any state the LFSR follows the polynomial's sequence.
 
 from amaranth import *
 
-from design.params import LFSR_POLYNOMIAL, LFSR_RESET, LFSR_WIDTH
+from gradient_compressor.design.params import LFSR_POLYNOMIAL, LFSR_RESET, LFSR_WIDTH
 
 from .base import past
 

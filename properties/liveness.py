@@ -15,8 +15,8 @@ their assertions are invariants a short induction can carry.
 
 from amaranth import *
 
-from design import L1State
-from design.l1 import L1Accumulator
+from gradient_compressor.design import L1State
+from gradient_compressor.design.l1 import L1Accumulator
 
 __all__ = ["add", "flush_bound", "l2_place_period", "measure_max", "progress_bound"]
 

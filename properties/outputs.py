@@ -25,8 +25,8 @@ alone, :data:`.harness.L1_GROUPS`), the rest the system's.
 
 from amaranth import *
 
-from design import L1State
-from design.layouts import Cause
+from gradient_compressor.design import L1State
+from gradient_compressor.design.layouts import Cause
 
 __all__ = ["add"]
 

@@ -32,8 +32,8 @@ The output queue's own contract is :mod:`.queue`'s.
 
 from amaranth import *
 
-from design import L1State
-from design.bits import lowest_index
+from gradient_compressor.design import L1State
+from gradient_compressor.design.bits import lowest_index
 
 
 __all__ = ["add"]

@@ -24,9 +24,9 @@ As the tracked set is arbitrary (``AnyConst``), this holds for every set.
 
 from amaranth import *
 
-from design import L1State
-from design.bits import lowest_index
-from design.layouts import Cause
+from gradient_compressor.design import L1State
+from gradient_compressor.design.bits import lowest_index
+from gradient_compressor.design.layouts import Cause
 
 __all__ = ["add"]
 

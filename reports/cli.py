@@ -21,8 +21,8 @@ import sys
 import time
 from collections import Counter
 
-from design.params import DEFAULTS, check_config, check_threshold
-from model import CAUSES
+from gradient_compressor.design.params import DEFAULTS, check_config, check_threshold
+from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
@@ -55,7 +55,7 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
 
 
 def build_parser():
-    from workloads import DEFAULT_WORKLOADS
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS
     parser = ArgumentParser(
         prog="compressor-report",
         description="Run gradient workloads through the compressor's RTL (a flush at every "
@@ -105,13 +105,13 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m reports.mode_comparison), each setting run "
+                          "stochastic, EMA, bypass: python -m gradient_compressor.reports.mode_comparison), each setting run "
                           "on the RTL and checked against the reference model")
     run.add_argument("--train", action="store_true",
                      help="instead of the RTL report: train the named live workloads' models "
                           "(train-recsys, train-lm, train-digits; default all three) with the "
                           "compressor in their gradient write path, in every mode and "
-                          "--seeds seeds, at --sets x --ways (python -m reports.training; "
+                          "--seeds seeds, at --sets x --ways (python -m gradient_compressor.reports.training; "
                           "needs PyTorch): training.md and a plot per model in --out")
     run.add_argument("--seeds", type=positive_integer, default=3,
                      help="seeds per model and mode with --train (default: %(default)s)")
@@ -157,7 +157,7 @@ def phase_writes(trace, params, threshold=None):
     """Writes triggered by the gradients of each phase of a trace (``meta["phases"]``), by
     cause, from the reference model of the same geometry (equal to the RTL's writes, as the
     cross-check shows); the final flush's writes are listed as their own phase."""
-    from model import ReferenceModel
+    from gradient_compressor.model import ReferenceModel
     model = ReferenceModel(sets=params["sets"], ways=params["ways"],
                            max_updates=params["max_updates"])
     thresholds = trace.thresholds().tolist() if threshold is None else [threshold] * len(trace)
@@ -178,7 +178,7 @@ def phase_writes(trace, params, threshold=None):
 
 def seed_comparison(metrics, result):
     """The seed's reported figures (no flush) next to ours (after the flush)."""
-    from workloads import SEED_REPORTED
+    from gradient_compressor.workloads import SEED_REPORTED
     pushed_before_flush = sum(1 for c in result.causes if c != "FLUSH")
     n, w = metrics["gradients"], metrics["dram_writes"]
     return {
@@ -218,7 +218,7 @@ def main(argv=None, *, result_filter=None):
     """Entry point; returns the exit status (``result_filter`` is a test hook)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from workloads import workload_names
+    from gradient_compressor.workloads import workload_names
     if args.list:
         print("\n".join(workload_names()))
         return 0
@@ -228,7 +228,7 @@ def main(argv=None, *, result_filter=None):
     except UsageError as error:
         return usage_error(parser.prog, error)
     except KeyboardInterrupt:
-        from simulation.waves import gtkw_path_for
+        from gradient_compressor.simulation.waves import gtkw_path_for
         vcd = [args.vcd, gtkw_path_for(args.vcd)] if args.vcd else []
         return interrupted(parser.prog, files=vcd, folder=args.out if new_out else None)
 
@@ -237,7 +237,7 @@ def _train(args):
     """``--train``: the in-the-loop runs of :mod:`reports.training` for the named live
     workloads, into ``--out``."""
     import argparse
-    from workloads import LIVE_WORKLOADS
+    from gradient_compressor.workloads import LIVE_WORKLOADS
     from .training import RUN_MODES, check_arguments, run_in_the_loop
     names = args.workloads or list(LIVE_WORKLOADS)
     other = [name for name in names if name not in LIVE_WORKLOADS]
@@ -258,7 +258,7 @@ def _train(args):
 
 
 def _report(args, argv, result_filter):
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     check_params(params, args.threshold)
@@ -337,7 +337,7 @@ def _report(args, argv, result_filter):
     print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
           + ("" if args.no_plots else " and plots"), file=sys.stderr)
     if args.vcd:
-        from simulation.waves import gtkw_path_for
+        from gradient_compressor.simulation.waves import gtkw_path_for
         print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "
               f"{gtkw_path_for(args.vcd)}", file=sys.stderr)
     bad = [m for m in report["workloads"]

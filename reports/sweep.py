@@ -19,8 +19,8 @@ import sys
 import time
 from collections import Counter
 
-from design.params import DEFAULTS
-from model import CAUSES, ReferenceModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
@@ -174,7 +174,7 @@ def main(argv=None):
 
 
 def _sweep(args, argv):
-    from workloads import TraceError, get_workload
+    from gradient_compressor.workloads import TraceError, get_workload
     for sets in args.sets:
         check_params({"sets": sets, "max_updates": args.max_updates})
     for ways in args.ways:

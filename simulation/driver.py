@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
-from design.params import check_modes
-from model import CAUSES
+from gradient_compressor.design.params import check_modes
+from gradient_compressor.model import CAUSES
 
 __all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
            "periodic_ready", "SplitMix64"]

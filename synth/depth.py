@@ -1,8 +1,8 @@
 """The deepest register-to-register paths of a synthesised netlist, without place and route.
 
-    python -m synth.depth build/synth/default/top.json [--count 20]
+    python -m gradient_compressor.synth.depth build/synth/default/top.json [--count 20]
 
-Reads the JSON netlist that ``python -m synth`` leaves in each configuration's folder
+Reads the JSON netlist that ``python -m gradient_compressor.synth`` leaves in each configuration's folder
 (``top.json``, after Yosys ``synth_ecp5``) and estimates, for every flip-flop, the delay of the
 longest combinational path into it, with a fixed delay model close to nextpnr-ecp5's averages
 on this design: a net between cells 0.9 ns, a LUT4 0.24 ns, a wide-LUT mux (PFUMX, L6MUX21)
@@ -35,7 +35,7 @@ Exit status: 0 done, 2 bad argument or input file.
 import sys
 from collections import Counter, defaultdict, deque
 
-from reports.console import ArgumentParser, positive_integer, usage_error
+from gradient_compressor.reports.console import ArgumentParser, positive_integer, usage_error
 from .netlist import Netlist
 
 __all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",
@@ -217,7 +217,7 @@ LIMITS = (5, 6, 7, 8)
 
 
 def depth_summary(netlist, count=20):
-    """What ``python -m synth.depth`` prints, as data (``python -m synth`` records it too).
+    """What ``python -m gradient_compressor.synth.depth`` prints, as data (``python -m gradient_compressor.synth`` records it too).
 
     Returns
     -------
@@ -264,9 +264,9 @@ def summary_lines(summary):
 
 
 def _parser():
-    parser = ArgumentParser(prog="python -m synth.depth", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="python -m gradient_compressor.synth.depth", description=__doc__.split("\n\n")[0],
                             epilog="Exit status: 0 done, 2 bad argument or input file.")
-    parser.add_argument("netlist", help="a top.json that python -m synth wrote")
+    parser.add_argument("netlist", help="a top.json that python -m gradient_compressor.synth wrote")
     parser.add_argument("--count", type=positive_integer, default=20,
                         help="signals to list (default: 20)")
     return parser
@@ -277,7 +277,7 @@ def main(argv=None):
     try:
         netlist = Netlist(args.netlist)
     except (OSError, ValueError, KeyError) as error:
-        return usage_error("python -m synth.depth",
+        return usage_error("python -m gradient_compressor.synth.depth",
                            f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
     summary = depth_summary(netlist, args.count)
     print("estimated ns  loop  register <- the signal its deepest path starts from")

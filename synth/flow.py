@@ -19,9 +19,9 @@ import time
 from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
-from design import GradientCompressor
-from design.params import MODES_OFF
-from design.verilog import LINE_INPUTS, MODE_INPUTS, flat_ports, yosys_command
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.params import MODES_OFF
+from gradient_compressor.design.verilog import LINE_INPUTS, MODE_INPUTS, flat_ports, yosys_command
 
 from .depth import depth_summary
 from .netlist import Netlist

@@ -3,7 +3,7 @@
 import pytest
 from amaranth.back import rtlil
 
-from design import GradientCompressor, L1Accumulator, Streamer, WritebackBuffer
+from gradient_compressor.design import GradientCompressor, L1Accumulator, Streamer, WritebackBuffer
 
 
 @pytest.mark.parametrize("params, error, message", [

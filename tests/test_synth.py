@@ -1,4 +1,4 @@
-"""The ECP5 flow of ``python -m synth``: a synthesis-only smoke run and the argument errors.
+"""The ECP5 flow of ``python -m gradient_compressor.synth``: a synthesis-only smoke run and the argument errors.
 
 Place and route (minutes per configuration) is a benchmark, not a test: ``make synth``.
 """
@@ -11,12 +11,12 @@ from amaranth import Cat
 from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from design import GradientCompressor
-from synth.__main__ import main
-from synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.synth.__main__ import main
+from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
                          main as depth_main, path_estimates)
-from synth.flow import fpga_top
-from synth.netlist import Netlist
+from gradient_compressor.synth.flow import fpga_top
+from gradient_compressor.synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
 SMALL = "sets=2,ways=2,addr_width=8,grad_width=8,fifo_depth=4,burst_size=2"
@@ -167,7 +167,7 @@ def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tm
     with pytest.raises(SystemExit) as exit:
         main(["default", config, "--out", str(tmp_path)])
     assert exit.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"python -m synth: error: {message}"
+    assert capsys.readouterr().err.splitlines()[-1] == f"python -m gradient_compressor.synth: error: {message}"
     assert not (tmp_path / "synth.json").exists()
 
 
@@ -176,7 +176,7 @@ def test_frequency_must_be_positive(capsys):
         main(["--freq", "0"])
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == \
-        "python -m synth: error: --freq must be a positive number of MHz, not 0"
+        "python -m gradient_compressor.synth: error: --freq must be a positive number of MHz, not 0"
 
 
 def _netlist(tmp_path, cells, ports):
@@ -205,9 +205,9 @@ def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_pat
 
 
 def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
-    # python -m synth.loops: every loop elaborates with either form of compare (place and
+    # python -m gradient_compressor.synth.loops: every loop elaborates with either form of compare (place and
     # route is the benchmark); an unknown loop is a one-line usage error before any run.
-    from synth.loops import FORMS, LOOPS, loop, main
+    from gradient_compressor.synth.loops import FORMS, LOOPS, loop, main
     for name in LOOPS:
         for form in FORMS:
             module, ports = loop(name, form)
@@ -216,7 +216,7 @@ def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
         main(["accumulate", "fast"])
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "python -m synth.loops: error: unknown loop 'fast': use one of accumulate, "
+        "python -m gradient_compressor.synth.loops: error: unknown loop 'fast': use one of accumulate, "
         "accumulate_ways, lookahead, lookahead2")
 
 
