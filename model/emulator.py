@@ -71,8 +71,9 @@ from pathlib import Path
 import numpy as np
 
 from gradient_compressor.design import params as _params
-from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
-                           check_lanes, check_modes, check_power_of_two, ema_fraction_bits)
+from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS,
+                                               check_int, check_lanes, check_modes,
+                                               check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
 

@@ -275,7 +275,8 @@ def _run(args):
 
 def _check(args, modes, table):
     from gradient_compressor.reports.console import UsageError
-    from gradient_compressor.workloads import DEFAULT_WORKLOADS, GENERATORS, TraceError, get_workload
+    from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, TraceError,
+                                               get_workload)
     names = args.workloads or DEFAULT_WORKLOADS
     params = _params(args.param)
     if params and not any(name in GENERATORS for name in names):

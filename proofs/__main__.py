@@ -23,7 +23,8 @@ from gradient_compressor.reports.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from gradient_compressor.reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
+from gradient_compressor.reports.console import (ArgumentParser, UsageError, positive_integer,
+                                                 table, usage_error)
 
 
 def power_of_two(text):

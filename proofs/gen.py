@@ -75,7 +75,8 @@ def generate(job, outdir):
         f.write(text)
     props = {f"{k[0]}:{k[1]}": v for k, v in harness.props.by_src().items()}
     meta = {"props": props, "bound": harness.bound, "config": harness.config,
-            "design": os.path.dirname(sys.modules["gradient_compressor.design"].__file__), "solver": solver(job)}
+            "design": os.path.dirname(sys.modules["gradient_compressor.design"].__file__),
+            "solver": solver(job)}
     with open(os.path.join(outdir, "props.json"), "w") as f:
         json.dump(meta, f, indent=1)
     with open(os.path.join(outdir, "job.sby"), "w") as f:

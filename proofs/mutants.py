@@ -7,10 +7,10 @@ Each mutant is a textual patch applied to a copy of ``design/`` in a temporary d
 patched text begins. The text is matched whatever its whitespace and comments, and the patch
 fails loudly if the site or its text is not found, so the check cannot rot silently when the
 RTL changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while
-the harness is generated (``proofs.run.module_command``). Mutants come in classes (policy, progress, counters, power-up, widths,
-l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
-per class. Every mutant is checked by bounded model checking from
-reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
+the harness is generated (``proofs.run.module_command``). Mutants come in classes (policy,
+progress, counters, power-up, widths, l2, forwarding, and one per run-time mode:
+dual-threshold, stochastic, ema, bypass), several per class. Every mutant is checked by
+bounded model checking from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
 safety property, then progress and termination under DRAM fairness. The mutants that only a
 long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a
@@ -31,7 +31,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from gradient_compressor.reports.console import ArgumentParser, positive_integer, table, usage_error
+from gradient_compressor.reports.console import (ArgumentParser, positive_integer, table,
+                                                 usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC

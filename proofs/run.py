@@ -146,9 +146,9 @@ def run_job(job, work=None, quiet=False):
 def _generate(job, jobdir):
     """Write the job's RTLIL, property map and .sby file into ``jobdir``; returns the error
     text, or ``None``. A job on a mutant copy of ``design/`` is generated in a subprocess with
-    that copy in place of the project's (:func:`module_command`); the others in :data:`_generators`' processes while
-    :func:`run_jobs` runs (the same RTLIL, byte for byte, without an interpreter's start and
-    imports for each job), else in a subprocess too."""
+    that copy in place of the project's (:func:`module_command`); the others in
+    :data:`_generators`' processes while :func:`run_jobs` runs (the same RTLIL, byte for byte,
+    without an interpreter's start and imports for each job), else in a subprocess too."""
     if job.design_path is None and _generators:
         return _generators[0].submit(_generate_here, job.to_dict(), jobdir).result()
     gen = subprocess.run(module_command("gradient_compressor.proofs.gen", job.design_path)

@@ -24,7 +24,8 @@ from gradient_compressor.design import GradientCompressor, L1Accumulator, L1Stat
 from gradient_compressor.design.compressor import connect_random
 from gradient_compressor.design.compare import at_most
 from gradient_compressor.design.layouts import value_width
-from gradient_compressor.design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF, ema_fraction_bits
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF,
+                                               ema_fraction_bits)
 
 from .base import PropertySet
 from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,

@@ -25,7 +25,8 @@ the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`)
 from amaranth import *
 
 from gradient_compressor.design.layouts import Cause
-from gradient_compressor.design.params import EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS, LFSR_WIDTH
+from gradient_compressor.design.params import (EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
+                                               LFSR_WIDTH)
 
 __all__ = ["add", "stochastic_writes", "ema_threshold"]
 

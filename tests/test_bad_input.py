@@ -148,7 +148,8 @@ def test_simulate_bad_input(tmp_path):
 
 
 def test_verilog_export_bad_input(tmp_path):
-    done = run_module("gradient_compressor.design.verilog", "--burst-size", "64", "-o", tmp_path / "gc.v")
+    done = run_module("gradient_compressor.design.verilog", "--burst-size", "64",
+                      "-o", tmp_path / "gc.v")
     assert "burst_size must be at most fifo_depth (32), not 64" in \
         _one_line_error(done, "python -m gradient_compressor.design.verilog")
     done = run_module("gradient_compressor.design.verilog", "-o", "/proc/no/gc.v")

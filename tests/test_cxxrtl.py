@@ -11,8 +11,8 @@ import zlib
 import pytest
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.simulation.driver import (SplitMix64, always, every_other, periodic_ready, random_ready,
-                               simulate)
+from gradient_compressor.simulation.driver import (SplitMix64, always, every_other, periodic_ready,
+                                                   random_ready, simulate)
 from gradient_compressor.simulation.cxxrtl import build, compiler_available, simulate_compiled
 
 needs_compiler = pytest.mark.skipif(

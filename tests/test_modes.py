@@ -11,8 +11,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.design.modes import ema_update
-from gradient_compressor.design.params import (MODES_OFF, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS, EMA_SHIFT_WIDTH,
-                           check_modes)
+from gradient_compressor.design.params import (MODES_OFF, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
+                                               EMA_SHIFT_WIDTH, check_modes)
 from gradient_compressor.model import ReferenceModel, Write, Discard, lfsr_step
 from gradient_compressor.simulation import always, every_other, simulate
 from gradient_compressor.simulation.driver import random_ready

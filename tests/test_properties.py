@@ -46,7 +46,8 @@ def test_scaled_harness_assumes_only_the_paper_lemma():
 def test_liveness_jobs_depths():
     """Progress jobs run at the progress window (longer than every wait but INIT's), the
     termination jobs at their own shorter depth, never deeper than the progress one."""
-    from gradient_compressor.proofs.jobs import PROVE_JOBS, PROVEN, liveness_depth, termination_depth
+    from gradient_compressor.proofs.jobs import (PROVE_JOBS, PROVEN, liveness_depth,
+                                                 termination_depth)
     live = [j for j in PROVE_JOBS if j.fairness is not None and j.mode == "prove"]
     assert {j.config for j in live} == set(PROVEN)
     for job in live:
@@ -241,7 +242,8 @@ def test_mutant_patch_survives_reformatting(tmp_path, monkeypatch):
                     reason="yowasp-sby not installed")
 def test_counterexample_replays(tmp_path):
     from gradient_compressor.proofs.replay import read_witness, check_steps, replay_main, _factory
-    from gradient_compressor.proofs.run import read_sby_outcome, replay_with_z3, report_failures, run_job
+    from gradient_compressor.proofs.run import (read_sby_outcome, replay_with_z3, report_failures,
+                                                run_job)
     import dataclasses
     import json
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
@@ -315,7 +317,8 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
     simulator: the mutant breaks conservation at the swapped lanes' addresses, the design does
     not; ``--pytest`` writes a test of the line replay."""
     import dataclasses
-    from gradient_compressor.proofs.line_replay import check_line_steps, input_port_names, read_port_steps
+    from gradient_compressor.proofs.line_replay import (check_line_steps, input_port_names,
+                                                        read_port_steps)
     from gradient_compressor.proofs.replay import _factory, replay_main
     from gradient_compressor.proofs.run import run_job
     dest = apply_mutant("victim_lanes_swapped", str(tmp_path / "mutant"))

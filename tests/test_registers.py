@@ -12,8 +12,8 @@ from amaranth.sim import Simulator
 from amaranth.hdl import Shape
 
 from gradient_compressor.design.compressor import signature
-from gradient_compressor.design.registers import (OKAY, SLVERR, CompressorWithRegisters, main as registers_main,
-                              register_map)
+from gradient_compressor.design.registers import (OKAY, SLVERR, CompressorWithRegisters,
+                                                  main as registers_main, register_map)
 
 SMALL = dict(addr_width=8, grad_width=8, sets=4, ways=2, max_updates=3, fifo_depth=4,
              burst_size=2)

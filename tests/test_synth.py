@@ -13,8 +13,8 @@ from amaranth.sim import Simulator
 
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.synth.__main__ import main
-from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
-                         main as depth_main, path_estimates)
+from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components,
+                                             loop_registers, main as depth_main, path_estimates)
 from gradient_compressor.synth.flow import fpga_top
 from gradient_compressor.synth.netlist import Netlist
 

@@ -10,12 +10,13 @@ import pytest
 from gradient_compressor.model import LineModel
 from gradient_compressor.model.native import compiler_available
 from gradient_compressor.reports.line_costs import line_costs, pack_beats, pack_lines
-from gradient_compressor.reports.training import main, parse_modes, summarise, verdict, best_modes, sizing_answer
-from gradient_compressor.reports.write_path import (MODES, CompressedWritePath, SizingPaths, dram_sums,
-                                mode_operations)
+from gradient_compressor.reports.training import (main, parse_modes, summarise, verdict,
+                                                  best_modes, sizing_answer)
+from gradient_compressor.reports.write_path import (MODES, CompressedWritePath, SizingPaths,
+                                                    dram_sums, mode_operations)
 from gradient_compressor.workloads import get_workload
-from gradient_compressor.workloads.record import (SCALE_DIV, GradientStream, Quantiser, TensorLayout, TraceSink,
-                              step_threshold)
+from gradient_compressor.workloads.record import (SCALE_DIV, GradientStream, Quantiser,
+                                                  TensorLayout, TraceSink, step_threshold)
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="no C++ compiler")
 

@@ -1,8 +1,8 @@
 import re
 import subprocess
 
-from gradient_compressor.design.verilog import (main, yosys_command, INPUTS, EVENTS, MODE_INPUTS, PORTS,
-                            LINE_PORTS)
+from gradient_compressor.design.verilog import (main, yosys_command, INPUTS, EVENTS, MODE_INPUTS,
+                                                PORTS, LINE_PORTS)
 
 
 def test_verilog_has_flat_ports_and_reads_back(tmp_path):

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 from gradient_compressor.model import ReferenceModel
-from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, SEED_REPORTED, Trace, TraceError,
-                       get_workload, load, save, seed_trace, workload_names)
+from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, SEED_REPORTED, Trace,
+                                           TraceError, get_workload, load, save, seed_trace,
+                                           workload_names)
 from gradient_compressor.workloads.seed import seed_phases
 
 
