@@ -326,7 +326,7 @@ RENDER = {"md": render_markdown, "json": render_json, "h": render_c_header}
 
 
 def main(argv=None):
-    from .params import DEFAULTS, check_config
+    from .params import DEFAULTS, Config
     parser = argparse.ArgumentParser(prog="python -m gradient_compressor.design.registers",
                                      description="Write the register map.")
     parser.add_argument("--format", choices=sorted(RENDER), default="md")
@@ -337,10 +337,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     params = {"addr_width": args.addr_width, "grad_width": args.grad_width}
     try:
-        check_config(**dict(DEFAULTS, **params))
+        config = Config(**params)
     except (ValueError, TypeError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    registers = register_map(compressor_signature(**params))
+    registers = register_map(compressor_signature(config))
     text = RENDER[args.format](registers, params)
     if args.out is None:
         sys.stdout.write(text)

@@ -21,7 +21,7 @@ import sys
 import time
 from collections import Counter
 
-from gradient_compressor.design.params import DEFAULTS, check_config, check_threshold
+from gradient_compressor.design.params import DEFAULTS, Config, check_threshold
 from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
@@ -42,7 +42,7 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
     keys) and a threshold with the design's own checks; raise :class:`UsageError` naming the
     command-line option."""
     try:
-        check_config(**dict(DEFAULTS, **params))
+        Config(**params)
     except (TypeError, ValueError) as error:
         # "sets must be ..." -> "--sets must be ...": the user typed the option, not the name.
         name, _, rest = str(error).partition(" ")

@@ -48,3 +48,28 @@ def test_good_parameters(params):
     for name, value in params.items():
         assert getattr(dut, name) == value
     assert "module" in rtlil.convert(dut)       # and the configuration elaborates
+
+
+def test_config_is_frozen_checked_once_and_a_mapping_of_its_parameters():
+    import dataclasses
+    from gradient_compressor.design.params import DEFAULTS, Config
+    config = Config(sets=64, lanes=8)
+    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.sets = 128
+    with pytest.raises(ValueError, match=r"^sets must be a power of two .*, not 3$"):
+        config.replace(sets=3)
+    assert Config.of(config, ways=8) == Config(sets=64, ways=8, lanes=8)
+    with pytest.raises(TypeError, match=r"^config must be a Config, not \{'sets': 64\}$"):
+        GradientCompressor({"sets": 64})
+
+
+def test_a_compressor_made_from_a_config_is_the_one_made_from_its_parameters():
+    from gradient_compressor.design.params import Config
+    config = Config(addr_width=6, grad_width=6, sets=4, ways=2, max_updates=3, fifo_depth=4,
+                    burst_size=2)
+    made = GradientCompressor(config)
+    assert made.config == config
+    assert rtlil.convert(made) == rtlil.convert(GradientCompressor(**config))
+    assert rtlil.convert(GradientCompressor(config, sets=8)) == \
+        rtlil.convert(GradientCompressor(**dict(config, sets=8)))

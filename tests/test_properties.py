@@ -822,7 +822,7 @@ def test_a_cti_is_followed_by_a_check_from_reset():
 
 def test_geometry_sweep_jobs_generate(tmp_path):
     # A point of the sweep is no named configuration: its parameters travel in the job.
-    from gradient_compressor.design.params import check_config
+    from gradient_compressor.design.params import Config
     from gradient_compressor.proofs.gen import generate
     from gradient_compressor.proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
     jobs = sweep_jobs()
@@ -830,7 +830,7 @@ def test_geometry_sweep_jobs_generate(tmp_path):
     assert len(jobs) == len(SETS) * len(WAYS) * (2 + 4 * len(DEPTHS))
     assert sum(j.alone for j in jobs) == 2 * len(SETS) * len(WAYS)
     for job in jobs:
-        check_config(**job.parameters)
+        Config(**job.parameters)
     for job in sweep_jobs([4], [2], [3]):
         generate(job.to_dict(), str(tmp_path / job.name))
         assert (tmp_path / job.name / "design.il").stat().st_size > 0
