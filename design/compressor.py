@@ -9,8 +9,8 @@ from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dra
                       discard_error_width, discard_sum_width)
 from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
-from .params import (LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, BYPASS_WINDOWS,
-                     DISCARD_COUNT_WIDTH, Config, checked, ema_fraction_bits, log2)
+from .params import (LFSR_WIDTH, BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, Config, checked,
+                     ema_fraction_bits, log2, modes_signature)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -66,20 +66,7 @@ def signature(config=None, /, **params):
         "accepted_count":    Out(32),
         "dram_write_count":  Out(32),
         # run-time modes (design/modes.py)
-        "small_threshold":   In(grad_width),
-        "stochastic":        In(1),
-        "lfsr_seed":         In(LFSR_WIDTH),
-        "lfsr_load":         In(1),
-        "ema_enable":        In(1),
-        "ema_per_step":      In(1),
-        "ema_shift":         In(EMA_SHIFT_WIDTH),
-        "ema_scale":         In(EMA_SCALE_WIDTH),
-        "ema_min":           In(grad_width),
-        "ema_max":           In(grad_width),
-        **{f"bypass{i}_{field}": In(width)
-           for i in range(BYPASS_WINDOWS)
-           for field, width in [("base", addr_width), ("limit", addr_width),
-                                ("enable", 1)]},
+        **modes_signature(addr_width, grad_width).members,
         "current_threshold": Out(grad_width),
         "ema_average":       Out(grad_width + ema_fraction_bits(lanes)),
         "stochastic_write":  Out(1),

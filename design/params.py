@@ -12,10 +12,15 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
+from amaranth.hdl import Shape
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+__all__ = ["Config", "DEFAULTS", "modes_signature", "MODES_OFF", "MODE_INPUTS", "LFSR_LOAD_INPUTS",
+           "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
            "BYPASS_WINDOWS", "LANES", "EMA_LINE_LAG", "check_lanes", "ema_fraction_bits",
-           "DISCARD_COUNT_WIDTH", "Config", "check_threshold", "check_int",
+           "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
 
@@ -116,25 +121,35 @@ BYPASS_WINDOWS = 2
 DISCARD_COUNT_WIDTH = 32
 
 
-def _mode_inputs():
-    inputs = {
-        "small_threshold": 0,   # dual threshold: 0 disables it
-        "stochastic":      0,   # 0: drop (and account) a tiny miss; 1: stochastic rounding
-        "ema_enable":      0,   # 1: the threshold in force follows the EMA, not ``threshold``
-        "ema_per_step":    0,   # 1: the EMA's threshold moves only at flush barriers
-        "ema_shift":       0,
-        "ema_scale":       0,
-        "ema_min":         0,
-        "ema_max":         0,
-    }
-    for i in range(BYPASS_WINDOWS):
-        inputs.update({f"bypass{i}_base": 0, f"bypass{i}_limit": 0, f"bypass{i}_enable": 0})
-    return inputs
+def modes_signature(addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
+    """The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``):
+    their names, shapes and order, the one list of them. The compressor's signature, the
+    Verilog export's ports, the formal harness's free inputs, the replay's and the simulators'
+    inputs and the checks of mode settings all derive from it (docs/modes.md)."""
+    return wiring.Signature({
+        "small_threshold": In(grad_width),       # dual threshold: 0 disables it
+        "stochastic":      In(1),                # 0: drop (and account) a tiny miss; 1: round
+        "lfsr_seed":       In(LFSR_WIDTH),       # the stochastic mode's LFSR, loaded ...
+        "lfsr_load":       In(1),                # ... in a cycle with this high, while idle
+        "ema_enable":      In(1),                # 1: the threshold follows the EMA
+        "ema_per_step":    In(1),                # 1: ... and moves only at flush barriers
+        "ema_shift":       In(EMA_SHIFT_WIDTH),  # alpha = 2**-ema_shift
+        "ema_scale":       In(EMA_SCALE_WIDTH),  # EMA_SCALE_FRACTION_BITS fraction bits
+        "ema_min":         In(grad_width),       # the EMA threshold's clamp bounds
+        "ema_max":         In(grad_width),
+        **{f"bypass{i}_{field}": In(width)       # window i: base <= addr <= limit, if enabled
+           for i in range(BYPASS_WINDOWS)
+           for field, width in [("base", addr_width), ("limit", addr_width), ("enable", 1)]},
+    })
 
 
-#: The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``) and
-#: their values with every mode off; also the keys of the reference model's ``("modes", {...})``.
-MODES_OFF = _mode_inputs()
+#: The mode inputs that load the LFSR: commands, not settings.
+LFSR_LOAD_INPUTS = ("lfsr_seed", "lfsr_load")
+#: The run-time mode settings (every mode input but :data:`LFSR_LOAD_INPUTS`) and their values
+#: with every mode off; also the keys of the reference model's ``("modes", {...})``.
+MODES_OFF = {name: 0 for name in modes_signature().members if name not in LFSR_LOAD_INPUTS}
+#: Every run-time mode input's name: the settings, then the LFSR's load.
+MODE_INPUTS = (*MODES_OFF, *LFSR_LOAD_INPUTS)
 
 
 @contextmanager
@@ -212,13 +227,8 @@ def check_modes(modes, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS
     unknown = sorted(set(modes) - set(MODES_OFF))
     if unknown:
         raise ValueError(f"unknown mode setting {unknown[0]!r}; known: {', '.join(MODES_OFF)}")
-    widths = {"small_threshold": grad_width, "stochastic": 1, "ema_enable": 1,
-              "ema_per_step": 1, "ema_shift": EMA_SHIFT_WIDTH, "ema_scale": EMA_SCALE_WIDTH,
-              "ema_min": grad_width, "ema_max": grad_width}
-    for i in range(BYPASS_WINDOWS):
-        widths.update({f"bypass{i}_base": addr_width, f"bypass{i}_limit": addr_width,
-                       f"bypass{i}_enable": 1})
+    members = modes_signature(addr_width, grad_width).members
     full = dict(MODES_OFF, **modes)
     for name, value in full.items():
-        check_int(name, value, minimum=0, maximum=2 ** widths[name] - 1)
+        check_int(name, value, minimum=0, maximum=2 ** Shape.cast(members[name].shape).width - 1)
     return full

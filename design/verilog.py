@@ -33,7 +33,7 @@ from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
 from .registers import CompressorWithRegisters
-from .params import DEFAULTS, MODES_OFF
+from .params import DEFAULTS, MODE_INPUTS
 
 __all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
 
@@ -61,8 +61,6 @@ LINE_PORTS = {
     "dram_values": ("dram_out", "payload", "values"),
     "dram_mask":   ("dram_out", "payload", "mask"),
 }
-#: Run-time mode inputs, under their member names.
-MODE_INPUTS = (*MODES_OFF, "lfsr_seed", "lfsr_load")
 INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush", *MODE_INPUTS)
 LINE_INPUTS = ("in_grads", "in_mask")
 EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",

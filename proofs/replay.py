@@ -22,14 +22,12 @@ import json
 import os
 import sys
 
+from gradient_compressor.design.params import MODE_INPUTS
 from gradient_compressor.reports.console import UsageError, check_writable, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
-from gradient_compressor.design.params import MODES_OFF
-
-#: The run-time mode inputs the harness leaves free (``in_<name>`` in a witness).
-MODE_INPUTS = list(MODES_OFF) + ["lfsr_seed", "lfsr_load"]
+#: The harness's free inputs (``in_<name>`` in a witness), its run-time mode inputs among them.
 INPUTS = (["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready",
            "in_random"] + [f"in_{name}" for name in MODE_INPUTS])
 # Names under which a witness may record the harness's free inputs (the wire yosys keeps).
