@@ -43,7 +43,7 @@ entries) as the models do. Differences, deliberate:
   array methods, values of a type wider than the kernel's are checked before it runs).
 
 Checked write for write against the models by ``tests/test_emulator.py`` (every workload,
-every mode, lanes 1 to 32, random operation streams) and by ``python -m gradient_compressor.model.emulator
+every mode, lanes 1 to 32, random operation streams) and by ``python -m gradient_compressor.reports.emulator_check
 --check`` on whole workloads; ``--bench`` measures it (docs/emulator.md).
 
 Example::
@@ -1144,11 +1144,3 @@ class Emulator(LineEmulator):
         return {line: row[0] for line, _, row in self.held_lines()}
 
 
-def main(argv=None):
-    """``python -m gradient_compressor.model.emulator``: see :mod:`model.emulator_cli`."""
-    from .emulator_cli import main as cli
-    return cli(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -19,11 +19,11 @@ import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, all_jobs, job_by_name, slowest_first
 from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
-from gradient_compressor.reports.provenance import write_results
+from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from gradient_compressor.reports.console import (ArgumentParser, UsageError, positive_integer,
+from gradient_compressor.cli import (ArgumentParser, UsageError, positive_integer,
                                                  table, usage_error)
 
 

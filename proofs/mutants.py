@@ -31,12 +31,12 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from gradient_compressor.reports.console import (ArgumentParser, positive_integer, table,
+from gradient_compressor.cli import (ArgumentParser, positive_integer, table,
                                                  usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC
-from gradient_compressor.reports.provenance import write_results
+from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]

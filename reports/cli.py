@@ -27,11 +27,11 @@ from gradient_compressor.model import CAUSES
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
                       interrupted, parse_params, positive_integer, prepare_out, usage_error)
-from .console import progress as console_progress
+from gradient_compressor.cli import progress as console_progress
 from .markdown import fmt, render_markdown
-from .provenance import provenance
+from gradient_compressor.provenance import provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 

@@ -26,9 +26,9 @@ import numpy as np
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
                       run_command, table)
-from .provenance import write_results
+from gradient_compressor.provenance import write_results
 
 __all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "pack_beats",
            "line_costs", "main"]

@@ -5,10 +5,10 @@ tables, and the checks."""
 
 from gradient_compressor.model import CAUSES
 
-from .console import table
+from gradient_compressor.cli import table
 from .metrics import RECORD_FORMAT
 from .mode_comparison import mode_table
-from .provenance import describe
+from gradient_compressor.provenance import describe
 
 __all__ = ["fmt", "render_markdown"]
 

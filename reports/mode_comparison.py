@@ -42,10 +42,10 @@ from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
                       usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
-from .provenance import describe, provenance
+from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 

@@ -20,10 +20,10 @@ import sys
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
                       progress, run_command, table)
 from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
-from .provenance import write_results
+from gradient_compressor.provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
 

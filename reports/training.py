@@ -31,10 +31,10 @@ import numpy as np
 
 from gradient_compressor.design.params import check_lanes
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
                       progress, run_command, table)
 from .line_costs import FORMAT
-from .provenance import write_results
+from gradient_compressor.provenance import write_results
 from .write_path import MODES, CompressedWritePath, SizingPaths
 
 __all__ = ["PRESETS", "RUN_MODES", "parse_modes", "run_once", "summarise", "verdict",

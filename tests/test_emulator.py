@@ -15,7 +15,7 @@ from gradient_compressor.design.params import MODES_OFF
 from gradient_compressor.model import LANES, LineModel, ReferenceModel, Write
 from gradient_compressor.model import emulator as emulator_module
 from gradient_compressor.model.emulator import NO_CAUSE, Emulator, LineEmulator, WriteArrays
-from gradient_compressor.model.emulator_cli import MODE_NAMES, main, settings as mode_settings
+from gradient_compressor.reports.emulator_check import MODE_NAMES, main, settings as mode_settings
 from gradient_compressor.reports.line_costs import pack_lines
 from gradient_compressor.workloads import LIVE_WORKLOADS, get_workload, workload_names
 

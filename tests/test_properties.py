@@ -283,7 +283,7 @@ def test_counterexample_replays(tmp_path):
 
     # --pytest: written only where the replay shows a violation, never over a file unless
     # --force; the written test fails on the mutant and passes on the design.
-    from gradient_compressor.reports.console import UsageError
+    from gradient_compressor.cli import UsageError
     test_file = tmp_path / "test_cex.py"
     assert replay_main(yw, pytest_path=str(test_file)) == 1
     text = test_file.read_text()
