@@ -1,10 +1,10 @@
-"""``python -m gradient_compressor.model.emulator``: check the emulator against the reference models on whole
-workloads, and measure its speed.
+"""``python -m gradient_compressor.model.emulator``: check the emulator against the reference
+models on whole workloads, and measure its speed.
 
-    python -m gradient_compressor.model.emulator --check [WORKLOAD ...] [--lanes 1,8,32] [--modes exact,drop,...]
-                             [--limit N] [--param KEY=VALUE]
-    python -m gradient_compressor.model.emulator --bench [--lanes 1,8] [--modes ...] [--gradients N] [--repeat R]
-    ... [--out docs/results/emulator.md]
+    python -m gradient_compressor.model.emulator --check [WORKLOAD ...] [--lanes 1,8,32]
+        [--modes exact,drop,...] [--limit N] [--param KEY=VALUE]
+    python -m gradient_compressor.model.emulator --bench [--lanes 1,8] [--modes ...]
+        [--gradients N] [--repeat R] [--out docs/results/emulator.md]
 
 ``--check`` runs every named workload (default: :data:`workloads.DEFAULT_WORKLOADS`), a flush
 after every step, in every mode setting of :func:`reports.mode_comparison.mode_settings`

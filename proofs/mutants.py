@@ -1,24 +1,25 @@
 """Mutation check: planted bugs in copies of the RTL; each must make some property fail.
 
-    python -m gradient_compressor.proofs.mutants [-j 2] [-k NAME] [--config sample|small|default|all]
+    python -m gradient_compressor.proofs.mutants [-j 2] [-k NAME]
+        [--config sample|small|default|all]
 
 Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory, at a
 *mutation site*: a ``# mutation site: NAME`` comment in the RTL that marks the line where the
 patched text begins. The text is matched whatever its whitespace and comments, and the patch
-fails loudly if the site or its text is not found, so the check cannot rot silently when the
-RTL changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while
-the harness is generated (``proofs.run.module_command``). Mutants come in classes (policy,
-progress, counters, power-up, widths, l2, forwarding, and one per run-time mode:
-dual-threshold, stochastic, ema, bypass), several per class. Every mutant is checked by
-bounded model checking from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
+fails loudly if the site or its text is not found, so the check cannot rot silently when the RTL
+changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while the
+harness is generated (``proofs.run.module_command``). Mutants come in classes (policy, progress,
+counters, power-up, widths, l2, forwarding, and one per run-time mode: dual-threshold,
+stochastic, ema, bypass), several per class. Every mutant is checked by bounded model checking
+from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
-safety property, then progress and termination under DRAM fairness. The mutants that only a
-long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a
-discard before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``:
-a completed flush of all 32 sets) are checked there by a deep BMC of every safety property,
-or of progress and termination, under a directed stimulus (``properties.covers``);
-its counterexample is still a trace from reset of the mutant. It counts as caught only by a failed
-bounded check with a counterexample trace from reset (an induction CTI does not count) that
+safety property, then progress and termination under DRAM fairness. The mutants that only a long
+run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a discard
+before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``: a completed
+flush of all 32 sets) are checked there by a deep BMC of every safety property, or of progress
+and termination, under a directed stimulus (``properties.covers``); its counterexample is still
+a trace from reset of the mutant. It counts as caught only by a failed bounded check with a
+counterexample trace from reset (an induction CTI does not count) that
 fails again when replayed with z3 (``proofs.run.replay_with_z3``; the "caught by" names are
 those of the replay). The check fails if some mutant survives on some configuration.
 """
@@ -41,8 +42,8 @@ from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
-#: name -> (class, description, mutation site, old text, new text). The classes are the kinds of bug
-#: the proofs must catch; every class has several mutants.
+#: name -> (class, description, mutation site, old text, new text). The classes are the kinds of
+#: bug the proofs must catch; every class has several mutants.
 MUTANTS = {
     # -- policy: bugs that never change a per-address sum -----------------------------------
     "victim_never_moves": (
@@ -125,7 +126,8 @@ MUTANTS = {
         "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
         "self.valid_count.eq(self.valid_base + self.s4_inc)"),
     "empty_flag_a_cycle_late": (
-        "counters", "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
+        "counters",
+        "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
         "empty-flag",
         "self.valid_base_zero.eq(becomes(0)),",
         "self.valid_base_zero.eq(self.valid_base == 0),"),
@@ -369,7 +371,8 @@ MUTANTS = {
         "registers", "a read returns only the low 16 bits of its register's word",
         "register-read-data",
         "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register))",
-        "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
+        "with m.If(hits[register.name]):\n"
+        "    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
         "bypassed-strobe",
@@ -383,9 +386,10 @@ MUTANTS = {
 #: cycles after its acceptance, so a fifth write finds L2 full in step 12) needs 14, and its
 #: progress bound (N = 13) 24 after a flush.
 CONFIGS_CHECKED = [("small", 2, 14, 24), ("default", 2, 40, 72)]
-#: The mutants `make mutants` (and so `make test`) also checks on the default configuration:
-#: at least one per class, and besides them every mutant of :data:`DEEP` and
-#: :data:`DEEP_LIVENESS` (under its directed stimulus). Every mutant on both configurations is `--config all`, a longer run.
+#: The mutants `make mutants` (and so `make test`) also checks on the default configuration: at
+#: least one per class, and besides them every mutant of :data:`DEEP` and :data:`DEEP_LIVENESS`
+#: (under its directed stimulus). Every mutant on both configurations is `--config all`, a
+#: longer run.
 DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highest_free_way",
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
@@ -650,8 +654,8 @@ def main(argv=None):
         chosen = configs if args.config == "all" else [args.config]
         tasks = [(n, c) for c in chosen for n in names]
     start = time.time()
-    # Mutant copies are kept (gitignored) so that `python -m gradient_compressor.proofs replay` can rerun a
-    # counterexample on the mutant it came from.
+    # Mutant copies are kept (gitignored) so that `python -m gradient_compressor.proofs replay`
+    # can rerun a counterexample on the mutant it came from.
     tmp = os.path.join(work_dir(), "mutant-designs")
     shutil.rmtree(tmp, ignore_errors=True)
     # Patch every copy first, so that a rotten patch fails before any proof runs.

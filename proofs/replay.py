@@ -2,8 +2,8 @@
 simulator, check the compressor's contract on it in Python, and optionally write it out as a
 pytest regression test.
 
-    python -m gradient_compressor.proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
-        [--vcd replay.vcd]
+    python -m gradient_compressor.proofs replay proofs/work/JOB/job/engine_0/trace.yw
+        [--pytest tests/test_x.py] [--vcd replay.vcd]
 
 The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``, every
 run-time mode input and the random bits, which replace the LFSR's as in the proofs) are read
@@ -311,7 +311,8 @@ def test_{name}():
 '''
 
 
-LINE_PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample of the compressor on lines.
+LINE_PYTEST_TEMPLATE = '''\
+"""Regression test replayed from a formal counterexample of the compressor on lines.
 
 Source: {source}
 Job: {job} (config {config_name}); failing property: {failed}

@@ -105,14 +105,16 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m gradient_compressor.reports.mode_comparison), each setting run "
-                          "on the RTL and checked against the reference model")
+                          "stochastic, EMA, bypass: "
+                          "python -m gradient_compressor.reports.mode_comparison), each setting "
+                          "run on the RTL and checked against the reference model")
     run.add_argument("--train", action="store_true",
                      help="instead of the RTL report: train the named live workloads' models "
                           "(train-recsys, train-lm, train-digits; default all three) with the "
                           "compressor in their gradient write path, in every mode and "
-                          "--seeds seeds, at --sets x --ways (python -m gradient_compressor.reports.training; "
-                          "needs PyTorch): training.md and a plot per model in --out")
+                          "--seeds seeds, at --sets x --ways "
+                          "(python -m gradient_compressor.reports.training; needs PyTorch): "
+                          "training.md and a plot per model in --out")
     run.add_argument("--seeds", type=positive_integer, default=3,
                      help="seeds per model and mode with --train (default: %(default)s)")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")

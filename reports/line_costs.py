@@ -1,6 +1,7 @@
 """DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
 
-    python -m gradient_compressor.reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+    python -m gradient_compressor.reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32]
+        [--ways 4] [--out F.md]
 
 Each workload's gradients are packed into beats as an accelerator would write them: a run of
 gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,

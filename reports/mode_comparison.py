@@ -1,7 +1,7 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
-    python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
-                            [--sim compiled|amaranth] [--out reports/out]
+    python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N]
+        [--engine rtl|model] [--sim compiled|amaranth] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
 :class:`model.ReferenceModel` with the design's default geometry. With ``--engine rtl`` (the

@@ -1,7 +1,7 @@
 """Which L1 size and how many lanes save DRAM bytes against dense write-through, per workload.
 
-    python -m gradient_compressor.reports.sizing [WORKLOAD ...] [--lanes 1,8,32] [--max-sets 1024] [--max-ways 8]
-                             [--out F.md]
+    python -m gradient_compressor.reports.sizing [WORKLOAD ...] [--lanes 1,8,32] [--max-sets 1024]
+        [--max-ways 8] [--out F.md]
 
 For each workload and number of lanes N, every L1 geometry of the grid (``sets`` from 16 to
 ``--max-sets``, ``ways`` from 1 to ``--max-ways``, powers of two; each entry a line of N
@@ -80,7 +80,8 @@ def _row(name, lanes, result, grid):
 
 
 HEADERS = ["workload", "N", "dense bytes", "smallest L1 that saves", "saving there",
-           f"saving at {DEFAULTS['sets']} x {DEFAULTS['ways']}", "best saving, smallest L1 with it"]
+           f"saving at {DEFAULTS['sets']} x {DEFAULTS['ways']}",
+           "best saving, smallest L1 with it"]
 
 
 def render(rows):
