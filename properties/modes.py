@@ -1,21 +1,21 @@
 """The run-time modes' contracts (design/modes.py), with every mode input free (``AnySeq``) and
 the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`):
 
-* ``dual_threshold`` (L1's contract, proven on L1 alone): a tiny miss (a small gradient, ``|g| < small_threshold``, whose tag is in
-  no valid way of its set as L1 reads it) is what ``discard`` strobes for, and nothing else is; it allocates
-  nothing; in mode drop it writes nothing, in mode stochastic it writes ``sign(g) *
-  small_threshold`` (``Cause.STOCHASTIC``) exactly when ``u * small_threshold < |g| * 2**R``
-  for the random bits ``u`` of ``s1``'s first cycle (:func:`stochastic_writes`; the LFSR only
-  steps when a decision commits, so they are its bits throughout), and no other write has
-  that cause;
-  ``discard_addr`` / ``discard_error`` are its address and ``g - written``. (Accepted = written
-  + accounted is the ``conservation`` group's; the tracked set's tiny misses are in the
-  ``policy`` model.)
+* ``dual_threshold`` (L1's contract, proven on L1 alone): a tiny miss (a small gradient,
+  ``|g| < small_threshold``, whose tag is in no valid way of its set as L1 reads it) is what
+  ``discard`` strobes for, and nothing else is; it allocates nothing; in mode drop it writes
+  nothing, in mode stochastic it writes ``sign(g) * small_threshold`` (``Cause.STOCHASTIC``)
+  exactly when ``u * small_threshold < |g| * 2**R`` for the random bits ``u`` of ``s1``'s first
+  cycle (:func:`stochastic_writes`; the LFSR only steps when a decision commits, so they are its
+  bits throughout), and no other write has that cause; ``discard_addr`` / ``discard_error`` are
+  its address and ``g - written``. (Accepted = written + accounted is the ``conservation``
+  group's; the tracked set's tiny misses are in the ``policy`` model.)
 * ``ema``: the EMA equals an exact shadow kept here in wider arithmetic (so it never wraps),
   lies in ``[0, 2**(grad_width-1) << 8]``, and so does its value latched at the last flush;
-  outside a bypass window the judged threshold is ``clamp((EMA * scale) >> 12, ema_min,
-  ema_max)`` (:func:`ema_threshold`) with ``ema_enable``, else ``threshold``, and with
-  ``ema_min <= ema_max`` it lies between them; ``current_threshold`` is the threshold in force the cycle before.
+  outside a bypass window the judged threshold is
+  ``clamp((EMA * scale) >> 12, ema_min, ema_max)`` (:func:`ema_threshold`) with ``ema_enable``,
+  else ``threshold``, and with ``ema_min <= ema_max`` it lies between them;
+  ``current_threshold`` is the threshold in force the cycle before.
 * ``bypass``: inside an enabled window the judged threshold is 0; such a gradient, in ``s1``,
   is offered to L2 unchanged as ``Cause.DIRECT``, with L1 untouched, and leaves with its
   commit (so exactly once: L2 is an order-preserving FIFO, ``fifo``); ``bypassed`` strobes

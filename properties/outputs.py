@@ -182,7 +182,8 @@ def _system(h, m, P):
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
     P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_decides",
-            ~(d.l1_hit | d.l1_miss) | (probe.in_stage[2] & ~probe.deciding_direct & ~(d.l1_hit & d.l1_miss)))
+            ~(d.l1_hit | d.l1_miss) |
+            (probe.in_stage[2] & ~probe.deciding_direct & ~(d.l1_hit & d.l1_miss)))
     accepted = Signal(32, name="accepted_counted")
     written  = Signal(32, name="dram_writes_counted")
     m.d.sync += [accepted.eq(accepted + h.accept), written.eq(written + h.pop)]
