@@ -105,18 +105,18 @@ def add(h, m, P):
 def _system(h, m, P):
     """The EMA and the bypass windows (the streamer and the EMA unit with L1), and what L1
     requires of its random source."""
-    d, l1 = h.dut, h.dut.l1
-    probe = l1.probe
-    mo = h.in_modes
-    s3 = probe.deciding
-    acc = l1.grad_in.p
-    g3, g4 = h.stage[3], h.stage[4]
-    w4 = probe.write
+    d = h.dut
     # The LFSR's seed is loaded only while idle (so never under a pending decision: what L1's
     # contract is proven under); the LFSR itself is proven alone (properties/lfsr.py).
     P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
+    _ema_is_exact(h, m, P)
+    _ema_threshold(h, m, P)
+    _bypass_windows(h, m, P)
 
-    # -- EMA ---------------------------------------------------------------------------------
+
+def _ema_is_exact(h, m, P):
+    """The EMA and its value latched at flush equal an exact shadow, and stay in range."""
+    mo = h.in_modes
     # The exact EMA, in arithmetic wide enough never to wrap: a gradient accepted outside the
     # bypass windows updates it, flush latches it.
     F = EMA_FRACTION_BITS
@@ -129,11 +129,18 @@ def _system(h, m, P):
         m.d.sync += shadow.eq(shadow + step)
     with m.If(h.in_flush):
         m.d.sync += latched.eq(shadow)
-    ema = d.ema
+    ema = h.dut.ema
     P.check("ema", "ema_is_the_exact_ema", ema.average == shadow)
     P.check("ema", "ema_latched_at_flush_is_the_exact_ema", ema.latched_average == latched)
     P.check("ema", "ema_within_0..2**(grad_width-1+8)",
             (shadow >= 0) & (shadow <= top) & (latched >= 0) & (latched <= top))
+
+
+def _ema_threshold(h, m, P):
+    """The threshold a gradient carries and is judged by, and ``current_threshold``."""
+    d, mo, ema = h.dut, h.in_modes, h.dut.ema
+    acc = h.dut.l1.grad_in.p
+    g3 = h.stage[3]
     # A gradient accepted outside a window carries the threshold in force: ``threshold``, or
     # in the EMA mode the EMA (the one that it follows: now, or latched at the last flush)
     # and the settings, from which L1 computes the EMA threshold (the harness's judged
@@ -168,7 +175,13 @@ def _system(h, m, P):
             d.current_threshold == expected)
     P.check("ema", "ema_average_port_is_the_ema", d.ema_average == ema.average)
 
-    # -- bypass windows --------------------------------------------------------------------
+
+def _bypass_windows(h, m, P):
+    """A gradient accepted in a window is judged against 0 and leaves once, unchanged, as
+    ``Cause.DIRECT``, L1 untouched; ``bypassed`` strobes the cycle after."""
+    d, probe = h.dut, h.dut.l1.probe
+    acc = h.dut.l1.grad_in.p
+    s3, w4, g4 = probe.deciding, probe.write, h.stage[4]
     P.check("bypass", "accepted_in_a_window_judged_against_zero",
             ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema))
     P.check("bypass", "s3_from_a_window_judged_against_zero",
