@@ -627,13 +627,41 @@ def check_mutant(name, tmp, config):
 
 
 def main(argv=None):
+    configs = [c[0] for c in CONFIGS_CHECKED]
+    p = _parser(configs)
+    args = p.parse_args(argv)
+    names = [n for n in MUTANTS if not args.filter or args.filter in n]
+    if not names:
+        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
+    tasks = _tasks(names, args.config, configs)
+    start = time.time()
+    results = _check_all(names, tasks, configs, args.jobs)
+    print()
+    text = _results_table(results)
+    print(text)
+    survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
+    summary = (f"{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
+               f"wall time {time.time() - start:.0f} s")
+    print("\n" + summary)
+    if args.out:
+        write_results(args.out, "Mutation check", summary, text)
+    for r in results:
+        if r["caught"] and r["result"].get("witness"):
+            print(f"  {r['mutant']} ({r['config']}): "
+                  f"{replay_command(r['result']['witness'])}")
+    if survivors:
+        print("surviving mutants: " + ", ".join(survivors))
+        return 1
+    return 0
+
+
+def _parser(configs):
     p = ArgumentParser(prog="python -m gradient_compressor.proofs.mutants",
                        description="Mutation check: every planted bug must be caught.",
                        epilog="Exit status: 0 every mutant caught, 1 one survived, 2 bad "
                               "argument.")
     p.add_argument("-j", "--jobs", type=positive_integer, default=2)
     p.add_argument("-k", "--filter", default=None, help="only mutants whose name contains this")
-    configs = [c[0] for c in CONFIGS_CHECKED]
     p.add_argument("--config", choices=configs + ["all", "sample"], default="sample",
                    help="configurations to check each mutant on: one of them, all, or "
                         "(default) every mutant on small, and on default one per class "
@@ -641,19 +669,23 @@ def main(argv=None):
                         "stimulus) but ALL_ONLY")
     p.add_argument("--out", default=None, metavar="FILE.md",
                    help="also write the table here, with the command, commit and date")
-    args = p.parse_args(argv)
-    names = [n for n in MUTANTS if not args.filter or args.filter in n]
-    if not names:
-        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
-    if args.config == "sample":
-        tasks = [(n, "small") for n in names] + [(n, "default") for n in names
-                                                   if (n in DEFAULT_SAMPLE or n in DEEP
-                                                       or n in DEEP_LIVENESS)
-                                                   and n not in ALL_ONLY]
-    else:
-        chosen = configs if args.config == "all" else [args.config]
-        tasks = [(n, c) for c in chosen for n in names]
-    start = time.time()
+    return p
+
+
+def _tasks(names, config, configs):
+    """The (mutant, configuration) checks that ``--config`` asks for."""
+    if config == "sample":
+        return [(n, "small") for n in names] + [(n, "default") for n in names
+                                                  if (n in DEFAULT_SAMPLE or n in DEEP
+                                                      or n in DEEP_LIVENESS)
+                                                  and n not in ALL_ONLY]
+    chosen = configs if config == "all" else [config]
+    return [(n, c) for c in chosen for n in names]
+
+
+def _check_all(names, tasks, configs, jobs):
+    """Check every task on ``jobs`` threads, printing each verdict as it comes; the results
+    in the order of the tasks."""
     # Mutant copies are kept (gitignored) so that `python -m gradient_compressor.proofs replay`
     # can rerun a counterexample on the mutant it came from.
     tmp = os.path.join(work_dir(), "mutant-designs")
@@ -676,30 +708,17 @@ def main(argv=None):
     # the end; the table keeps the order of the tasks.
     order = sorted(range(len(tasks)), key=lambda i: tasks[i] not in
                    [(n, "default") for n in list(DEEP) + list(DEEP_LIVENESS)])
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         done = dict(zip(order, pool.map(one, [tasks[i] for i in order])))
-    results = [done[i] for i in range(len(tasks))]
-    print()
+    return [done[i] for i in range(len(tasks))]
+
+
+def _results_table(results):
     rows = [[r["mutant"], MUTANTS[r["mutant"]][0], MUTANTS[r["mutant"]][1], r["config"],
              f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",
              f"{r['seconds']:.0f}"] for r in results]
-    text = table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
+    return table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
                         "seconds"], align=["left", "left", "left", "left", "left", "right"])
-    print(text)
-    survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
-    summary = (f"{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
-               f"wall time {time.time() - start:.0f} s")
-    print("\n" + summary)
-    if args.out:
-        write_results(args.out, "Mutation check", summary, text)
-    for r in results:
-        if r["caught"] and r["result"].get("witness"):
-            print(f"  {r['mutant']} ({r['config']}): "
-                  f"{replay_command(r['result']['witness'])}")
-    if survivors:
-        print("surviving mutants: " + ", ".join(survivors))
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

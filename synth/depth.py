@@ -74,52 +74,8 @@ def path_estimates(netlist):
         flip-flop's output bit; deepest first.
     """
     cells = netlist.cells
-    driver = {}
-    for name, cell in cells.items():
-        for port, direction in cell["port_directions"].items():
-            if direction == "output":
-                for bit in cell["connections"][port]:
-                    if isinstance(bit, int):
-                        driver[bit] = (name, port)
+    driver = _drivers(cells)
     arrival = {}          # bit -> (delay, start bit)
-
-    def arcs(cell, port):
-        kind = cell["type"]
-        if kind == "MULT18X18D":
-            return [(p, MULTIPLY, True) for p in cell["connections"]
-                    if p[0] in "AB" and p[1:].isdigit()]
-        return ARCS.get(kind, {}).get(port)
-
-    def visit(bit):
-        # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
-        stack = [bit]
-        while stack:
-            top = stack[-1]
-            if top in arrival:
-                stack.pop()
-                continue
-            source = driver.get(top)
-            inputs = arcs(cells[source[0]], source[1]) if source else None
-            if not inputs:        # a flip-flop, an input port, a block RAM, a constant
-                arrival[top] = (CLOCK_TO_Q if source else 0.0, top)
-                stack.pop()
-                continue
-            connections = cells[source[0]]["connections"]
-            pending = [b for port, _, _ in inputs for b in connections.get(port, [])
-                       if isinstance(b, int) and b not in arrival]
-            if pending:
-                stack.extend(pending)
-                continue
-            best = (0.0, top)
-            for port, delay, routed in inputs:
-                for b in connections.get(port, []):
-                    if isinstance(b, int):
-                        t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
-                        if t > best[0]:
-                            best = (t, arrival[b][1])
-            arrival[top] = best
-            stack.pop()
-
     ends = []
     for name, cell in cells.items():
         if cell["type"] != "TRELLIS_FF":
@@ -127,11 +83,65 @@ def path_estimates(netlist):
         bit = cell["connections"]["DI"][0]
         if not isinstance(bit, int):
             continue
-        visit(bit)
+        _arrive(bit, cells, driver, arrival)
         delay, start = arrival[bit]
         ends.append((delay + ROUTE, netlist.register_name(name) or name, start,
                      cell["connections"]["Q"][0]))
     return sorted(ends, key=lambda end: -end[0])
+
+
+def _drivers(cells):
+    """``{bit: (cell name, output port)}``: the cell output that drives each net bit."""
+    driver = {}
+    for name, cell in cells.items():
+        for port, direction in cell["port_directions"].items():
+            if direction == "output":
+                for bit in cell["connections"][port]:
+                    if isinstance(bit, int):
+                        driver[bit] = (name, port)
+    return driver
+
+
+def _arcs(cell, port):
+    """The combinational arcs into output ``port`` of ``cell``: ``[(input port, delay,
+    routed)]``, or None where the output starts a path."""
+    kind = cell["type"]
+    if kind == "MULT18X18D":
+        return [(p, MULTIPLY, True) for p in cell["connections"]
+                if p[0] in "AB" and p[1:].isdigit()]
+    return ARCS.get(kind, {}).get(port)
+
+
+def _arrive(bit, cells, driver, arrival):
+    """Add to ``arrival`` the ``(delay, start bit)`` of ``bit`` and of every bit in its cone."""
+    # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
+    stack = [bit]
+    while stack:
+        top = stack[-1]
+        if top in arrival:
+            stack.pop()
+            continue
+        source = driver.get(top)
+        inputs = _arcs(cells[source[0]], source[1]) if source else None
+        if not inputs:        # a flip-flop, an input port, a block RAM, a constant
+            arrival[top] = (CLOCK_TO_Q if source else 0.0, top)
+            stack.pop()
+            continue
+        connections = cells[source[0]]["connections"]
+        pending = [b for port, _, _ in inputs for b in connections.get(port, [])
+                   if isinstance(b, int) and b not in arrival]
+        if pending:
+            stack.extend(pending)
+            continue
+        best = (0.0, top)
+        for port, delay, routed in inputs:
+            for b in connections.get(port, []):
+                if isinstance(b, int):
+                    t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
+                    if t > best[0]:
+                        best = (t, arrival[b][1])
+        arrival[top] = best
+        stack.pop()
 
 
 def cell_graph(netlist):
