@@ -8,7 +8,8 @@ word-aligned offset, holding named fields; each field is a member of
 compressor's signature. :class:`RegisterFile` implements any such map;
 :class:`CompressorWithRegisters` wires one to a compressor.
 
-    python -m gradient_compressor.design.registers [--format md|json|h] [-o FILE] [--addr-width N] [--grad-width N]
+    python -m gradient_compressor.design.registers [--format md|json|h] [-o FILE]
+        [--addr-width N] [--grad-width N]
 
 writes the map as Markdown, JSON or a C header.
 
@@ -280,8 +281,8 @@ def _bits(field):
 
 def render_markdown(registers, params):
     lines = [f"# Register map", "",
-             f"Made by `python -m gradient_compressor.design.registers --format md` for addr_width "
-             f"{params['addr_width']}, grad_width {params['grad_width']}. AXI4-Lite, 32-bit "
+             f"Made by `python -m gradient_compressor.design.registers --format md` for "
+             f"addr_width {params['addr_width']}, grad_width {params['grad_width']}. AXI4-Lite, 32-bit "
              f"data, {ADDR_BITS}-bit byte addresses; an address that holds no register "
              f"answers SLVERR; bits no field holds read 0. Every `rw` field is 0 after reset.",
              "", "| offset | register | bits | field | access | what |",
@@ -306,8 +307,8 @@ def render_json(registers, params):
 
 
 def render_c_header(registers, params):
-    lines = ["/* Gradient compressor register map: made by `python -m gradient_compressor.design.registers "
-             "--format h`", f" * for addr_width {params['addr_width']}, grad_width "
+    lines = ["/* Gradient compressor register map: made by "
+             "`python -m gradient_compressor.design.registers --format h`", f" * for addr_width {params['addr_width']}, grad_width "
              f"{params['grad_width']}. AXI4-Lite, 32-bit registers. */",
              "#ifndef GRADIENT_COMPRESSOR_REGS_H", "#define GRADIENT_COMPRESSOR_REGS_H", ""]
     for r in registers:

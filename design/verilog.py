@@ -1,6 +1,7 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
-    python -m gradient_compressor.design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
+    python -m gradient_compressor.design.verilog -o build/gradient_compressor.v
+        [--sets 64 --ways 8 --lanes 8 ...]
     compressor-verilog -o build/gradient_compressor.v ...       # the same, installed
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,

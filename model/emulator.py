@@ -42,9 +42,10 @@ entries) as the models do. Differences, deliberate:
   holds entries, raise where the models do, the operations before them done (through the
   array methods, values of a type wider than the kernel's are checked before it runs).
 
-Checked write for write against the models by ``tests/test_emulator.py`` (every workload,
-every mode, lanes 1 to 32, random operation streams) and by ``python -m gradient_compressor.reports.emulator_check
---check`` on whole workloads; ``--bench`` measures it (docs/emulator.md).
+Checked write for write against the models by ``tests/test_emulator.py`` (every workload, every
+mode, lanes 1 to 32, random operation streams) and by
+``python -m gradient_compressor.reports.emulator_check --check`` on whole workloads; ``--bench``
+measures it (docs/emulator.md).
 
 Example::
 
@@ -158,10 +159,11 @@ def load_kernel(*, verbose=False):
     """The kernel, built on first use and cached.
 
     The library is kept in ``<cache>/emulator-<hash>/libemulator.so``, ``<cache>`` being
-    :func:`model.native.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
-    over the source, the compiler command and the compiler's version
-    (:func:`model.native.compiler_version`: a new compiler builds its own, once); a first build announces itself on stderr (a few
-    seconds). Later calls in the process return the loaded library.
+    :func:`model.native.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash over
+    the source, the compiler command and the compiler's version
+    (:func:`model.native.compiler_version`: a new compiler builds its own, once); a first build
+    announces itself on stderr (a few seconds). Later calls in the process return the loaded
+    library.
 
     Parameters
     ----------

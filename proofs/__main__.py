@@ -1,12 +1,19 @@
 """Formal proofs of the gradient compressor.
 
-    python -m gradient_compressor.proofs prove [-j 2]        # every k-induction proof and the covers
-    python -m gradient_compressor.proofs bmc   [-j 2]        # bounded checks (a few minutes; part of make test)
-    python -m gradient_compressor.proofs list                # the jobs
-    python -m gradient_compressor.proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]   # geometry sweep
-    python -m gradient_compressor.proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
-    python -m gradient_compressor.proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
-    python -m gradient_compressor.proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
+    # every k-induction proof and the covers
+    python -m gradient_compressor.proofs prove [-j 2]
+    # bounded checks (a few minutes; part of make test)
+    python -m gradient_compressor.proofs bmc   [-j 2]
+    # the jobs
+    python -m gradient_compressor.proofs list
+    # geometry sweep
+    python -m gradient_compressor.proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]
+    # some jobs, by name
+    python -m gradient_compressor.proofs run JOB [JOB...] [--design DIR]
+    # a trace as a cycle-by-cycle table
+    python -m gradient_compressor.proofs trace FILE.vcd
+    python -m gradient_compressor.proofs replay FILE.yw|FILE.vcd
+        [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
 
 (From a fresh shell, in a checkout: ``.venv/bin/python -m gradient_compressor.proofs ...``.)
 """
@@ -23,8 +30,8 @@ from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from gradient_compressor.cli import (ArgumentParser, UsageError, positive_integer,
-                                                 table, usage_error)
+from gradient_compressor.cli import (ArgumentParser, UsageError, positive_integer, table,
+                                     usage_error)
 
 
 def power_of_two(text):

@@ -2,8 +2,8 @@
 (the engine behind YosysHQ's mcy) on each component's netlist, a fixed seeded sample of
 mutations, each checked against that component's own proofs.
 
-    python -m gradient_compressor.proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
-                                     [--config small] [--out FILE.md]
+    python -m gradient_compressor.proofs.netlist_mutants [-n 200] [--seed 1]
+        [-c l2 -c queue ...] [-j 2] [--config small] [--out FILE.md]
 
 For each component (``properties.component.COMPONENTS``) with the parameters it has in
 ``--config``, the harness's RTLIL is made once; ``mutate -list`` samples mutations of the
@@ -27,8 +27,9 @@ each mutation is applied after ``proc`` and checked:
    the BMC depth).
 
 Every survivor must be triaged in :data:`TRIAGE` (why it is equivalent after all, or the
-property that now answers it); the command exits 1 if one is not. The table (score per component, survivors
-with their triage) goes to ``--out`` as Markdown, with the command, commit and date.
+property that now answers it); the command exits 1 if one is not. The table (score per
+component, survivors with their triage) goes to ``--out`` as Markdown, with the command, commit
+and date.
 """
 
 import os

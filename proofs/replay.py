@@ -2,8 +2,8 @@
 simulator, check the compressor's contract on it in Python, and optionally write it out as a
 pytest regression test.
 
-    python -m gradient_compressor.proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
-        [--vcd replay.vcd]
+    python -m gradient_compressor.proofs replay proofs/work/JOB/job/engine_0/trace.yw
+        [--pytest tests/test_x.py] [--vcd replay.vcd]
 
 The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``, every
 run-time mode input and the random bits, which replace the LFSR's as in the proofs) are read
@@ -168,34 +168,15 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
         modes, rand = dict.fromkeys(MODE_INPUTS, 0), 0
         for k in range(len(plan) + drain):
             if k < len(plan):
-                s = plan[k]
-                inp = dict(rst=s.get("rst", 0), valid=s.get("in_valid", 0),
-                           addr=s.get("in_addr", 0), grad=_signed(s.get("in_grad", 0), gw),
-                           thresh=s.get("in_thresh", 0), flush=s.get("in_flush", 0),
-                           ready=s.get("in_ready", 0))
-                modes = {name: s.get(f"in_{name}", 0) for name in MODE_INPUTS}
-                rand = s.get("in_random", 0)
+                inp, modes, rand = _step_inputs(plan[k], gw)
             else:   # drain: no new gradient, flush high, DRAM always ready
                 inp = dict(rst=0, valid=0, addr=0, grad=0, thresh=0, flush=1, ready=1)
             for name, value in modes.items():
                 ctx.set(getattr(dut, name), value)
             ctx.set(random.source, rand)
             ctx.set(cd.rst, inp["rst"])
-            ctx.set(dut.grad_in.valid, inp["valid"])
-            ctx.set(dut.grad_in.p.addr, inp["addr"])
-            ctx.set(dut.grad_in.p.grad, inp["grad"])
-            ctx.set(dut.threshold, inp["thresh"])
-            ctx.set(dut.flush, inp["flush"])
-            ctx.set(dut.dram_out.ready, inp["ready"])
-            rec = dict(cycle=k, drain=k >= len(plan), **inp,
-                       in_ready_out=ctx.get(dut.grad_in.ready),
-                       dram_valid=ctx.get(dut.dram_out.valid),
-                       dram_addr=ctx.get(dut.dram_out.p.addr),
-                       dram_value=ctx.get(dut.dram_out.p.value),
-                       idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
-                       l2_level=ctx.get(dut.l2_level), discard=ctx.get(dut.discard),
-                       discard_addr=ctx.get(dut.discard_addr),
-                       discard_error=ctx.get(dut.discard_error))
+            _drive(ctx, dut, inp)
+            rec = dict(cycle=k, drain=k >= len(plan), **inp, **_observe(ctx, dut))
             records.append(rec)
             await ctx.tick()
             if rec["drain"] and rec["idle"] and k >= len(plan) + 2:
@@ -203,6 +184,38 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
 
     run_testbench(top, bench, vcd=vcd)
     return dut, records
+
+
+def _step_inputs(step, grad_width):
+    """One witness step's inputs (a missing one read as 0): the stream, threshold, flush and
+    reset inputs by their short names, the mode inputs, and the random bits."""
+    inp = dict(rst=step.get("rst", 0), valid=step.get("in_valid", 0),
+               addr=step.get("in_addr", 0), grad=_signed(step.get("in_grad", 0), grad_width),
+               thresh=step.get("in_thresh", 0), flush=step.get("in_flush", 0),
+               ready=step.get("in_ready", 0))
+    modes = {name: step.get(f"in_{name}", 0) for name in MODE_INPUTS}
+    return inp, modes, step.get("in_random", 0)
+
+
+def _drive(ctx, dut, inp):
+    ctx.set(dut.grad_in.valid, inp["valid"])
+    ctx.set(dut.grad_in.p.addr, inp["addr"])
+    ctx.set(dut.grad_in.p.grad, inp["grad"])
+    ctx.set(dut.threshold, inp["thresh"])
+    ctx.set(dut.flush, inp["flush"])
+    ctx.set(dut.dram_out.ready, inp["ready"])
+
+
+def _observe(ctx, dut):
+    """The compressor's outputs the replay's checks read, this cycle."""
+    return dict(in_ready_out=ctx.get(dut.grad_in.ready),
+                dram_valid=ctx.get(dut.dram_out.valid),
+                dram_addr=ctx.get(dut.dram_out.p.addr),
+                dram_value=ctx.get(dut.dram_out.p.value),
+                idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
+                l2_level=ctx.get(dut.l2_level), discard=ctx.get(dut.discard),
+                discard_addr=ctx.get(dut.discard_addr),
+                discard_error=ctx.get(dut.discard_error))
 
 
 def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
@@ -309,7 +322,8 @@ def test_{name}():
 '''
 
 
-LINE_PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample of the compressor on lines.
+LINE_PYTEST_TEMPLATE = '''\
+"""Regression test replayed from a formal counterexample of the compressor on lines.
 
 Source: {source}
 Job: {job} (config {config_name}); failing property: {failed}
@@ -359,7 +373,7 @@ def _failed(jobdir, props):
 
 def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=False):
     """``python -m gradient_compressor.proofs replay``: returns the exit status; a bad file raises
-    :class:`WitnessError` or :class:`~gradient_compressor.cli.UsageError`. ``pytest_path`` is written
+    :class:`WitnessError` or :class:`~cli.UsageError`. ``pytest_path`` is written
     only if the replay shows a violation (the test asserts there is none: it fails until the
     bug is fixed), and never over an existing file unless ``force``."""
     _check_arguments(path, vcd, pytest_path, force)

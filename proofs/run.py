@@ -202,11 +202,11 @@ def replay_with_z3(sby_dir, witness, props, timeout=None):
     fail there (none if the witness does not fail) and the replay's VCD (None then); raises
     ``RuntimeError`` if the replay gives no verdict (z3 missing, a crash, ``timeout`` s out).
 
-    Why: the solver that found the counterexample also chose the values it reports, and
-    yices 2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that
-    breaks a transition constraint (docs/proofs.md, the mutation check): the assertions read from it
-    named one that holds in every reachable state. The replay takes from the witness only
-    the inputs and the initial state, so what fails there is what the design does."""
+    Why: the solver that found the counterexample also chose the values it reports, and yices
+    2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that breaks a
+    transition constraint (docs/proofs.md, the mutation check): the assertions read from it
+    named one that holds in every reachable state. The replay takes from the witness only the
+    inputs and the initial state, so what fails there is what the design does."""
     with open(witness) as f:
         steps = len(json.load(f)["steps"])   # smtbmc replays it to its last step
     vcd = os.path.splitext(witness)[0] + "_z3.vcd"

@@ -1,9 +1,10 @@
 """Each component proven alone, as ZipCPU and ``amaranth.lib.fifo`` do it: the component with
-every input port free (``AnySeq``) and a free reset, its own contract (the properties beside
-its logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`, :mod:`.discards`)
-asserted and what it requires of its inputs (:meth:`.base.PropertySet.require`) assumed. The
-system harness (:mod:`.harness`) instantiates the same contracts on its submodules, where
-they are assumed and the requirements asserted (:data:`.base.COMPONENT_GROUPS`).
+every input port free (``AnySeq``) and a free reset, its own contract (the properties beside its
+logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`,
+:mod:`.discards`) asserted and what it requires of its inputs
+(:meth:`.base.PropertySet.require`) assumed. The system harness (:mod:`.harness`) instantiates
+the same contracts on its submodules, where they are assumed and the requirements asserted
+(:data:`.base.COMPONENT_GROUPS`).
 
 L1's contract is proven alone too, by the system harness built around L1 alone
 (:class:`.harness.L1Alone`): its properties read the harness's views (the gradients as

@@ -27,8 +27,9 @@ from gradient_compressor.model import CAUSES
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
-                      interrupted, parse_params, positive_integer, prepare_out, usage_error)
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
+                                     integer, interrupted, parse_params, positive_integer,
+                                     prepare_out, usage_error)
 from gradient_compressor.cli import progress as console_progress
 from .markdown import fmt, render_markdown
 from gradient_compressor.provenance import provenance
@@ -74,6 +75,12 @@ def build_parser():
     parser.add_argument("--list", action="store_true", help="list the workload names and exit")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
+    _add_geometry_options(parser)
+    _add_run_options(parser)
+    return parser
+
+
+def _add_geometry_options(parser):
     geometry = parser.add_argument_group("compressor configuration (the design's defaults)")
     geometry.add_argument("--sets", type=integer, default=DEFAULTS["sets"],
                           help="L1 sets, a power of two (default: %(default)s)")
@@ -85,6 +92,9 @@ def build_parser():
                           help="L2 buffer depth (default: %(default)s)")
     geometry.add_argument("--burst-size", type=integer, default=DEFAULTS["burst_size"],
                           help="L2 level that starts a DRAM burst (default: %(default)s)")
+
+
+def _add_run_options(parser):
     run = parser.add_argument_group("run")
     run.add_argument("--threshold", type=integer, default=None,
                      help="override the traces' thresholds with this one")
@@ -105,19 +115,20 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m gradient_compressor.reports.mode_comparison), each setting run "
-                          "on the RTL and checked against the reference model")
+                          "stochastic, EMA, bypass: "
+                          "python -m gradient_compressor.reports.mode_comparison), each setting "
+                          "run on the RTL and checked against the reference model")
     run.add_argument("--train", action="store_true",
                      help="instead of the RTL report: train the named live workloads' models "
                           "(train-recsys, train-lm, train-digits; default all three) with the "
                           "compressor in their gradient write path, in every mode and "
-                          "--seeds seeds, at --sets x --ways (python -m gradient_compressor.reports.training; "
-                          "needs PyTorch): training.md and a plot per model in --out")
+                          "--seeds seeds, at --sets x --ways "
+                          "(python -m gradient_compressor.reports.training; needs PyTorch): "
+                          "training.md and a plot per model in --out")
     run.add_argument("--seeds", type=positive_integer, default=3,
                      help="seeds per model and mode with --train (default: %(default)s)")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    return parser
 
 
 def run_workload(trace, params, *, backend, dram="always", threshold=None, progress=True,
@@ -258,12 +269,32 @@ def _train(args):
 
 
 def _report(args, argv, result_filter):
-    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     check_params(params, args.threshold)
     if args.train:
         return _train(args)
+    traces = _checked_traces(args)
+    prepare_out(args.out)
+    backend = resolve_backend(args.sim)
+    report = _report_header(args, argv, params, backend)
+    for trace in traces:
+        metrics = _workload_metrics(trace, args, params, backend, result_filter)
+        if metrics is None:
+            return 1
+        report["workloads"].append(metrics)
+        _print_workload_summary(trace.name, metrics)
+    _write_and_announce(report, args)
+    bad = [m for m in report["workloads"]
+           if not m["conservation"]["ok"] or not m["cross_check"]["match"]
+           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
+    return 1 if bad else 0
+
+
+def _checked_traces(args):
+    """The named workloads' traces (cut to ``--limit``), every option that names them checked
+    first; a bad one raises :class:`UsageError`."""
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     try:
         parse_dram(args.dram)
     except ValueError as error:
@@ -286,50 +317,65 @@ def _report(args, argv, result_filter):
         raise UsageError(f"{', '.join(empty)}: the trace has no gradients")
     if args.limit:
         traces = [t.head(args.limit) for t in traces]
-    prepare_out(args.out)
-    backend = resolve_backend(args.sim)
-    report = {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
-                                                              else sys.argv[1:])),
-              **provenance(),
-              "backend": backend,
-              "configuration": dict(params, dram=args.dram, threshold=args.threshold,
-                                    limit=args.limit),
-              "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
-                                "bytes_per_write": BYTES_PER_WRITE,
-                                "description": RECORD_FORMAT},
-              "workloads": []}
-    for trace in traces:
+    return traces
+
+
+def _report_header(args, argv, params, backend):
+    """The report before any workload has run: the command, its provenance and the
+    configuration."""
+    return {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
+                                                           else sys.argv[1:])),
+            **provenance(),
+            "backend": backend,
+            "configuration": dict(params, dram=args.dram, threshold=args.threshold,
+                                  limit=args.limit),
+            "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
+                              "bytes_per_write": BYTES_PER_WRITE,
+                              "description": RECORD_FORMAT},
+            "workloads": []}
+
+
+def _workload_metrics(trace, args, params, backend, result_filter):
+    """One workload's metrics (with ``--modes``, its mode comparison too); None, the error
+    printed, if the RTL broke the DRAM stream's rules or the simulator failed."""
+    try:
+        metrics = run_workload(trace, params, backend=backend, dram=args.dram,
+                               threshold=args.threshold, progress=not args.quiet,
+                               result_filter=result_filter, vcd=args.vcd,
+                               vcd_cycles=args.vcd_cycles)
+    except ValueError as error:     # e.g. gradients outside the configured widths
+        raise UsageError(f"{trace.name}: {error}") from None
+    except AssertionError as error:  # the driver saw the DRAM stream's rules broken
+        print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
+              f"{error}", file=sys.stderr)
+        return None
+    except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
+        print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
+        return None
+    if args.modes:
+        from .mode_comparison import compare_modes
         try:
-            metrics = run_workload(trace, params, backend=backend, dram=args.dram,
-                                   threshold=args.threshold, progress=not args.quiet,
-                                   result_filter=result_filter, vcd=args.vcd,
-                                   vcd_cycles=args.vcd_cycles)
-        except ValueError as error:     # e.g. gradients outside the configured widths
-            raise UsageError(f"{trace.name}: {error}") from None
-        except AssertionError as error:  # the driver saw the DRAM stream's rules broken
-            print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
-                  f"{error}", file=sys.stderr)
-            return 1
-        except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
-            print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
-            return 1
-        if args.modes:
-            from .mode_comparison import compare_modes
-            try:
-                metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
-                                                 backend=backend)
-            except ValueError as error:
-                raise UsageError(f"--modes: {error}") from None
-        report["workloads"].append(metrics)
-        if metrics["conservation"]["ok"]:
-            oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
-            print(f"{trace.name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
-                  f"DRAM writes after flush ({fmt(metrics['compression_ratio'], 'ratio')}, "
-                  f"oracle {fmt(oracle, 'ratio')}), "
-                  f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
-                  file=sys.stderr)
-        else:
-            print(f"{trace.name}: {metrics['conservation']['message']}", file=sys.stderr)
+            metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
+                                             backend=backend)
+        except ValueError as error:
+            raise UsageError(f"--modes: {error}") from None
+    return metrics
+
+
+def _print_workload_summary(name, metrics):
+    if metrics["conservation"]["ok"]:
+        oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
+        print(f"{name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
+              f"DRAM writes after flush ({fmt(metrics['compression_ratio'], 'ratio')}, "
+              f"oracle {fmt(oracle, 'ratio')}), "
+              f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
+              file=sys.stderr)
+    else:
+        print(f"{name}: {metrics['conservation']['message']}", file=sys.stderr)
+
+
+def _write_and_announce(report, args):
+    """Write the report (and name what was written: the report, the plots, the waveform)."""
     try:
         write_report(report, args.out, plots=not args.no_plots)
     except OSError as error:
@@ -340,10 +386,6 @@ def _report(args, argv, result_filter):
         from gradient_compressor.simulation.waves import gtkw_path_for
         print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "
               f"{gtkw_path_for(args.vcd)}", file=sys.stderr)
-    bad = [m for m in report["workloads"]
-           if not m["conservation"]["ok"] or not m["cross_check"]["match"]
-           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
-    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
 
-    python -m gradient_compressor.reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+    python -m gradient_compressor.reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32]
+        [--ways 4] [--out F.md]
 
 Each workload's gradients are packed into beats as an accelerator would write them: a run of
 gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,
@@ -26,8 +27,8 @@ import numpy as np
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
-                      run_command, table)
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+                                     positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 
 __all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "pack_beats",

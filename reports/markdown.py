@@ -152,10 +152,10 @@ def _modes(workloads):
     if not moded:
         return []
     lines = ["## Run-time modes", "",
-             "Each setting (`python -m gradient_compressor.reports.mode_comparison`, docs/reports.md) run on the "
-             "RTL and on the reference model; figures from the model, which the RTL matched "
-             "write for write, cause for cause and discard for discard. Error = DRAM content "
-             "minus exact, per address after each step.", ""]
+             "Each setting (`python -m gradient_compressor.reports.mode_comparison`, "
+             "docs/reports.md) run on the RTL and on the reference model; figures from the "
+             "model, which the RTL matched write for write, cause for cause and discard for "
+             "discard. Error = DRAM content minus exact, per address after each step.", ""]
     for m in moded:
         w = m["modes"]
         lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "

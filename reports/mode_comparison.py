@@ -1,7 +1,7 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
-    python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
-                            [--sim compiled|amaranth] [--out reports/out]
+    python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N]
+        [--engine rtl|model] [--sim compiled|amaranth] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
 :class:`model.ReferenceModel` with the design's default geometry. With ``--engine rtl`` (the
@@ -42,8 +42,8 @@ from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
-                      usage_error)
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
+                                     table, usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
 from gradient_compressor.provenance import describe, provenance
 

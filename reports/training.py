@@ -1,9 +1,10 @@
 """Training in the loop: each run-time mode's cost in accuracy next to the DRAM bytes it saves.
 
     python -m gradient_compressor.reports.training [MODEL ...] [--modes exact,drop,...] [--seeds 3]
-                               [--lanes 1] [--sets 1024] [--ways 8] [--steps N]
-                               [--out docs/results/training.md] [--plots docs/img] [-q]
-    python -m gradient_compressor.reports.training --sizing [MODEL ...] [--out docs/results/training-sizing.md]
+        [--lanes 1] [--sets 1024] [--ways 8] [--steps N]
+        [--out docs/results/training.md] [--plots docs/img] [-q]
+    python -m gradient_compressor.reports.training --sizing [MODEL ...]
+        [--out docs/results/training-sizing.md]
 
 Each model (:data:`PRESETS`: ``recsys``, ``lm``, ``digits``; :mod:`workloads.models`) is
 trained with PyTorch on the CPU (:func:`workloads.record.train`) once per mode and seed. In
@@ -31,8 +32,8 @@ import numpy as np
 
 from gradient_compressor.design.params import check_lanes
 
-from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
-                      progress, run_command, table)
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+                                     positive_integer, progress, run_command, table)
 from .line_costs import FORMAT
 from gradient_compressor.provenance import write_results
 from .write_path import MODES, CompressedWritePath, SizingPaths

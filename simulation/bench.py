@@ -2,9 +2,9 @@
 CXXRTL) simulator, on the default configuration, with DRAM always ready, ready every other
 cycle, and ready at random half of the time.
 
-Run as ``python -m gradient_compressor.simulation.bench`` (``--help`` for the sizes). The compiled simulator runs a
-one-million-gradient trace; the run fails (exit status 1) if it takes a minute or more, or if the
-two simulators disagree on the small trace they both run.
+Run as ``python -m gradient_compressor.simulation.bench`` (``--help`` for the sizes). The
+compiled simulator runs a one-million-gradient trace; the run fails (exit status 1) if it takes
+a minute or more, or if the two simulators disagree on the small trace they both run.
 
 Then the same on lines (``GradientCompressor(lanes=N)``, ``--lanes``, by default 8, on the
 default geometry of lines): a small trace of beats in both simulators (which must agree) and a

@@ -1,6 +1,7 @@
 """Synthesise, place and route GradientCompressor for a Lattice ECP5-85F and report the result.
 
-    python -m gradient_compressor.synth [CONFIG ...] [--seeds 1 2 3] [--freq 200] [--out build/synth] [--synth-only]
+    python -m gradient_compressor.synth [CONFIG ...] [--seeds 1 2 3] [--freq 200]
+        [--out build/synth] [--synth-only]
 
 For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
 speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
@@ -97,7 +98,8 @@ def main(argv=None):
             configs.clear()
             gc.collect()
         parser.error(str(error))
-    command = shlex.join(["python", "-m", "gradient_compressor.synth", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "gradient_compressor.synth",
+                          *(sys.argv[1:] if argv is None else argv)])
     try:
         results = [run(name, dut, args.out, seeds=args.seeds, freq=args.freq,
                        place=not args.synth_only, modes=modes,

@@ -5,13 +5,14 @@
 A gradient to the address the gradient before it updated must see that update, so L1 holds
 one loop that no pipeline stage can cut: the kept sum ``s`` -> is ``|s + g| >= t`` (with the
 bounds ``t - g``, ``-t - g`` registered a stage earlier: ``s >= t - g`` or ``s <= -t - g``)
--> keep ``s + g`` or free the entry (0) -> ``s``. Each LOOP below is one formulation of it,
-with every other input a register (loaded one bit per cycle from a pin, as ``synth.flow``'s
+-> keep ``s + g`` or free the entry (0) -> ``s``. Each LOOP below is one formulation of it, with
+every other input a register (loaded one bit per cycle from a pin, as ``synth.flow``'s
 ``fpga_top`` loads the settings) and its state folded into one registered pin; each is
 synthesised (Yosys ``synth_ecp5``) and placed and routed (nextpnr-ecp5, the flow of
-``python -m gradient_compressor.synth``) once per seed, and its compares are made both ways: with Amaranth's
-operators (``>=``) and as the sign of a difference (:mod:`design.compare`). The figures bound
-what the whole design can reach at the default widths (gradient 16 bits, a held sum 17).
+``python -m gradient_compressor.synth``) once per seed, and its compares are made both ways:
+with Amaranth's operators (``>=``) and as the sign of a difference (:mod:`design.compare`). The
+figures bound what the whole design can reach at the default widths (gradient 16 bits, a held
+sum 17).
 """
 
 import argparse

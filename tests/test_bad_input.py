@@ -111,8 +111,8 @@ def test_proofs_bad_input(tmp_path):
     ]
     for args, message in cases:
         done = run_module("gradient_compressor.proofs", *args, cwd=tmp_path)
-        line = _one_line_error(done, "python -m gradient_compressor.proofs" + (" bmc" if args[0] == "bmc" and
-                                                           "-j" in args else ""))
+        prog = "python -m gradient_compressor.proofs"
+        line = _one_line_error(done, prog + (" bmc" if args[0] == "bmc" and "-j" in args else ""))
         assert message in line, (args, line)
     assert not (tmp_path / "proofs").exists(), "a bad command must not start a job"
 
@@ -121,7 +121,8 @@ def test_trace_of_a_vcd_without_trace_signals(tmp_path):
     vcd = tmp_path / "other.vcd"
     vcd.write_text("$timescale 1ns $end\n$scope module top $end\n$var wire 1 ! clk $end\n"
                    "$upscope $end\n$enddefinitions $end\n#0\n0!\n#10\n1!\n")
-    line = _one_line_error(run_module("gradient_compressor.proofs", "trace", vcd), "python -m gradient_compressor.proofs")
+    line = _one_line_error(run_module("gradient_compressor.proofs", "trace", vcd),
+                           "python -m gradient_compressor.proofs")
     assert "none of the trace table's signals is in it" in line
 
 
@@ -142,7 +143,8 @@ def test_simulate_bad_input(tmp_path):
         ([job], "the following arguments are required: outdir"),
     ]
     for args, message in cases:
-        line = _one_line_error(run_module("gradient_compressor.proofs.simulate", *args), "python -m gradient_compressor.proofs.simulate")
+        line = _one_line_error(run_module("gradient_compressor.proofs.simulate", *args),
+                               "python -m gradient_compressor.proofs.simulate")
         assert message in line, (args, line)
     assert not (tmp_path / "result.json").exists()
 
@@ -153,7 +155,8 @@ def test_verilog_export_bad_input(tmp_path):
     assert "burst_size must be at most fifo_depth (32), not 64" in \
         _one_line_error(done, "python -m gradient_compressor.design.verilog")
     done = run_module("gradient_compressor.design.verilog", "-o", "/proc/no/gc.v")
-    assert "-o /proc/no/gc.v: cannot write it" in _one_line_error(done, "python -m gradient_compressor.design.verilog")
+    assert "-o /proc/no/gc.v: cannot write it" in \
+        _one_line_error(done, "python -m gradient_compressor.design.verilog")
     assert not (tmp_path / "gc.v").exists()
 
 

@@ -1,4 +1,5 @@
-"""The line L1 (design.line_accumulator.LineAccumulator) against the line model, write for write."""
+"""The line L1 (design.line_accumulator.LineAccumulator) against the line model, write for
+write."""
 
 import random
 

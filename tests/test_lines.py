@@ -49,7 +49,8 @@ def test_one_lane_is_the_per_gradient_model(geometry, modes):
         if op[0] == "line":
             _, line, values, mask, threshold = op
             expected = grads.write(line, values[0], threshold) if mask else []
-            got = [w for lw in lines.write_line(line, values, mask, threshold) for w in lw.writes()]
+            got = [w for lw in lines.write_line(line, values, mask, threshold)
+                   for w in lw.writes()]
         else:
             expected, got = grads.run([op]), [w for lw in lines.run([op]) for w in lw.writes()]
         assert got == expected, op

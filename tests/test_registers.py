@@ -150,8 +150,8 @@ def test_map_written_as_markdown_json_and_c_header(fmt, tmp_path):
 
 
 def test_map_command_bad_input():
-    done = subprocess.run([sys.executable, "-m", "gradient_compressor.design.registers", "-o", "/proc/x.md"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.design.registers",
+                           "-o", "/proc/x.md"], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
         "python -m gradient_compressor.design.registers: error: -o /proc/x.md: cannot write it "

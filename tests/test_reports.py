@@ -136,12 +136,12 @@ def test_console_scripts_help_and_exit_codes(tmp_path):
         done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
                               text=True)
         assert done.returncode == 0 and "usage:" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.cli", str(tmp_path / "nope.npz")],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.cli",
+                           str(tmp_path / "nope.npz")], capture_output=True, text=True)
     assert done.returncode == 2 and "no such trace file" in done.stderr
     assert "Traceback" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.sweep", "seed", "--ways", "3"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.sweep", "seed",
+                           "--ways", "3"], capture_output=True, text=True)
     assert done.returncode == 2 and "power of two" in done.stderr
 
 
@@ -198,8 +198,9 @@ def test_empty_step_and_empty_trace(tmp_path, capsys):
 
 
 def test_mode_comparison(tmp_path):
-    """``python -m gradient_compressor.reports.mode_comparison``: lossless modes keep DRAM exact after every step; the dual
-    threshold's error is what it discarded, and stochastic rounding is less biased than drop."""
+    """``python -m gradient_compressor.reports.mode_comparison``: lossless modes keep DRAM exact
+    after every step; the dual threshold's error is what it discarded, and stochastic rounding
+    is less biased than drop."""
     from gradient_compressor.reports.mode_comparison import main as modes_main
     assert modes_main(["seed", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "modes.json").read_text())
@@ -240,7 +241,8 @@ def test_sweep_small_threshold(tmp_path, capsys):
 
 
 def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
-    """An RTL run that loses a write makes ``python -m gradient_compressor.reports.mode_comparison`` exit 1, naming it."""
+    """An RTL run that loses a write makes
+    ``python -m gradient_compressor.reports.mode_comparison`` exit 1, naming it."""
     from gradient_compressor.reports import mode_comparison as modes
     real = modes.run_rtl
 

@@ -24,8 +24,9 @@ DEFAULT_WORKLOADS = ["seed", "synthetic-one-pass", "synthetic-microbatch", "synt
 
 
 #: Workloads recorded live by training a model of :mod:`workloads.models` (needs PyTorch):
-#: ``{name: (model, run size)}``, short runs sized for the RTL reports (about 10**5
-#: gradients); ``python -m gradient_compressor.reports.training`` trains the same models longer, in the loop.
+#: ``{name: (model, run size)}``, short runs sized for the RTL reports (about 10**5 gradients);
+#: ``python -m gradient_compressor.reports.training`` trains the same models longer, in the
+#: loop.
 LIVE_WORKLOADS = {
     "train-recsys": ("recsys", {"steps": 3, "micro_batches": 4, "batch_size": 64}),
     "train-lm": ("lm", {"steps": 2, "micro_batches": 2, "batch_size": 4, "dim": 32,

@@ -32,7 +32,8 @@ flush. A sink has three methods:
 * ``end_step()``: the flush; returns ``None``, or the ``int64`` sum per address of what DRAM
   received in the step (``layout.total`` of them), which the optimiser then sees, de-quantised.
 
-Run: ``python -m gradient_compressor.workloads.record --model embed --out workloads/traces/tiny-embed.npz``.
+Run: ``python -m gradient_compressor.workloads.record --model embed
+--out workloads/traces/tiny-embed.npz``.
 """
 
 import argparse
