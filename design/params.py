@@ -1,29 +1,84 @@
-"""The compressor's default configuration and the checks of its parameters: the one place for
-both. The components, the reference model, ``compressor-report``/``compressor-sweep``, the
-Verilog export and the formal harness's ``default`` configuration take them from here.
+"""The compressor's configuration (:class:`Config`: its defaults and its checks, in one place),
+the run-time modes' constants, and the checks of parameters. The components, the reference
+model, ``compressor-report``/``compressor-sweep``, the Verilog export and the formal harness's
+configurations take them from here.
 
 Each check raises an error that names the parameter, the value given and the allowed range, so a
 mistake in a configuration script (or on a command line) is found at once and not in a waveform.
 """
 
+import dataclasses
+from collections.abc import Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 
-__all__ = ["DEFAULTS", "MODES_OFF", "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
+from amaranth.hdl import Shape
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In
+
+__all__ = ["Config", "DEFAULTS", "modes_signature", "MODES_OFF", "MODE_INPUTS", "LFSR_LOAD_INPUTS",
+           "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
            "BYPASS_WINDOWS", "LANES", "EMA_LINE_LAG", "check_lanes", "ema_fraction_bits",
-           "DISCARD_COUNT_WIDTH", "check_config", "check_threshold", "check_int",
+           "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
-#: :class:`~design.GradientCompressor`'s default parameters.
-DEFAULTS = {
-    "addr_width":  32,    # address bits
-    "grad_width":  16,    # signed gradient bits (and unsigned threshold bits)
-    "sets":        32,    # L1 sets (a power of two)
-    "ways":        4,     # L1 ways (a power of two)
-    "max_updates": 255,   # updates after which an L1 entry is written out
-    "fifo_depth":  32,    # L2 write-back buffer capacity, in writes
-    "burst_size":  16,    # L2 level that starts a DRAM burst
-}
+
+@dataclass(frozen=True)
+class Config(Mapping):
+    """A compressor configuration: its geometry, checked once, when it is made.
+
+    Every component takes one (each reads the parameters it needs), and so do the reference
+    model, the formal harness's configurations and the commands' geometry options. A
+    :class:`Config` is also a read-only mapping of its parameters' names to their values, so
+    ``dict(config)`` and ``**config`` give keyword arguments.
+
+    Raises :class:`TypeError` or :class:`ValueError` naming the first bad parameter, the value
+    given and the allowed range.
+    """
+    addr_width:  int = 32    # address bits
+    grad_width:  int = 16    # signed gradient bits (and unsigned threshold bits)
+    sets:        int = 32    # L1 sets (a power of two)
+    ways:        int = 4     # L1 ways (a power of two)
+    max_updates: int = 255   # updates after which an L1 entry is written out
+    fifo_depth:  int = 32    # L2 write-back buffer capacity, in writes
+    burst_size:  int = 16    # L2 level that starts a DRAM burst
+    lanes:       int = 1     # gradients per beat (a line): one of LANES
+
+    def __post_init__(self):
+        _check_config(self)
+
+    @classmethod
+    def of(cls, config=None, **params):
+        """``config`` (a :class:`Config`, or ``None`` for the defaults) with ``params`` in
+        place of its own."""
+        if config is None:
+            return cls(**params)
+        if not isinstance(config, cls):
+            raise TypeError(f"config must be a Config, not {config!r}")
+        return dataclasses.replace(config, **params) if params else config
+
+    def replace(self, **params):
+        """This configuration with ``params`` in place of its own (checked again)."""
+        return dataclasses.replace(self, **params)
+
+    # -- a mapping of the parameters' names to their values ------------------------------------
+
+    def __iter__(self):
+        return (field.name for field in dataclasses.fields(self))
+
+    def __len__(self):
+        return len(dataclasses.fields(self))
+
+    def __getitem__(self, name):
+        if name not in self.__dataclass_fields__:
+            raise KeyError(name)
+        return getattr(self, name)
+
+
+#: :class:`~design.GradientCompressor`'s default parameters (those of :class:`Config`; one lane).
+DEFAULTS = {field.name: field.default for field in dataclasses.fields(Config)
+            if field.name != "lanes"}
 
 
 # -- run-time modes (docs in design/modes.py) ----------------------------------------------------
@@ -66,25 +121,35 @@ BYPASS_WINDOWS = 2
 DISCARD_COUNT_WIDTH = 32
 
 
-def _mode_inputs():
-    inputs = {
-        "small_threshold": 0,   # dual threshold: 0 disables it
-        "stochastic":      0,   # 0: drop (and account) a tiny miss; 1: stochastic rounding
-        "ema_enable":      0,   # 1: the threshold in force follows the EMA, not ``threshold``
-        "ema_per_step":    0,   # 1: the EMA's threshold moves only at flush barriers
-        "ema_shift":       0,
-        "ema_scale":       0,
-        "ema_min":         0,
-        "ema_max":         0,
-    }
-    for i in range(BYPASS_WINDOWS):
-        inputs.update({f"bypass{i}_base": 0, f"bypass{i}_limit": 0, f"bypass{i}_enable": 0})
-    return inputs
+def modes_signature(addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
+    """The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``):
+    their names, shapes and order, the one list of them. The compressor's signature, the
+    Verilog export's ports, the formal harness's free inputs, the replay's and the simulators'
+    inputs and the checks of mode settings all derive from it (docs/modes.md)."""
+    return wiring.Signature({
+        "small_threshold": In(grad_width),       # dual threshold: 0 disables it
+        "stochastic":      In(1),                # 0: drop (and account) a tiny miss; 1: round
+        "lfsr_seed":       In(LFSR_WIDTH),       # the stochastic mode's LFSR, loaded ...
+        "lfsr_load":       In(1),                # ... in a cycle with this high, while idle
+        "ema_enable":      In(1),                # 1: the threshold follows the EMA
+        "ema_per_step":    In(1),                # 1: ... and moves only at flush barriers
+        "ema_shift":       In(EMA_SHIFT_WIDTH),  # alpha = 2**-ema_shift
+        "ema_scale":       In(EMA_SCALE_WIDTH),  # EMA_SCALE_FRACTION_BITS fraction bits
+        "ema_min":         In(grad_width),       # the EMA threshold's clamp bounds
+        "ema_max":         In(grad_width),
+        **{f"bypass{i}_{field}": In(width)       # window i: base <= addr <= limit, if enabled
+           for i in range(BYPASS_WINDOWS)
+           for field, width in [("base", addr_width), ("limit", addr_width), ("enable", 1)]},
+    })
 
 
-#: The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``) and
-#: their values with every mode off; also the keys of the reference model's ``("modes", {...})``.
-MODES_OFF = _mode_inputs()
+#: The mode inputs that load the LFSR: commands, not settings.
+LFSR_LOAD_INPUTS = ("lfsr_seed", "lfsr_load")
+#: The run-time mode settings (every mode input but :data:`LFSR_LOAD_INPUTS`) and their values
+#: with every mode off; also the keys of the reference model's ``("modes", {...})``.
+MODES_OFF = {name: 0 for name in modes_signature().members if name not in LFSR_LOAD_INPUTS}
+#: Every run-time mode input's name: the settings, then the LFSR's load.
+MODE_INPUTS = (*MODES_OFF, *LFSR_LOAD_INPUTS)
 
 
 @contextmanager
@@ -131,28 +196,24 @@ def log2(value):
     return value.bit_length() - 1
 
 
-def check_config(*, addr_width, grad_width, sets, ways, max_updates, fifo_depth, burst_size,
-                 lanes=1):
-    """Check a whole :class:`~design.GradientCompressor` configuration (the parameters as in
-    :data:`DEFAULTS`, and ``lanes``); raise :class:`TypeError` or :class:`ValueError` naming the
-    first bad one.
-    """
-    check_power_of_two("sets", sets)
-    check_power_of_two("ways", ways)
-    check_int("grad_width", grad_width, minimum=2)
-    check_int("max_updates", max_updates, minimum=1)
-    check_int("addr_width", addr_width, minimum=1)
-    check_lanes(lanes)
-    if addr_width <= log2(sets) + log2(lanes):
-        what = "log2(sets)" if lanes == 1 else "log2(sets) + log2(lanes)"
-        raise ValueError(f"addr_width must be greater than {what} = "
-                         f"{log2(sets) + log2(lanes)} so that a tag remains above the set "
-                         f"index, not {addr_width}")
-    check_int("fifo_depth", fifo_depth, minimum=1)
-    check_int("burst_size", burst_size, minimum=1)
-    if burst_size > fifo_depth:
-        raise ValueError(f"burst_size must be at most fifo_depth ({fifo_depth}), "
-                         f"not {burst_size}")
+def _check_config(config):
+    """:class:`Config`'s checks, each parameter before those whose range depends on it."""
+    check_power_of_two("sets", config.sets)
+    check_power_of_two("ways", config.ways)
+    check_int("grad_width", config.grad_width, minimum=2)
+    check_int("max_updates", config.max_updates, minimum=1)
+    check_int("addr_width", config.addr_width, minimum=1)
+    check_lanes(config.lanes)
+    index_bits = log2(config.sets) + log2(config.lanes)
+    if config.addr_width <= index_bits:
+        what = "log2(sets)" if config.lanes == 1 else "log2(sets) + log2(lanes)"
+        raise ValueError(f"addr_width must be greater than {what} = {index_bits} so that a tag "
+                         f"remains above the set index, not {config.addr_width}")
+    check_int("fifo_depth", config.fifo_depth, minimum=1)
+    check_int("burst_size", config.burst_size, minimum=1)
+    if config.burst_size > config.fifo_depth:
+        raise ValueError(f"burst_size must be at most fifo_depth ({config.fifo_depth}), "
+                         f"not {config.burst_size}")
 
 
 def check_threshold(value, grad_width=DEFAULTS["grad_width"]):
@@ -166,13 +227,8 @@ def check_modes(modes, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS
     unknown = sorted(set(modes) - set(MODES_OFF))
     if unknown:
         raise ValueError(f"unknown mode setting {unknown[0]!r}; known: {', '.join(MODES_OFF)}")
-    widths = {"small_threshold": grad_width, "stochastic": 1, "ema_enable": 1,
-              "ema_per_step": 1, "ema_shift": EMA_SHIFT_WIDTH, "ema_scale": EMA_SCALE_WIDTH,
-              "ema_min": grad_width, "ema_max": grad_width}
-    for i in range(BYPASS_WINDOWS):
-        widths.update({f"bypass{i}_base": addr_width, f"bypass{i}_limit": addr_width,
-                       f"bypass{i}_enable": 1})
+    members = modes_signature(addr_width, grad_width).members
     full = dict(MODES_OFF, **modes)
     for name, value in full.items():
-        check_int(name, value, minimum=0, maximum=2 ** widths[name] - 1)
+        check_int(name, value, minimum=0, maximum=2 ** Shape.cast(members[name].shape).width - 1)
     return full

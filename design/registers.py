@@ -8,7 +8,8 @@ word-aligned offset, holding named fields; each field is a member of
 compressor's signature. :class:`RegisterFile` implements any such map;
 :class:`CompressorWithRegisters` wires one to a compressor.
 
-    python -m design.registers [--format md|json|h] [-o FILE] [--addr-width N] [--grad-width N]
+    python -m gradient_compressor.design.registers [--format md|json|h] [-o FILE]
+        [--addr-width N] [--grad-width N]
 
 writes the map as Markdown, JSON or a C header.
 
@@ -280,8 +281,8 @@ def _bits(field):
 
 def render_markdown(registers, params):
     lines = [f"# Register map", "",
-             f"Made by `python -m design.registers --format md` for addr_width "
-             f"{params['addr_width']}, grad_width {params['grad_width']}. AXI4-Lite, 32-bit "
+             f"Made by `python -m gradient_compressor.design.registers --format md` for "
+             f"addr_width {params['addr_width']}, grad_width {params['grad_width']}. AXI4-Lite, 32-bit "
              f"data, {ADDR_BITS}-bit byte addresses; an address that holds no register "
              f"answers SLVERR; bits no field holds read 0. Every `rw` field is 0 after reset.",
              "", "| offset | register | bits | field | access | what |",
@@ -306,8 +307,8 @@ def render_json(registers, params):
 
 
 def render_c_header(registers, params):
-    lines = ["/* Gradient compressor register map: made by `python -m design.registers "
-             "--format h`", f" * for addr_width {params['addr_width']}, grad_width "
+    lines = ["/* Gradient compressor register map: made by "
+             "`python -m gradient_compressor.design.registers --format h`", f" * for addr_width {params['addr_width']}, grad_width "
              f"{params['grad_width']}. AXI4-Lite, 32-bit registers. */",
              "#ifndef GRADIENT_COMPRESSOR_REGS_H", "#define GRADIENT_COMPRESSOR_REGS_H", ""]
     for r in registers:
@@ -326,8 +327,8 @@ RENDER = {"md": render_markdown, "json": render_json, "h": render_c_header}
 
 
 def main(argv=None):
-    from .params import DEFAULTS, check_config
-    parser = argparse.ArgumentParser(prog="python -m design.registers",
+    from .params import DEFAULTS, Config
+    parser = argparse.ArgumentParser(prog="python -m gradient_compressor.design.registers",
                                      description="Write the register map.")
     parser.add_argument("--format", choices=sorted(RENDER), default="md")
     parser.add_argument("-o", "--out", default=None, metavar="FILE",
@@ -337,10 +338,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     params = {"addr_width": args.addr_width, "grad_width": args.grad_width}
     try:
-        check_config(**dict(DEFAULTS, **params))
+        config = Config(**params)
     except (ValueError, TypeError) as error:
         parser.exit(2, f"{parser.prog}: error: {error}\n")
-    registers = register_map(compressor_signature(**params))
+    registers = register_map(compressor_signature(config))
     text = RENDER[args.format](registers, params)
     if args.out is None:
         sys.stdout.write(text)

@@ -1,6 +1,7 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
-    python -m design.verilog -o build/gradient_compressor.v [--sets 64 --ways 8 --lanes 8 ...]
+    python -m gradient_compressor.design.verilog -o build/gradient_compressor.v
+        [--sets 64 --ways 8 --lanes 8 ...]
     compressor-verilog -o build/gradient_compressor.v ...       # the same, installed
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
@@ -33,7 +34,7 @@ from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
 from .registers import CompressorWithRegisters
-from .params import DEFAULTS, MODES_OFF
+from .params import DEFAULTS, MODE_INPUTS
 
 __all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
 
@@ -61,8 +62,6 @@ LINE_PORTS = {
     "dram_values": ("dram_out", "payload", "values"),
     "dram_mask":   ("dram_out", "payload", "mask"),
 }
-#: Run-time mode inputs, under their member names.
-MODE_INPUTS = (*MODES_OFF, "lfsr_seed", "lfsr_load")
 INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush", *MODE_INPUTS)
 LINE_INPUTS = ("in_grads", "in_mask")
 EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
@@ -149,7 +148,7 @@ def convert(dut, name="gradient_compressor"):
 def main(argv=None):
     # Named as it was run: the console script, or the module
     prog = ("compressor-verilog" if os.path.basename(sys.argv[0]) == "compressor-verilog"
-            else "python -m design.verilog")
+            else "python -m gradient_compressor.design.verilog")
     parser = argparse.ArgumentParser(prog=prog, description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-o", "--output", default="build/gradient_compressor.v",

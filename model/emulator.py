@@ -42,14 +42,15 @@ entries) as the models do. Differences, deliberate:
   holds entries, raise where the models do, the operations before them done (through the
   array methods, values of a type wider than the kernel's are checked before it runs).
 
-Checked write for write against the models by ``tests/test_emulator.py`` (every workload,
-every mode, lanes 1 to 32, random operation streams) and by ``python -m model.emulator
---check`` on whole workloads; ``--bench`` measures it (docs/emulator.md).
+Checked write for write against the models by ``tests/test_emulator.py`` (every workload, every
+mode, lanes 1 to 32, random operation streams) and by
+``python -m gradient_compressor.reports.emulator_check --check`` on whole workloads; ``--bench``
+measures it (docs/emulator.md).
 
 Example::
 
-    from model.emulator import Emulator
-    from workloads import get_workload
+    from gradient_compressor.model.emulator import Emulator
+    from gradient_compressor.workloads import get_workload
 
     emulator = Emulator(sets=32, ways=4)
     writes = emulator.run_trace(get_workload("tiny-embed"))    # a WriteArrays
@@ -70,9 +71,10 @@ from pathlib import Path
 
 import numpy as np
 
-from design import params as _params
-from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS, check_int,
-                           check_lanes, check_modes, check_power_of_two, ema_fraction_bits)
+from gradient_compressor.design import params as _params
+from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS,
+                                               check_int, check_lanes, check_modes,
+                                               check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
 
@@ -157,10 +159,11 @@ def load_kernel(*, verbose=False):
     """The kernel, built on first use and cached.
 
     The library is kept in ``<cache>/emulator-<hash>/libemulator.so``, ``<cache>`` being
-    :func:`model.native.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash
-    over the source, the compiler command and the compiler's version
-    (:func:`model.native.compiler_version`: a new compiler builds its own, once); a first build announces itself on stderr (a few
-    seconds). Later calls in the process return the loaded library.
+    :func:`model.native.default_cache_dir` (``$GC_CXXRTL_CACHE`` overrides it), the hash over
+    the source, the compiler command and the compiler's version
+    (:func:`model.native.compiler_version`: a new compiler builds its own, once); a first build
+    announces itself on stderr (a few seconds). Later calls in the process return the loaded
+    library.
 
     Parameters
     ----------
@@ -1143,11 +1146,3 @@ class Emulator(LineEmulator):
         return {line: row[0] for line, _, row in self.held_lines()}
 
 
-def main(argv=None):
-    """``python -m model.emulator``: see :mod:`model.emulator_cli`."""
-    from .emulator_cli import main as cli
-    return cli(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -36,8 +36,8 @@ one gradient and a line write one write (tests check it write for write).
 
 from collections import namedtuple
 
-from design.params import (DEFAULTS, EMA_LINE_LAG, EMA_SCALE_FRACTION_BITS, LANES, check_int,
-                           check_lanes, ema_fraction_bits)
+from gradient_compressor.design.params import (DEFAULTS, EMA_LINE_LAG, EMA_SCALE_FRACTION_BITS,
+                                               LANES, check_int, check_lanes, ema_fraction_bits)
 from .reference import ReferenceModel, Write, lfsr_step
 
 __all__ = ["LineModel", "LineWrite", "LANES"]

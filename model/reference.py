@@ -8,9 +8,11 @@ use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts)
 
 from collections import namedtuple
 
-from design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
-                           EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS, BYPASS_WINDOWS,
-                           DISCARD_COUNT_WIDTH, check_int, check_power_of_two, check_modes)
+from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, LFSR_TAPS,
+                                               LFSR_RESET, EMA_FRACTION_BITS,
+                                               EMA_SCALE_FRACTION_BITS, BYPASS_WINDOWS,
+                                               DISCARD_COUNT_WIDTH, check_int, check_power_of_two,
+                                               check_modes)
 
 __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 

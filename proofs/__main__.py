@@ -1,15 +1,23 @@
 """Formal proofs of the gradient compressor.
 
-    python -m proofs prove [-j 2]        # every k-induction proof and the covers
-    python -m proofs bmc   [-j 2]        # bounded checks (a few minutes; part of make test)
-    python -m proofs prove-lines [-j 2]  # the line L1 at 8 lanes on default (make prove-lines)
-    python -m proofs list                # the jobs
-    python -m proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]   # geometry sweep
-    python -m proofs run JOB [JOB...] [--design DIR]   # some jobs, by name
-    python -m proofs trace FILE.vcd      # a trace as a cycle-by-cycle table
-    python -m proofs replay FILE.yw|FILE.vcd [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
+    # every k-induction proof and the covers
+    python -m gradient_compressor.proofs prove [-j 2]
+    # bounded checks (a few minutes; part of make test)
+    python -m gradient_compressor.proofs bmc   [-j 2]
+    # the line L1 at 8 lanes on the default geometry (make prove-lines)
+    python -m gradient_compressor.proofs prove-lines [-j 2]
+    # the jobs
+    python -m gradient_compressor.proofs list
+    # geometry sweep
+    python -m gradient_compressor.proofs sweep [--sets N..] [--ways N..] [--depths N..] [--list]
+    # some jobs, by name
+    python -m gradient_compressor.proofs run JOB [JOB...] [--design DIR]
+    # a trace as a cycle-by-cycle table
+    python -m gradient_compressor.proofs trace FILE.vcd
+    python -m gradient_compressor.proofs replay FILE.yw|FILE.vcd
+        [--pytest tests/test_properties_cex.py] [--vcd F.vcd]
 
-(From a fresh shell, in a checkout: ``.venv/bin/python -m proofs ...``.)
+(From a fresh shell, in a checkout: ``.venv/bin/python -m gradient_compressor.proofs ...``.)
 """
 
 import argparse
@@ -20,11 +28,12 @@ import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, all_jobs, job_by_name, slowest_first
 from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
-from reports.provenance import write_results
+from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from reports.console import ArgumentParser, UsageError, positive_integer, table, usage_error
+from gradient_compressor.cli import (ArgumentParser, UsageError, positive_integer, table,
+                                     usage_error)
 
 
 def power_of_two(text):
@@ -61,7 +70,7 @@ def _write_results(path, title, results, summary):
 
 
 def build_parser():
-    p = ArgumentParser(prog="python -m proofs", description=__doc__,
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter,
                        epilog="Exit status: 0 every job passed, 1 a job failed, 2 bad argument "
                               "or input file.")

@@ -1,7 +1,7 @@
 """Generate a job's RTLIL, property map and .sby file (run in a subprocess, so that a mutant
-copy of ``design/`` can shadow the real one on ``PYTHONPATH``).
+copy of ``design/`` can stand in for the real one: ``proofs.run.module_command``).
 
-    python -m proofs.gen JOB.json OUTDIR
+    python -m gradient_compressor.proofs.gen JOB.json OUTDIR
 """
 
 import json
@@ -10,9 +10,9 @@ import sys
 
 from amaranth.back import rtlil
 
-from properties.component import ComponentHarness
-from properties.harness import CONFIGS, FormalHarness
-from properties.line_harness import LineHarness
+from gradient_compressor.properties.component import ComponentHarness
+from gradient_compressor.properties.harness import CONFIGS, FormalHarness
+from gradient_compressor.properties.line_harness import LineHarness
 
 
 def solver(job=None):
@@ -75,7 +75,8 @@ def generate(job, outdir):
         f.write(text)
     props = {f"{k[0]}:{k[1]}": v for k, v in harness.props.by_src().items()}
     meta = {"props": props, "bound": harness.bound, "config": harness.config,
-            "design": os.path.dirname(sys.modules["design"].__file__), "solver": solver(job)}
+            "design": os.path.dirname(sys.modules["gradient_compressor.design"].__file__),
+            "solver": solver(job)}
     with open(os.path.join(outdir, "props.json"), "w") as f:
         json.dump(meta, f, indent=1)
     with open(os.path.join(outdir, "job.sby"), "w") as f:

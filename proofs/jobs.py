@@ -3,10 +3,10 @@
 import os
 from dataclasses import dataclass, asdict, replace
 
-from properties.base import COMPONENT_GROUPS
-from properties.component import COMPONENTS, instances
-from properties.harness import CONFIGS, L1_GROUPS
-from properties.liveness import l2_place_period
+from gradient_compressor.properties.base import COMPONENT_GROUPS
+from gradient_compressor.properties.component import COMPONENTS, instances
+from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
+from gradient_compressor.properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
            "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
@@ -359,7 +359,8 @@ def _line_l1_scaled_jobs(lanes, config):
 
 
 #: ... and at 8 lanes on the default geometry (32 x 4 lines): not in make prove (its time:
-#: docs/proofs.md); run by name or with ``python -m proofs prove -k l1-lines8``.
+#: docs/proofs.md); ``make prove-lines`` (``python -m gradient_compressor.proofs
+#: prove-lines``) runs them all, ``run`` one by name.
 LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
@@ -394,7 +395,7 @@ COVERS = [("small", 24, None, 0), ("dm", 24, None, 0), ("assoc", 24, None, 0),
 #: first 32 steps, where the queue and L2 are still filling, are skipped). On large INIT
 #: takes 1024 cycles, beyond BMC here. Assoc's, the longest cover job (60-90 s), is not part
 #: of ``make prove``: its run is replayed there instead (``RECORDED``), and the solver's job
-#: (``python -m proofs run assoc-progress-cover-K3``) finds a new one when a change to the
+#: (``python -m gradient_compressor.proofs run assoc-progress-cover-K3``) finds a new one when a change to the
 #: design makes the recorded run miss the cover.
 PROGRESS_COVERS = [("default", 36, 0), ("small", 16, 0), ("dm", 8, 0), ("mid", 8, 0)]
 SOLVER_ONLY_COVERS = [("assoc", 34, 32)]
@@ -435,7 +436,7 @@ RECORDED = [("assoc", "progress-bound", 3, 40)]
 
 
 def _simulated_jobs():
-    from properties.covers import PROGRESS_COVER, STIMULI
+    from gradient_compressor.properties.covers import PROGRESS_COVER, STIMULI
     jobs = []
     for config, witness, K, depth in RECORDED:
         jobs.append(Job(f"{config}-sim-{witness}-K{K}", config, "sim", depth, fairness=K,
@@ -547,4 +548,4 @@ def job_by_name(name):
     for job in all_jobs():
         if job.name == name:
             return job
-    raise KeyError(f"no job named {name!r}; try `python -m proofs list`")
+    raise KeyError(f"no job named {name!r}; try `python -m gradient_compressor.proofs list`")

@@ -35,7 +35,7 @@ __all__ = ["input_port_names", "input_ports", "read_port_steps", "simulate_line_
 def input_port_names(config):
     """The names of the input ports of ``GradientCompressor(**config)``, as in the RTLIL, from
     its signature alone (no compressor is built)."""
-    from design.compressor import signature
+    from gradient_compressor.design.compressor import signature
     return ["__".join(map(str, path)) for path, member in signature(**config).members.flatten()
             if member.is_port and member.flow == In]
 
@@ -87,7 +87,7 @@ def _simulate(dut, steps, *, drain, drained, drive, record, vcd):
     step's ``rst``), then up to ``drain`` cycles of ``drained`` until it is idle. Returns
     ``record(ctx, cycle, draining, inputs)`` of every cycle."""
     from amaranth import ClockDomain, Elaboratable, Module
-    from simulation.driver import run_testbench
+    from gradient_compressor.simulation.driver import run_testbench
     cd = ClockDomain("sync")
 
     class Top(Elaboratable):
@@ -207,7 +207,7 @@ def l1_input_names(config):
     is its address with the lane bits cleared), ``in_thresh`` (the beat's threshold),
     ``in_<field>`` for every other field of the beat, ``in_flush``, ``in_ready``
     (``push.ready``), ``in_random`` (the random bits a step takes) and ``in_lfsr_load``."""
-    from design.layouts import classified_line_layout
+    from gradient_compressor.design.layouts import classified_line_layout
     layout = classified_line_layout(config["addr_width"], config["grad_width"],
                                     config["lanes"])
     fields = [name for name, _ in layout if name not in ("addr", "threshold")]

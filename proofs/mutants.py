@@ -1,24 +1,25 @@
 """Mutation check: planted bugs in copies of the RTL; each must make some property fail.
 
-    python -m proofs.mutants [-j 2] [-k NAME] [--config sample|small|default|all]
+    python -m gradient_compressor.proofs.mutants [-j 2] [-k NAME]
+        [--config sample|small|default|all]
 
 Each mutant is a textual patch applied to a copy of ``design/`` in a temporary directory, at a
 *mutation site*: a ``# mutation site: NAME`` comment in the RTL that marks the line where the
 patched text begins. The text is matched whatever its whitespace and comments, and the patch
-fails loudly if the site or its text is not found, so the check cannot rot silently when the
-RTL changes or is reformatted. The copy shadows ``design`` on ``PYTHONPATH`` while the
-harness is generated. Mutants come in classes (policy, progress, counters, power-up, widths,
-l2, forwarding, and one per run-time mode: dual-threshold, stochastic, ema, bypass), several
-per class. Every mutant is checked by bounded model checking from
-reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
+fails loudly if the site or its text is not found, so the check cannot rot silently when the RTL
+changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while the
+harness is generated (``proofs.run.module_command``). Mutants come in classes (policy, progress,
+counters, power-up, widths, l2, forwarding, and one per run-time mode: dual-threshold,
+stochastic, ema, bypass), several per class. Every mutant is checked by bounded model checking
+from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
-safety property, then progress and termination under DRAM fairness. The mutants that only a
-long run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a
-discard before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``:
-a completed flush of all 32 sets) are checked there by a deep BMC of every safety property,
-or of progress and termination, under a directed stimulus (``properties.covers``);
-its counterexample is still a trace from reset of the mutant. It counts as caught only by a failed
-bounded check with a counterexample trace from reset (an induction CTI does not count) that
+safety property, then progress and termination under DRAM fairness. The mutants that only a long
+run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a discard
+before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``: a completed
+flush of all 32 sets) are checked there by a deep BMC of every safety property, or of progress
+and termination, under a directed stimulus (``properties.covers``); its counterexample is still
+a trace from reset of the mutant. It counts as caught only by a failed bounded check with a
+counterexample trace from reset (an induction CTI does not count) that
 fails again when replayed with z3 (``proofs.run.replay_with_z3``; the "caught by" names are
 those of the replay). The check fails if some mutant survives on some configuration.
 """
@@ -31,17 +32,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from reports.console import ArgumentParser, positive_integer, table, usage_error
-from properties.component import COMPONENTS
-from properties.harness import CONFIGS
+from gradient_compressor.cli import (ArgumentParser, positive_integer, table, usage_error)
+from gradient_compressor.properties.component import COMPONENTS
+from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC
-from reports.provenance import write_results
+from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
 __all__ = ["MUTANTS", "apply_mutant"]
 
-#: name -> (class, description, mutation site, old text, new text). The classes are the kinds of bug
-#: the proofs must catch; every class has several mutants.
+#: name -> (class, description, mutation site, old text, new text). The classes are the kinds of
+#: bug the proofs must catch; every class has several mutants.
 MUTANTS = {
     # -- policy: bugs that never change a per-address sum -----------------------------------
     "victim_never_moves": (
@@ -124,7 +125,8 @@ MUTANTS = {
         "self.valid_count.eq(self.valid_base + self.s4_inc - self.s4_dec)",
         "self.valid_count.eq(self.valid_base + self.s4_inc)"),
     "empty_flag_a_cycle_late": (
-        "counters", "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
+        "counters",
+        "L1's empty flag follows valid_base a cycle late (idle while an entry is held)",
         "empty-flag",
         "self.valid_base_zero.eq(becomes(0)),",
         "self.valid_base_zero.eq(self.valid_base == 0),"),
@@ -368,7 +370,8 @@ MUTANTS = {
         "registers", "a read returns only the low 16 bits of its register's word",
         "register-read-data",
         "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register))",
-        "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
+        "with m.If(hits[register.name]):\n"
+        "    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
         "bypassed-strobe",
@@ -382,9 +385,10 @@ MUTANTS = {
 #: cycles after its acceptance, so a fifth write finds L2 full in step 12) needs 14, and its
 #: progress bound (N = 13) 24 after a flush.
 CONFIGS_CHECKED = [("small", 2, 14, 24), ("default", 2, 40, 72)]
-#: The mutants `make mutants` (and so `make test`) also checks on the default configuration:
-#: at least one per class, and besides them every mutant of :data:`DEEP` and
-#: :data:`DEEP_LIVENESS` (under its directed stimulus). Every mutant on both configurations is `--config all`, a longer run.
+#: The mutants `make mutants` (and so `make test`) also checks on the default configuration: at
+#: least one per class, and besides them every mutant of :data:`DEEP` and :data:`DEEP_LIVENESS`
+#: (under its directed stimulus). Every mutant on both configurations is `--config all`, a
+#: longer run.
 DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highest_free_way",
                   "push_only_into_empty_l2", "accepted_count_counts_valid",
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
@@ -622,13 +626,41 @@ def check_mutant(name, tmp, config):
 
 
 def main(argv=None):
-    p = ArgumentParser(prog="python -m proofs.mutants",
+    configs = [c[0] for c in CONFIGS_CHECKED]
+    p = _parser(configs)
+    args = p.parse_args(argv)
+    names = [n for n in MUTANTS if not args.filter or args.filter in n]
+    if not names:
+        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
+    tasks = _tasks(names, args.config, configs)
+    start = time.time()
+    results = _check_all(names, tasks, configs, args.jobs)
+    print()
+    text = _results_table(results)
+    print(text)
+    survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
+    summary = (f"{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
+               f"wall time {time.time() - start:.0f} s")
+    print("\n" + summary)
+    if args.out:
+        write_results(args.out, "Mutation check", summary, text)
+    for r in results:
+        if r["caught"] and r["result"].get("witness"):
+            print(f"  {r['mutant']} ({r['config']}): "
+                  f"{replay_command(r['result']['witness'])}")
+    if survivors:
+        print("surviving mutants: " + ", ".join(survivors))
+        return 1
+    return 0
+
+
+def _parser(configs):
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs.mutants",
                        description="Mutation check: every planted bug must be caught.",
                        epilog="Exit status: 0 every mutant caught, 1 one survived, 2 bad "
                               "argument.")
     p.add_argument("-j", "--jobs", type=positive_integer, default=2)
     p.add_argument("-k", "--filter", default=None, help="only mutants whose name contains this")
-    configs = [c[0] for c in CONFIGS_CHECKED]
     p.add_argument("--config", choices=configs + ["all", "sample"], default="sample",
                    help="configurations to check each mutant on: one of them, all, or "
                         "(default) every mutant on small, and on default one per class "
@@ -636,21 +668,25 @@ def main(argv=None):
                         "stimulus) but ALL_ONLY")
     p.add_argument("--out", default=None, metavar="FILE.md",
                    help="also write the table here, with the command, commit and date")
-    args = p.parse_args(argv)
-    names = [n for n in MUTANTS if not args.filter or args.filter in n]
-    if not names:
-        return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
-    if args.config == "sample":
-        tasks = [(n, "small") for n in names] + [(n, "default") for n in names
-                                                   if (n in DEFAULT_SAMPLE or n in DEEP
-                                                       or n in DEEP_LIVENESS)
-                                                   and n not in ALL_ONLY]
-    else:
-        chosen = configs if args.config == "all" else [args.config]
-        tasks = [(n, c) for c in chosen for n in names]
-    start = time.time()
-    # Mutant copies are kept (gitignored) so that `python -m proofs replay` can rerun a
-    # counterexample on the mutant it came from.
+    return p
+
+
+def _tasks(names, config, configs):
+    """The (mutant, configuration) checks that ``--config`` asks for."""
+    if config == "sample":
+        return [(n, "small") for n in names] + [(n, "default") for n in names
+                                                  if (n in DEFAULT_SAMPLE or n in DEEP
+                                                      or n in DEEP_LIVENESS)
+                                                  and n not in ALL_ONLY]
+    chosen = configs if config == "all" else [config]
+    return [(n, c) for c in chosen for n in names]
+
+
+def _check_all(names, tasks, configs, jobs):
+    """Check every task on ``jobs`` threads, printing each verdict as it comes; the results
+    in the order of the tasks."""
+    # Mutant copies are kept (gitignored) so that `python -m gradient_compressor.proofs replay`
+    # can rerun a counterexample on the mutant it came from.
     tmp = os.path.join(work_dir(), "mutant-designs")
     shutil.rmtree(tmp, ignore_errors=True)
     # Patch every copy first, so that a rotten patch fails before any proof runs.
@@ -671,30 +707,17 @@ def main(argv=None):
     # the end; the table keeps the order of the tasks.
     order = sorted(range(len(tasks)), key=lambda i: tasks[i] not in
                    [(n, "default") for n in list(DEEP) + list(DEEP_LIVENESS)])
-    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
         done = dict(zip(order, pool.map(one, [tasks[i] for i in order])))
-    results = [done[i] for i in range(len(tasks))]
-    print()
+    return [done[i] for i in range(len(tasks))]
+
+
+def _results_table(results):
     rows = [[r["mutant"], MUTANTS[r["mutant"]][0], MUTANTS[r["mutant"]][1], r["config"],
              f"{r['job']}: {r['property']}" if r["caught"] else f"SURVIVED {r['property']}",
              f"{r['seconds']:.0f}"] for r in results]
-    text = table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
+    return table(rows, ["mutant", "class", "planted bug", "config", "caught by (job: property)",
                         "seconds"], align=["left", "left", "left", "left", "left", "right"])
-    print(text)
-    survivors = [f"{r['mutant']} ({r['config']})" for r in results if not r["caught"]]
-    summary = (f"{len(results) - len(survivors)}/{len(results)} mutant checks caught; "
-               f"wall time {time.time() - start:.0f} s")
-    print("\n" + summary)
-    if args.out:
-        write_results(args.out, "Mutation check", summary, text)
-    for r in results:
-        if r["caught"] and r["result"].get("witness"):
-            print(f"  {r['mutant']} ({r['config']}): "
-                  f"{replay_command(r['result']['witness'])}")
-    if survivors:
-        print("surviving mutants: " + ", ".join(survivors))
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 (the engine behind YosysHQ's mcy) on each component's netlist, a fixed seeded sample of
 mutations, each checked against that component's own proofs.
 
-    python -m proofs.netlist_mutants [-n 200] [--seed 1] [-c l2 -c queue ...] [-j 2]
-                                     [--config small] [--out FILE.md]
+    python -m gradient_compressor.proofs.netlist_mutants [-n 200] [--seed 1]
+        [-c l2 -c queue ...] [-j 2] [--config small] [--out FILE.md]
 
 For each component (``properties.component.COMPONENTS``) with the parameters it has in
 ``--config``, the harness's RTLIL is made once; ``mutate -list`` samples mutations of the
@@ -27,8 +27,9 @@ each mutation is applied after ``proc`` and checked:
    the BMC depth).
 
 Every survivor must be triaged in :data:`TRIAGE` (why it is equivalent after all, or the
-property that now answers it); the command exits 1 if one is not. The table (score per component, survivors
-with their triage) goes to ``--out`` as Markdown, with the command, commit and date.
+property that now answers it); the command exits 1 if one is not. The table (score per
+component, survivors with their triage) goes to ``--out`` as Markdown, with the command, commit
+and date.
 """
 
 import os
@@ -41,11 +42,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 from amaranth.back import rtlil
 
-from properties.component import COMPONENTS, ComponentHarness
-from properties.harness import CONFIGS
-from reports.console import ArgumentParser, positive_integer, table
+from gradient_compressor.properties.component import COMPONENTS, ComponentHarness
+from gradient_compressor.properties.harness import CONFIGS
+from gradient_compressor.cli import ArgumentParser, positive_integer, table
 from .gen import solver
-from reports.provenance import write_results
+from gradient_compressor.provenance import write_results
 from .run import _run_group, read_sby_outcome, tool_args, work_dir
 
 __all__ = ["sample", "check", "TRIAGE"]
@@ -268,7 +269,7 @@ def main(argv=None):
 
 
 def _parser():
-    p = ArgumentParser(prog="python -m proofs.netlist_mutants",
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs.netlist_mutants",
                        description="Yosys mutate on each component's netlist, checked "
                                    "against the component's own proofs.",
                        epilog="Exit status: 0 every survivor triaged, 1 an untriaged "

@@ -2,8 +2,8 @@
 simulator, check the compressor's contract on it in Python, and optionally write it out as a
 pytest regression test.
 
-    python -m proofs replay proofs/work/JOB/job/engine_0/trace.yw [--pytest tests/test_x.py]
-        [--vcd replay.vcd]
+    python -m gradient_compressor.proofs replay proofs/work/JOB/job/engine_0/trace.yw
+        [--pytest tests/test_x.py] [--vcd replay.vcd]
 
 The inputs of every cycle (reset, ``grad_in``, ``threshold``, ``flush``, DRAM ``ready``, every
 run-time mode input and the random bits, which replace the LFSR's as in the proofs) are read
@@ -22,14 +22,12 @@ import json
 import os
 import sys
 
-from reports.console import UsageError, check_writable, table
+from gradient_compressor.design.params import MODE_INPUTS
+from gradient_compressor.cli import UsageError, check_writable, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
-from design.params import MODES_OFF
-
-#: The run-time mode inputs the harness leaves free (``in_<name>`` in a witness).
-MODE_INPUTS = list(MODES_OFF) + ["lfsr_seed", "lfsr_load"]
+#: The harness's free inputs (``in_<name>`` in a witness), its run-time mode inputs among them.
 INPUTS = (["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready",
            "in_random"] + [f"in_{name}" for name in MODE_INPUTS])
 # Names under which a witness may record the harness's free inputs (the wire yosys keeps).
@@ -144,9 +142,9 @@ def _signed(v, width):
 def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
     """Drive ``steps`` into a fresh compressor, then drain it. Returns per-cycle records."""
     from amaranth import Module, ClockDomain, Elaboratable
-    from simulation.driver import run_testbench
+    from gradient_compressor.simulation.driver import run_testbench
 
-    from properties.harness import FreeRandom
+    from gradient_compressor.properties.harness import FreeRandom
     dut = dut_factory()
     gw = dut.grad_width
     # The random bits as the proof had them: the stand-in LFSR's next state is the witness's
@@ -170,34 +168,15 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
         modes, rand = dict.fromkeys(MODE_INPUTS, 0), 0
         for k in range(len(plan) + drain):
             if k < len(plan):
-                s = plan[k]
-                inp = dict(rst=s.get("rst", 0), valid=s.get("in_valid", 0),
-                           addr=s.get("in_addr", 0), grad=_signed(s.get("in_grad", 0), gw),
-                           thresh=s.get("in_thresh", 0), flush=s.get("in_flush", 0),
-                           ready=s.get("in_ready", 0))
-                modes = {name: s.get(f"in_{name}", 0) for name in MODE_INPUTS}
-                rand = s.get("in_random", 0)
+                inp, modes, rand = _step_inputs(plan[k], gw)
             else:   # drain: no new gradient, flush high, DRAM always ready
                 inp = dict(rst=0, valid=0, addr=0, grad=0, thresh=0, flush=1, ready=1)
             for name, value in modes.items():
                 ctx.set(getattr(dut, name), value)
             ctx.set(random.source, rand)
             ctx.set(cd.rst, inp["rst"])
-            ctx.set(dut.grad_in.valid, inp["valid"])
-            ctx.set(dut.grad_in.p.addr, inp["addr"])
-            ctx.set(dut.grad_in.p.grad, inp["grad"])
-            ctx.set(dut.threshold, inp["thresh"])
-            ctx.set(dut.flush, inp["flush"])
-            ctx.set(dut.dram_out.ready, inp["ready"])
-            rec = dict(cycle=k, drain=k >= len(plan), **inp,
-                       in_ready_out=ctx.get(dut.grad_in.ready),
-                       dram_valid=ctx.get(dut.dram_out.valid),
-                       dram_addr=ctx.get(dut.dram_out.p.addr),
-                       dram_value=ctx.get(dut.dram_out.p.value),
-                       idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
-                       l2_level=ctx.get(dut.l2_level), discard=ctx.get(dut.discard),
-                       discard_addr=ctx.get(dut.discard_addr),
-                       discard_error=ctx.get(dut.discard_error))
+            _drive(ctx, dut, inp)
+            rec = dict(cycle=k, drain=k >= len(plan), **inp, **_observe(ctx, dut))
             records.append(rec)
             await ctx.tick()
             if rec["drain"] and rec["idle"] and k >= len(plan) + 2:
@@ -205,6 +184,38 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
 
     run_testbench(top, bench, vcd=vcd)
     return dut, records
+
+
+def _step_inputs(step, grad_width):
+    """One witness step's inputs (a missing one read as 0): the stream, threshold, flush and
+    reset inputs by their short names, the mode inputs, and the random bits."""
+    inp = dict(rst=step.get("rst", 0), valid=step.get("in_valid", 0),
+               addr=step.get("in_addr", 0), grad=_signed(step.get("in_grad", 0), grad_width),
+               thresh=step.get("in_thresh", 0), flush=step.get("in_flush", 0),
+               ready=step.get("in_ready", 0))
+    modes = {name: step.get(f"in_{name}", 0) for name in MODE_INPUTS}
+    return inp, modes, step.get("in_random", 0)
+
+
+def _drive(ctx, dut, inp):
+    ctx.set(dut.grad_in.valid, inp["valid"])
+    ctx.set(dut.grad_in.p.addr, inp["addr"])
+    ctx.set(dut.grad_in.p.grad, inp["grad"])
+    ctx.set(dut.threshold, inp["thresh"])
+    ctx.set(dut.flush, inp["flush"])
+    ctx.set(dut.dram_out.ready, inp["ready"])
+
+
+def _observe(ctx, dut):
+    """The compressor's outputs the replay's checks read, this cycle."""
+    return dict(in_ready_out=ctx.get(dut.grad_in.ready),
+                dram_valid=ctx.get(dut.dram_out.valid),
+                dram_addr=ctx.get(dut.dram_out.p.addr),
+                dram_value=ctx.get(dut.dram_out.p.value),
+                idle=ctx.get(dut.idle), valid_count=ctx.get(dut.l1_valid_count),
+                l2_level=ctx.get(dut.l2_level), discard=ctx.get(dut.discard),
+                discard_addr=ctx.get(dut.discard_addr),
+                discard_error=ctx.get(dut.discard_error))
 
 
 def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
@@ -262,21 +273,23 @@ def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
 
 
 def _load_design(design_path=None):
-    """The ``design`` package from ``design_path`` (a directory holding ``design/``), or the
-    project's own one."""
+    """The package ``gradient_compressor.design`` from ``design_path`` (a folder holding a copy
+    of ``design/``), or the project's own one (beside ``proofs/``)."""
+    import gradient_compressor
+    name = "gradient_compressor.design"
     root = os.path.abspath(design_path or
                            os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    mod = sys.modules.get("design")
+    mod = sys.modules.get(name)
     if mod is not None and os.path.dirname(os.path.dirname(os.path.abspath(mod.__file__))) \
             == root:
         return mod
-    for name in [m for m in sys.modules if m == "design" or m.startswith("design.")]:
-        del sys.modules[name]
-    sys.path.insert(0, root)
+    for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
+        del sys.modules[loaded]
+    gradient_compressor.__path__.insert(0, root)
     try:
-        return importlib.import_module("design")
+        return importlib.import_module(name)
     finally:
-        sys.path.remove(root)
+        gradient_compressor.__path__.remove(root)
 
 
 def _factory(config, design_path=None):
@@ -289,7 +302,7 @@ def _l1_factory(config, design_path=None):
     """The line L1 alone of ``config`` (``lanes`` among it) as its proof's harness holds it
     (``properties.harness.L1Alone``), around the ``LineAccumulator`` of ``design_path``."""
     def make():
-        from properties.harness import L1Alone
+        from gradient_compressor.properties.harness import L1Alone
         return L1Alone(l1_class=_load_design(design_path).LineAccumulator, **config)
     return make
 
@@ -298,11 +311,11 @@ PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample.
 
 Source: {source}
 Job: {job} (config {config_name}); failing property: {failed}
-Generated by `python -m proofs replay ... --pytest`.
+Generated by `python -m gradient_compressor.proofs replay ... --pytest`.
 """
 
-from proofs.replay import check_steps
-from design import GradientCompressor
+from gradient_compressor.proofs.replay import check_steps
+from gradient_compressor.design import GradientCompressor
 
 CONFIG = {config!r}
 BOUND = {bound!r}
@@ -318,15 +331,16 @@ def test_{name}():
 '''
 
 
-LINE_PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample of the compressor on lines.
+LINE_PYTEST_TEMPLATE = '''\
+"""Regression test replayed from a formal counterexample of the compressor on lines.
 
 Source: {source}
 Job: {job} (config {config_name}); failing property: {failed}
-Generated by `python -m proofs replay ... --pytest`.
+Generated by `python -m gradient_compressor.proofs replay ... --pytest`.
 """
 
-from proofs.line_replay import check_line_steps
-from design import GradientCompressor
+from gradient_compressor.proofs.line_replay import check_line_steps
+from gradient_compressor.design import GradientCompressor
 
 CONFIG = {config!r}
 # The compressor's input ports per cycle, from the trace.
@@ -341,16 +355,16 @@ def test_{name}():
 '''
 
 
-L1_PYTEST_TEMPLATE = '''"""Regression test replayed from a formal counterexample of the line L1 alone.
+L1_PYTEST_TEMPLATE = '''"""Regression test replayed from a counterexample of the line L1 alone.
 
 Source: {source}
 Job: {job} (config {config_name}); failing property: {failed}
-Generated by `python -m proofs replay ... --pytest`.
+Generated by `python -m gradient_compressor.proofs replay ... --pytest`.
 """
 
-from proofs.line_replay import check_l1_steps
-from properties.harness import L1Alone
-from design import LineAccumulator
+from gradient_compressor.proofs.line_replay import check_l1_steps
+from gradient_compressor.properties.harness import L1Alone
+from gradient_compressor.design import LineAccumulator
 
 CONFIG = {config!r}
 # The line L1's free inputs per cycle, from the trace.
@@ -401,8 +415,8 @@ def _failed(jobdir, props):
 
 
 def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=False):
-    """``python -m proofs replay``: returns the exit status; a bad file raises
-    :class:`WitnessError` or :class:`~reports.console.UsageError`. ``pytest_path`` is written
+    """``python -m gradient_compressor.proofs replay``: returns the exit status; a bad file raises
+    :class:`WitnessError` or :class:`~cli.UsageError`. ``pytest_path`` is written
     only if the replay shows a violation (the test asserts there is none: it fails until the
     bug is fixed), and never over an existing file unless ``force``."""
     _check_arguments(path, vcd, pytest_path, force)
@@ -492,7 +506,7 @@ def _replay_and_show(factory, steps, *, lines, bound, vcd, alone=None):
         print("no contract violation in the Amaranth simulation "
               "(the formal property may be an internal invariant)")
     if vcd:
-        from simulation.waves import gtkw_path_for
+        from gradient_compressor.simulation.waves import gtkw_path_for
         print(f"wrote {vcd}: gtkwave {vcd} {gtkw_path_for(vcd)}")
     return errors
 

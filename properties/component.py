@@ -1,9 +1,10 @@
 """Each component proven alone, as ZipCPU and ``amaranth.lib.fifo`` do it: the component with
-every input port free (``AnySeq``) and a free reset, its own contract (the properties beside
-its logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`, :mod:`.discards`)
-asserted and what it requires of its inputs (:meth:`.base.PropertySet.require`) assumed. The
-system harness (:mod:`.harness`) instantiates the same contracts on its submodules, where
-they are assumed and the requirements asserted (:data:`.base.COMPONENT_GROUPS`).
+every input port free (``AnySeq``) and a free reset, its own contract (the properties beside its
+logic: :mod:`.writeback`, :mod:`.queue`, :mod:`.lfsr`, :mod:`.ema`, :mod:`.streamer`,
+:mod:`.discards`) asserted and what it requires of its inputs
+(:meth:`.base.PropertySet.require`) assumed. The system harness (:mod:`.harness`) instantiates
+the same contracts on its submodules, where they are assumed and the requirements asserted
+(:data:`.base.COMPONENT_GROUPS`).
 
 L1's contract is proven alone too, by the system harness built around L1 alone
 (:class:`.harness.L1Alone`): its properties read the harness's views (the gradients as
@@ -21,14 +22,14 @@ from amaranth.asserts import AnySeq, Initial
 from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
-from design.l1 import L1Accumulator
-from design.layouts import write_layout
-from design.compressor import signature as compressor_signature
-from design.modes import DiscardTotals, EmaThreshold, Lfsr
-from design.registers import RegisterFile, member_shapes, register_map
-from design.queue import WriteQueue
-from design.streamer import Streamer
-from design.writeback import WritebackBuffer
+from gradient_compressor.design.l1 import L1Accumulator
+from gradient_compressor.design.layouts import write_layout
+from gradient_compressor.design.compressor import signature as compressor_signature
+from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
+from gradient_compressor.design.registers import RegisterFile, member_shapes, register_map
+from gradient_compressor.design.queue import WriteQueue
+from gradient_compressor.design.streamer import Streamer
+from gradient_compressor.design.writeback import WritebackBuffer
 
 from . import discards, ema, lfsr, queue, registers, streamer, writeback
 from .base import PropertySet

@@ -176,13 +176,46 @@ def check_stimulus(name):
 def constrain(h, m, P, name):
     """Assume the directed stimulus ``name`` (one of :data:`STIMULI`) on the free inputs."""
     check_stimulus(name)
+    n = _accepted_so_far(h, m)
+    valid, addr, grad, thresh, flush, ready = _stimulus_inputs(h, m, name, n)
+    # The harness's own free choices are pinned too (they do not drive the design): the
+    # tracked address is the stimulus's first one, and the FIFO contract follows the first
+    # write into L2. Every run-time mode is off, but those the stimulus sets (MODES).
+    modes = MODES.get(name, {})
+    unknown = set(modes) - set(h.in_modes)
+    if unknown:
+        raise ValueError(f"stimulus {name!r} sets {', '.join(sorted(unknown))}: not a "
+                         f"mode input ({', '.join(h.in_modes)})")
+    inputs = [(h.track, 0), (h.fifo_pick, 1), (h.in_valid, valid), (h.in_addr, addr),
+              (h.in_grad, grad), (h.in_thresh, thresh), (h.in_flush, flush),
+              (h.in_ready, ready)]
+    inputs += [(sig, modes.get(mode, 0)) for mode, sig in h.in_modes.items()]
+    if h.simulate:
+        # The simulation starts from power-up, as the solver's run does from its reset cycle.
+        # The queue's contract follows its first write too (the solver may pick any).
+        m.d.comb += [sig.eq(value) for sig, value in inputs + [(h.queue_pick, 1)]]
+        return
+    P.assume("input", f"stimulus_{name}",
+             (h.rst == Initial()) & Cat(sig == value for sig, value in inputs).all())
+
+
+def _accepted_so_far(h, m):
+    """The gradients accepted so far, saturating above every count a stimulus uses."""
     d = h.dut
-    top = (1 << h.gw) - 1
     entries = d.sets * d.ways
     limit = max(entries, d.fifo_depth + 1)     # n saturates above every count used below
     n = Signal(range(limit + 2), name="stimulus_accepted")
     with m.If(h.accept & (n <= limit)):
         m.d.sync += n.eq(n + 1)
+    return n
+
+
+def _stimulus_inputs(h, m, name, n):
+    """The stimulus ``name``'s ``valid``, ``addr``, ``grad``, ``thresh``, ``flush`` and DRAM
+    ``ready``, from the count ``n`` of gradients accepted so far."""
+    d = h.dut
+    top = (1 << h.gw) - 1
+    entries = d.sets * d.ways
 
     def flushed():
         """Whether idle has answered flush yet (a register)."""
@@ -217,22 +250,4 @@ def constrain(h, m, P, name):
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled
-    # The harness's own free choices are pinned too (they do not drive the design): the
-    # tracked address is the stimulus's first one, and the FIFO contract follows the first
-    # write into L2. Every run-time mode is off, but those the stimulus sets (MODES).
-    modes = MODES.get(name, {})
-    unknown = set(modes) - set(h.in_modes)
-    if unknown:
-        raise ValueError(f"stimulus {name!r} sets {', '.join(sorted(unknown))}: not a "
-                         f"mode input ({', '.join(h.in_modes)})")
-    inputs = [(h.track, 0), (h.fifo_pick, 1), (h.in_valid, valid), (h.in_addr, addr),
-              (h.in_grad, grad), (h.in_thresh, thresh), (h.in_flush, flush),
-              (h.in_ready, ready)]
-    inputs += [(sig, modes.get(mode, 0)) for mode, sig in h.in_modes.items()]
-    if h.simulate:
-        # The simulation starts from power-up, as the solver's run does from its reset cycle.
-        # The queue's contract follows its first write too (the solver may pick any).
-        m.d.comb += [sig.eq(value) for sig, value in inputs + [(h.queue_pick, 1)]]
-        return
-    P.assume("input", f"stimulus_{name}",
-             (h.rst == Initial()) & Cat(sig == value for sig, value in inputs).all())
+    return valid, addr, grad, thresh, flush, ready

@@ -12,7 +12,7 @@ lies in ``[0, 2**(grad_width - 1) << 8]``; ``latched_average`` is its value at t
 
 from amaranth import *
 
-from design.params import EMA_FRACTION_BITS
+from gradient_compressor.design.params import EMA_FRACTION_BITS
 
 from .modes import ema_threshold
 

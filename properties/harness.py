@@ -20,11 +20,12 @@ from amaranth import *
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
 
-from design import GradientCompressor, L1Accumulator, L1State, LineAccumulator
-from design.compressor import connect_random
-from design.compare import at_most
-from design.layouts import value_width
-from design.params import BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODES_OFF, ema_fraction_bits
+from gradient_compressor.design import GradientCompressor, L1Accumulator, L1State, LineAccumulator
+from gradient_compressor.design.compressor import connect_random
+from gradient_compressor.design.compare import at_most
+from gradient_compressor.design.layouts import value_width
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODE_INPUTS,
+                                               ema_fraction_bits)
 
 from .base import PropertySet
 from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
@@ -38,10 +39,9 @@ __all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "L1Alone", "L1_GROUPS", "mo
 
 
 def mode_inputs(dut):
-    """``{name: width}`` of the design's run-time mode inputs: every key of
-    :data:`design.params.MODES_OFF`, and the LFSR's seed and load."""
-    names = list(MODES_OFF) + ["lfsr_seed", "lfsr_load"]
-    return {name: len(getattr(dut, name)) for name in names}
+    """``{name: width}`` of the design's run-time mode inputs
+    (:data:`design.params.MODE_INPUTS`)."""
+    return {name: len(getattr(dut, name)) for name in MODE_INPUTS}
 
 
 class FreeRandom(Elaboratable):
@@ -781,5 +781,4 @@ class FormalHarness(Elaboratable):
 
     # Signals shown in trace tables and replayed from witnesses.
     INPUTS = (["rst", "in_valid", "in_addr", "in_grad", "in_thresh", "in_flush", "in_ready",
-               "in_random"] + [f"in_{name}" for name in list(MODES_OFF) +
-                               ["lfsr_seed", "lfsr_load"]])
+               "in_random"] + [f"in_{name}" for name in MODE_INPUTS])

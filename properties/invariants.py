@@ -54,11 +54,24 @@ def _row_checks(h, P, row, where, active):
 
 
 def add(h, m, P):
-    d, l1 = h.dut, h.dut.l1
-    S, W, D = d.sets, d.ways, d.fifo_depth
-    scan, init = h.scan, h.init
+    """The ``valid_count``, ``lemma``, ``overflow`` and ``unique_tag`` groups (and in the
+    system, L2's tracked writes and level port)."""
+    s3_now = _valid_count_moves(h, m, P)
+    _valid_count_covers_the_sets(h, m, P, s3_now)
+    _rows_well_formed(h, P)
+    if h.system:
+        # L2's own contract is properties/writeback.py's.
+        d, wb = h.dut, h.dut.writeback
+        if h.l2_ports:
+            P.check("storage", "l2_tracked_writes_at_most_depth", h.l2_n <= d.fifo_depth)
+        P.check("counters", "l2_level_port_is_level", d.l2_level == wb.level)
 
-    # -- valid_count ------------------------------------------------------------------------
+
+def _valid_count_moves(h, m, P):
+    """``valid_count`` is bounded, 0 while INIT, and moves with the decided row and the scan.
+    Returns s3's set as it is now."""
+    l1, S, W = h.dut.l1, h.dut.sets, h.dut.ways
+    scan, init = h.scan, h.init
     P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
     P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
     # L1's "holds nothing" comes from flags registered beside valid_base, not from the count.
@@ -82,6 +95,14 @@ def add(h, m, P):
     last_init = Signal(name="l1_init_last_cycle")
     m.d.sync += last_init.eq(init)
     P.check("valid_count", "init_only_after_reset", ~checked | last_init | ~init)
+    return s3_now
+
+
+def _valid_count_covers_the_sets(h, m, P, s3_now):
+    """The lemmas that ``valid_count`` covers each set's valid ways: proven with the whole
+    storage, else assumed for the past cycles (group ``lemma``)."""
+    l1, S, W = h.dut.l1, h.dut.sets, h.dut.ways
+    scan, init = h.scan, h.init
     # Each set's valid ways are counted in valid_count, and the other sets hold the rest.
     def covers(n):
         return init | ((n <= l1.valid_count) & (l1.valid_count <= n + (S - 1) * W))
@@ -112,16 +133,11 @@ def add(h, m, P):
             m.d.sync += held.eq(test)
             P.assume("lemma", name, held)
 
-    # -- overflow, unique tags ----------------------------------------------------------------
+
+def _rows_well_formed(h, P):
+    """No entry overflows and no tag is held twice, in the tracked set (and every set read)."""
+    init = h.init
     _row_checks(h, P, h.track_row, "tracked_set", ~init)
     P.check("unique_tag", "tracked_address_in_at_most_one_way", init | (h.l1_n <= 1))
     for i, port in enumerate(h.l1_ports):
         _row_checks(h, P, h.current(port, i, f"every_set{i}_now"), "every_set", ~init)
-    if not h.system:
-        return
-    # -- the system's: L2's tracked writes and level port (L2's own contract is
-    # properties/writeback.py's) ----------------------------------------------------------
-    wb = d.writeback
-    if h.l2_ports:
-        P.check("storage", "l2_tracked_writes_at_most_depth", h.l2_n <= D)
-    P.check("counters", "l2_level_port_is_level", d.l2_level == wb.level)

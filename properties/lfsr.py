@@ -2,17 +2,17 @@
 and proven in its own harness (:mod:`.component`), every input free. (In the system proofs
 the random bits are free instead: :class:`~properties.harness.FreeRandom`.)
 
-``lfsr``: the LFSR is its definition: after reset its state is ``LFSR_RESET`` (1); a cycle
-with ``load`` takes ``seed``, or ``LFSR_RESET`` for a seed of 0; else a cycle with ``step`` takes the
-Galois successor of the polynomial :data:`~design.params.LFSR_POLYNOMIAL` (computed here bit
-by bit from its exponents, not from the design's mask); else the state holds. ``next_state``
-is always the successor of ``state``, and the state is never 0 (an all-zero LFSR never
-moves). Hence from any state the LFSR follows the polynomial's sequence.
+``lfsr``: the LFSR is its definition: after reset its state is ``LFSR_RESET`` (1); a cycle with
+``load`` takes ``seed``, or ``LFSR_RESET`` for a seed of 0; else a cycle with ``step`` takes the
+Galois successor of the polynomial :data:`~design.params.LFSR_POLYNOMIAL` (computed here bit by
+bit from its exponents, not from the design's mask); else the state holds. ``next_state`` is
+always the successor of ``state``, and the state is never 0 (an all-zero LFSR never moves).
+Hence from any state the LFSR follows the polynomial's sequence.
 """
 
 from amaranth import *
 
-from design.params import LFSR_POLYNOMIAL, LFSR_RESET, LFSR_WIDTH
+from gradient_compressor.design.params import LFSR_POLYNOMIAL, LFSR_RESET, LFSR_WIDTH
 
 from .base import past
 

@@ -17,8 +17,8 @@ from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
-from design.compressor import GradientCompressor
-from design.params import log2
+from gradient_compressor.design.compressor import GradientCompressor
+from gradient_compressor.design.params import log2
 
 from .base import PropertySet, past
 

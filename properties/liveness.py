@@ -15,8 +15,8 @@ their assertions are invariants a short induction can carry.
 
 from amaranth import *
 
-from design import L1State
-from design.l1 import L1Accumulator
+from gradient_compressor.design import L1State
+from gradient_compressor.design.l1 import L1Accumulator
 
 __all__ = ["add", "flush_bound", "l2_place_period", "measure_max", "progress_bound"]
 
@@ -102,14 +102,16 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size):
 
 
 def add(h, m, P):
-    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
-    probe = l1.probe
-    S, K = d.sets, h.fairness
-    state = probe.state
-    run, scan, done, init = (state == L1State.RUN), (state == L1State.SCAN), \
-        (state == L1State.DONE), h.init
+    """The ``progress`` and ``termination`` groups."""
+    _progress(h, m, P)
+    measure = _flush_measure(h, m)
+    window, stuck = _measure_falls_under_flush(h, m, P, measure)
+    _flush_ends_within_bound(h, m, P, measure, window, stuck)
 
-    # -- progress -----------------------------------------------------------------------------
+
+def _progress(h, m, P):
+    """A gradient offered is accepted within ``N`` cycles."""
+    d, probe = h.dut, h.dut.l1.probe
     N = h.progress
     wait = Signal(range(N + 1), name="progress_wait")   # cycles offered and not yet taken
     h.progress_wait = wait
@@ -122,9 +124,14 @@ def add(h, m, P):
             ~(offered & ~d.grad_in.ready) | (wait < N - 1))
     # INIT is the one long wait (a cycle per set): the induction carries it with this
     # invariant; every other wait is shorter than the induction window.
-    P.check("progress", "init_wait_at_most_sets_cleared", ~init | (wait <= probe.scan_set))
+    P.check("progress", "init_wait_at_most_sets_cleared", ~h.init | (wait <= probe.scan_set))
 
-    # -- termination: the measure of work left --------------------------------------------
+
+def _flush_measure(h, m):
+    """The measure of work left (``h.flush_measure``)."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
+    S, state = d.sets, probe.state
     M_bits = (measure_max(S, d.ways, d.fifo_depth, probe.queue.depth) + 1).bit_length()
     measure = Signal(M_bits, name="flush_measure")
     scan_left = Signal(M_bits, name="flush_scan_left")
@@ -142,7 +149,13 @@ def add(h, m, P):
                            w["s2"] * probe.in_stage[1] + w["s3"] * probe.in_stage[2] +
                            w["s4"] * probe.in_stage[3] + scan_left)
     h.flush_measure = measure
+    return measure
 
+
+def _measure_falls_under_flush(h, m, P, measure):
+    """Under ``flush`` the measure never grows and falls once in every ``K + 1`` cycles.
+    Returns that window and the cycles since the measure last fell."""
+    d, K = h.dut, h.fairness
     last_measure = Signal.like(measure, name="flush_measure_last_cycle")
     was_flushing = Signal(name="flushing_last_cycle")   # flush high, not idle, no reset
     m.d.sync += [last_measure.eq(measure), was_flushing.eq(d.flush & ~d.idle)]
@@ -158,7 +171,13 @@ def add(h, m, P):
             ~(was_flushing & d.flush) | (measure <= last_measure))
     P.check("termination", "measure_falls_once_in_every_K+1_cycles",
             ~(d.flush & ~d.idle) | (stuck < window))
+    return window, stuck
 
+
+def _flush_ends_within_bound(h, m, P, measure, window, stuck):
+    """Time under ``flush`` is paid for by the measure, so ``idle`` rises within ``B``."""
+    d, probe = h.dut, h.dut.l1.probe
+    S = d.sets
     B = h.bound
     flush_cycles = Signal(range(B + 2), name="flush_cycles")   # cycles flush was high before
     with m.If(d.flush):

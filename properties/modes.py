@@ -1,21 +1,21 @@
 """The run-time modes' contracts (design/modes.py), with every mode input free (``AnySeq``) and
 the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`):
 
-* ``dual_threshold`` (L1's contract, proven on L1 alone): a tiny miss (a small gradient, ``|g| < small_threshold``, whose tag is in
-  no valid way of its set as L1 reads it) is what ``discard`` strobes for, and nothing else is; it allocates
-  nothing; in mode drop it writes nothing, in mode stochastic it writes ``sign(g) *
-  small_threshold`` (``Cause.STOCHASTIC``) exactly when ``u * small_threshold < |g| * 2**R``
-  for the random bits ``u`` of ``s1``'s first cycle (:func:`stochastic_writes`; the LFSR only
-  steps when a decision commits, so they are its bits throughout), and no other write has
-  that cause;
-  ``discard_addr`` / ``discard_error`` are its address and ``g - written``. (Accepted = written
-  + accounted is the ``conservation`` group's; the tracked set's tiny misses are in the
-  ``policy`` model.)
+* ``dual_threshold`` (L1's contract, proven on L1 alone): a tiny miss (a small gradient,
+  ``|g| < small_threshold``, whose tag is in no valid way of its set as L1 reads it) is what
+  ``discard`` strobes for, and nothing else is; it allocates nothing; in mode drop it writes
+  nothing, in mode stochastic it writes ``sign(g) * small_threshold`` (``Cause.STOCHASTIC``)
+  exactly when ``u * small_threshold < |g| * 2**R`` for the random bits ``u`` of ``s1``'s first
+  cycle (:func:`stochastic_writes`; the LFSR only steps when a decision commits, so they are its
+  bits throughout), and no other write has that cause; ``discard_addr`` / ``discard_error`` are
+  its address and ``g - written``. (Accepted = written + accounted is the ``conservation``
+  group's; the tracked set's tiny misses are in the ``policy`` model.)
 * ``ema``: the EMA equals an exact shadow kept here in wider arithmetic (so it never wraps),
   lies in ``[0, 2**(grad_width-1) << 8]``, and so does its value latched at the last flush;
-  outside a bypass window the judged threshold is ``clamp((EMA * scale) >> 12, ema_min,
-  ema_max)`` (:func:`ema_threshold`) with ``ema_enable``, else ``threshold``, and with
-  ``ema_min <= ema_max`` it lies between them; ``current_threshold`` is the threshold in force the cycle before.
+  outside a bypass window the judged threshold is
+  ``clamp((EMA * scale) >> 12, ema_min, ema_max)`` (:func:`ema_threshold`) with ``ema_enable``,
+  else ``threshold``, and with ``ema_min <= ema_max`` it lies between them;
+  ``current_threshold`` is the threshold in force the cycle before.
 * ``bypass``: inside an enabled window the judged threshold is 0; such a gradient, in ``s1``,
   is offered to L2 unchanged as ``Cause.DIRECT``, with L1 untouched, and leaves with its
   commit (so exactly once: L2 is an order-preserving FIFO, ``fifo``); ``bypassed`` strobes
@@ -24,8 +24,9 @@ the stochastic mode's random bits free (:class:`~properties.harness.FreeRandom`)
 
 from amaranth import *
 
-from design.layouts import Cause
-from design.params import EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS, LFSR_WIDTH
+from gradient_compressor.design.layouts import Cause
+from gradient_compressor.design.params import (EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
+                                               LFSR_WIDTH)
 
 __all__ = ["add", "stochastic_writes", "ema_threshold"]
 
@@ -104,18 +105,18 @@ def add(h, m, P):
 def _system(h, m, P):
     """The EMA and the bypass windows (the streamer and the EMA unit with L1), and what L1
     requires of its random source."""
-    d, l1 = h.dut, h.dut.l1
-    probe = l1.probe
-    mo = h.in_modes
-    s3 = probe.deciding
-    acc = l1.grad_in.p
-    g3, g4 = h.stage[3], h.stage[4]
-    w4 = probe.write
+    d = h.dut
     # The LFSR's seed is loaded only while idle (so never under a pending decision: what L1's
     # contract is proven under); the LFSR itself is proven alone (properties/lfsr.py).
     P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
+    _ema_is_exact(h, m, P)
+    _ema_threshold(h, m, P)
+    _bypass_windows(h, m, P)
 
-    # -- EMA ---------------------------------------------------------------------------------
+
+def _ema_is_exact(h, m, P):
+    """The EMA and its value latched at flush equal an exact shadow, and stay in range."""
+    mo = h.in_modes
     # The exact EMA, in arithmetic wide enough never to wrap: a gradient accepted outside the
     # bypass windows updates it, flush latches it.
     F = EMA_FRACTION_BITS
@@ -128,11 +129,18 @@ def _system(h, m, P):
         m.d.sync += shadow.eq(shadow + step)
     with m.If(h.in_flush):
         m.d.sync += latched.eq(shadow)
-    ema = d.ema
+    ema = h.dut.ema
     P.check("ema", "ema_is_the_exact_ema", ema.average == shadow)
     P.check("ema", "ema_latched_at_flush_is_the_exact_ema", ema.latched_average == latched)
     P.check("ema", "ema_within_0..2**(grad_width-1+8)",
             (shadow >= 0) & (shadow <= top) & (latched >= 0) & (latched <= top))
+
+
+def _ema_threshold(h, m, P):
+    """The threshold a gradient carries and is judged by, and ``current_threshold``."""
+    d, mo, ema = h.dut, h.in_modes, h.dut.ema
+    acc = h.dut.l1.grad_in.p
+    g3 = h.stage[3]
     # A gradient accepted outside a window carries the threshold in force: ``threshold``, or
     # in the EMA mode the EMA (the one that it follows: now, or latched at the last flush)
     # and the settings, from which L1 computes the EMA threshold (the harness's judged
@@ -167,7 +175,13 @@ def _system(h, m, P):
             d.current_threshold == expected)
     P.check("ema", "ema_average_port_is_the_ema", d.ema_average == ema.average)
 
-    # -- bypass windows --------------------------------------------------------------------
+
+def _bypass_windows(h, m, P):
+    """A gradient accepted in a window is judged against 0 and leaves once, unchanged, as
+    ``Cause.DIRECT``, L1 untouched; ``bypassed`` strobes the cycle after."""
+    d, probe = h.dut, h.dut.l1.probe
+    acc = h.dut.l1.grad_in.p
+    s3, w4, g4 = probe.deciding, probe.write, h.stage[4]
     P.check("bypass", "accepted_in_a_window_judged_against_zero",
             ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema))
     P.check("bypass", "s3_from_a_window_judged_against_zero",

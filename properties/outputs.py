@@ -25,8 +25,8 @@ alone, :data:`.harness.L1_GROUPS`), the rest the system's.
 
 from amaranth import *
 
-from design import L1State
-from design.layouts import Cause
+from gradient_compressor.design import L1State
+from gradient_compressor.design.layouts import Cause
 
 __all__ = ["add"]
 
@@ -106,10 +106,20 @@ def _conservation(h, m, P):
 
 
 def _system(h, m, P):
+    """The system's groups: the components joined as their contracts assume, and the outputs'
+    rules."""
+    _stream_rules(h, m, P)
+    if h.l2_ports:
+        _storage(h, P)
+    _idle(h, m, P)
+    _counters(h, m, P)
+
+
+def _stream_rules(h, m, P):
+    """L1's push obeys the stream rules, and the components are joined as their contracts
+    assume."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
     probe = l1.probe
-
-    # -- stream rules ------------------------------------------------------------------------
     # (dram_out's are L2's own contract: properties/writeback.py.)
     _stream(m, P, "l1_push", l1.push, [l1.push.p.addr, l1.push.p.value, l1.push.p.cause])
     # The components are joined as their contracts assume: the queue's head is L1's push,
@@ -131,20 +141,28 @@ def _system(h, m, P):
             l1.push.ready == (wb.level < d.fifo_depth))
 
 
-    if h.l2_ports:
-        # Only with the whole storage read (group storage): on default the queue's count
-        # against its contents did not finish its induction in 2.5 minutes (the FIFO contract
-        # covers it there).
-        P.check("storage", "queue_shadow_count_matches_its_contents",
-                h.queue_n == h.queue_real_n)
-        P.check("storage", "no_push_for_address_not_in_the_queue",
-                ~(l1.push.valid & (l1.push.p.addr == h.track)) | (h.queue_n != 0))
-        P.check("storage", "no_dram_write_for_address_not_in_l2",
-                ~(d.dram_out.valid & (d.dram_out.p.addr == h.track)) | (h.l2_n != 0))
-        P.check("storage", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum)
-        P.check("storage", "l2_shadow_count_matches_storage", h.l2_n == h.l2_real_n)
+def _storage(h, P):
+    """The queue's and L2's shadows for the tracked address match their storage, and neither
+    writes it out unless it holds a write for it."""
+    d, l1 = h.dut, h.dut.l1
+    # Only with the whole storage read (group storage): on default the queue's count
+    # against its contents did not finish its induction in 2.5 minutes (the FIFO contract
+    # covers it there).
+    P.check("storage", "queue_shadow_count_matches_its_contents",
+            h.queue_n == h.queue_real_n)
+    P.check("storage", "no_push_for_address_not_in_the_queue",
+            ~(l1.push.valid & (l1.push.p.addr == h.track)) | (h.queue_n != 0))
+    P.check("storage", "no_dram_write_for_address_not_in_l2",
+            ~(d.dram_out.valid & (d.dram_out.p.addr == h.track)) | (h.l2_n != 0))
+    P.check("storage", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum)
+    P.check("storage", "l2_shadow_count_matches_storage", h.l2_n == h.l2_real_n)
 
-    # -- idle -----------------------------------------------------------------------------
+
+def _idle(h, m, P):
+    """``idle`` only when everything is empty and, after INIT, whenever nothing accepted is
+    inside; under ``flush`` no gradient is taken from its second cycle, and ``idle`` holds."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
     P.check("idle", "idle_implies_everything_empty",
             ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (probe.reserved == 0) &
                        ~l1.push.valid & ~d.dram_out.valid &
@@ -170,7 +188,11 @@ def _system(h, m, P):
             ~(last_flush & d.flush) | ~d.grad_in.ready)
     P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
 
-    # -- strobes and running counters ---------------------------------------------------
+
+def _counters(h, m, P):
+    """The cause strobes and the running counters."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
     # The strobe -> cause table is restated here on purpose, not imported from the design:
     # a wrong table in design/compressor.py must fail this check (mutant evict_strobe_...).
     for strobe, cause in [(d.direct_write,      Cause.DIRECT),
@@ -182,7 +204,8 @@ def _system(h, m, P):
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
     P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_decides",
-            ~(d.l1_hit | d.l1_miss) | (probe.in_stage[2] & ~probe.deciding_direct & ~(d.l1_hit & d.l1_miss)))
+            ~(d.l1_hit | d.l1_miss) |
+            (probe.in_stage[2] & ~probe.deciding_direct & ~(d.l1_hit & d.l1_miss)))
     accepted = Signal(32, name="accepted_counted")
     written  = Signal(32, name="dram_writes_counted")
     m.d.sync += [accepted.eq(accepted + h.accept), written.eq(written + h.pop)]

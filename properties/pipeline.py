@@ -32,8 +32,8 @@ The output queue's own contract is :mod:`.queue`'s.
 
 from amaranth import *
 
-from design import L1State
-from design.bits import lowest_index
+from gradient_compressor.design import L1State
+from gradient_compressor.design.bits import lowest_index
 
 
 __all__ = ["add"]
@@ -129,10 +129,18 @@ def _line_stages(h, m, P):
 
 def _rows(h, m, P):
     """Each stage works on its set as it is now; the queue, the scan, INIT."""
-    d, l1 = h.dut, h.dut.l1
-    W, S = d.ways, d.sets
+    now3 = _s2_and_s3_rows(h, m, P)
+    _s3_decides_on_its_set_now(h, m, P, now3)
+    _s4_row(h, m, P)
+    _reserved_places(h, P)
+    _scan_and_init(h, m, P)
+
+
+def _s2_and_s3_rows(h, m, P):
+    """s2's and s3's rows are their sets as they are now (s3's unless s4 writes its set), and
+    s3's flags say what s4 does to its set. Returns s3's set as it is now."""
+    l1, W = h.dut.l1, h.dut.ways
     s2, s3 = l1.s2, l1.s3
-    # -- rows: each stage works on its set as it is now -----------------------------------
     set2, set3 = h.set_of(s2.addr), h.set_of(s3.addr)
     tag3 = h.tag_of(s3.addr)
     now2 = h.current(h.l1_s2_port, set2, "s2_set_now")
@@ -170,6 +178,15 @@ def _rows(h, m, P):
     P.check("forwarding", "s3_hit_is_its_rows",
             ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
                             (~l1.s3_hit | (l1.s3_hit_way == way3))))
+    return now3
+
+
+def _s3_decides_on_its_set_now(h, m, P, now3):
+    """s3 decides on its set as it is now (``now3``) and, for the tracked set, on the entry
+    holding its address."""
+    l1, W = h.dut.l1, h.dut.ways
+    s3 = l1.s3
+    set3, tag3 = h.set_of(s3.addr), h.tag_of(s3.addr)
     # What s3 decides on, after its correction for s4: its set as it is now, and, for the
     # tracked set (whose rows the policy group keeps well formed, one way per tag), the
     # way holding its address, with that entry's sum and count after its gradient. The entry
@@ -200,7 +217,12 @@ def _rows(h, m, P):
                  "forwarding/s4_kept_entry_is_its_rows",
                  "forwarding/s4_row_is_the_decided_row_changed_in_s4s_way"] +
             (["unique_tag/tracked_set_at_most_one_way_per_tag"] if W > 1 else []))
-    # The row s4 writes is the row s3 decided on, changed in s4's way (and the victim).
+
+
+def _s4_row(h, m, P):
+    """The row s4 writes is the row s3 decided on, changed in s4's way (and the victim); its
+    kept entry is the one that row holds for its address."""
+    l1, W = h.dut.l1, h.dut.ways
     last_row = Signal(l1.row_layout, name="s3_row_now_last_cycle")
     m.d.sync += last_row.eq(l1.s3_row_now)
     same = [(l1.s4_row.ways[i].as_value() == last_row.ways[i].as_value()) |
@@ -220,7 +242,11 @@ def _rows(h, m, P):
                    (~l1.s4_holds | ((kept.sum == l1.s4_sum) & (kept.count == l1.s4_count))))
     P.check("forwarding", "s4_kept_entry_is_its_rows", ~h.s4_writes | kept_ok)
 
-    # -- reserved places, the queue -----------------------------------------------------
+
+def _reserved_places(h, P):
+    """``reserved`` counts the gradients in the stages and the writes in the queue, and no
+    write finds the queue full."""
+    l1 = h.dut.l1
     queue = l1.queue
     Q = queue.depth
     if h.lanes > 1:
@@ -241,7 +267,13 @@ def _rows(h, m, P):
                 queue.level)
     P.check("pipeline", "reserved_at_most_queue_depth", l1.reserved <= Q)
     P.check("pipeline", "no_write_finds_the_queue_full", ~queue.w.valid | queue.w.ready)
-    # -- the flush scan and INIT ----------------------------------------------------------
+
+
+def _scan_and_init(h, m, P):
+    """The flush scan reads its set as stored and writes only ways that were valid; INIT and
+    the sets it and the scan have passed hold nothing."""
+    d, l1, W = h.dut, h.dut.l1, h.dut.ways
+    read, write = l1.storage_read, l1.storage_write
     scan, init, done = h.scan, h.init, l1.state == L1State.DONE
     scanned = h.l1_s2_port.data          # the scanned set, as stored (SCAN: pipeline empty)
     P.check("pipeline", "scan_never_reads_the_set_it_writes",

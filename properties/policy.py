@@ -6,8 +6,9 @@ takes the set's gradients in the order they are accepted (the harness records ea
 is accepted on ``grad_in``, with the threshold the streamer gave it (``threshold``, the
 EMA's, or 0 in a bypass window: :mod:`.modes` proves which) and the dual-threshold settings in
 force then, and applies it when the design commits it: a tiny miss allocates nothing and is
-dropped, or written stochastically by the rule of :func:`.modes.stochastic_writes`), and it writes the set out, lowest way first, when the flush scan passes over the
-set. Asserted (``policy``):
+dropped, or written stochastically by the rule of :func:`.modes.stochastic_writes`), and it
+writes the set out, lowest way first, when the flush scan passes over the set. Asserted
+(``policy``):
 
 * every write the design pushes for the tracked set (direct, threshold, max-updates, eviction,
   stochastic or flush) is the model's next write: address, value and cause; a gradient the
@@ -31,9 +32,9 @@ from types import SimpleNamespace
 
 from amaranth import *
 
-from design import L1State
-from design.bits import lowest_index
-from design.layouts import Cause
+from gradient_compressor.design import L1State
+from gradient_compressor.design.bits import lowest_index
+from gradient_compressor.design.layouts import Cause
 
 __all__ = ["add"]
 

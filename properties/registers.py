@@ -19,7 +19,7 @@ register file alone and proven in its own harness (:mod:`.component`), every inp
 
 from amaranth import *
 
-from design.registers import OKAY, SLVERR
+from gradient_compressor.design.registers import OKAY, SLVERR
 
 from .base import past
 

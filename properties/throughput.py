@@ -13,7 +13,7 @@ are assumed (for the past cycles) only by the throughput jobs.
 
 from amaranth import *
 
-from design import L1State
+from gradient_compressor.design import L1State
 
 __all__ = ["add"]
 

@@ -2,13 +2,13 @@
 alone: proven in its own harness (:mod:`.component`, every input free) and assumed by the
 system harness, where the buffer is a submodule.
 
-* ``l2``: the stream rules on ``dram_out`` (``valid`` is a register, held with the same
-  payload until DRAM takes it); ``level == count + out_valid <= depth``, the pointers and the
-  registered flags (``room``, ``holding``, ``stored``) agree with the counts; the burst rule (a
-  burst starts at ``burst_size`` writes or on ``flush``, and ``flush`` starts one whenever L2
-  holds a write; it lasts until empty, and writes move to the output only in a burst); **throughput**: in a burst the output register is refilled
-  in the cycle DRAM takes it whenever storage holds a write, so a burst sends one write per
-  cycle while DRAM is ready.
+* ``l2``: the stream rules on ``dram_out`` (``valid`` is a register, held with the same payload
+  until DRAM takes it); ``level == count + out_valid <= depth``, the pointers and the registered
+  flags (``room``, ``holding``, ``stored``) agree with the counts; the burst rule (a burst
+  starts at ``burst_size`` writes or on ``flush``, and ``flush`` starts one whenever L2 holds a
+  write; it lasts until empty, and writes move to the output only in a burst); **throughput**:
+  in a burst the output register is refilled in the cycle DRAM takes it whenever storage holds a
+  write, so a burst sends one write per cycle while DRAM is ready.
 * ``fifo``: an order-preserving FIFO, proven with one tracked write (the ZipCPU /
   ``amaranth.lib.fifo`` approach: its cost does not grow with the depth). The harness follows
   one write, chosen freely (``pick``, a free input): the first write pushed in a cycle with
@@ -44,7 +44,6 @@ def contract(m, P, wb, *, pick, track_port):
     """Add the contract of :class:`~design.WritebackBuffer` ``wb`` to ``P``. ``pick``: a free
     one-bit signal (which pushed write the ``fifo`` group follows); ``track_port``: a
     combinational read port of ``wb.storage``, made before ``wb`` is elaborated."""
-    D = wb.depth
     out = wb.dram_out
     push = Signal(name="l2_push_fire")
     pop = Signal(name="l2_pop")
@@ -61,13 +60,26 @@ def contract(m, P, wb, *, pick, track_port):
         # storage holds a write (level - dram_out.valid of them) and the output is free
         ("could_load", wb.bursting & (wb.level > out.valid) & (~out.valid | out.ready))]}
 
-    # -- the stream rules on dram_out --------------------------------------------------------
+    _stream_rules(P, wb, last)
+    enters = _counts(m, P, wb, push, pop)
+    _bursts(P, wb, last)
+    _fifo_order(m, P, wb, pick, track_port, enters=enters, pop=pop, push=push, load=load)
+
+
+def _stream_rules(P, wb, last):
+    """The stream rules on dram_out: ``valid``, a register, holds with a stable payload until
+    DRAM takes it."""
+    out = wb.dram_out
     P.check("l2", "dram_out_valid_held_until_ready", ~last["waiting"] | out.valid)
     P.check("l2", "dram_out_payload_stable_until_ready",
             ~last["waiting"] | (out.payload.as_value() == last["payload"]))
     P.check("l2", "dram_out_valid_is_a_register", out.valid == wb.out_valid)
 
-    # -- counts, pointers, flags -------------------------------------------------------------
+
+def _counts(m, P, wb, push, pop):
+    """Counts, pointers and flags agree; returns the one-bit signal of a push that enters a
+    new write (on lines a merge adds none)."""
+    D, out = wb.depth, wb.dram_out
     # L2 holds exactly the writes pushed (a handshake) and not yet taken by DRAM. (A count
     # of its own: the system's jobs do not assume it, only_for, so that their solvers do not
     # carry it.)
@@ -89,8 +101,13 @@ def contract(m, P, wb, *, pick, track_port):
     P.check("l2", "holding_iff_level_nonzero", wb.holding == (wb.level != 0))
     P.check("l2", "stored_iff_count_nonzero", wb.stored == (wb.count != 0))
     P.check("l2", "empty_means_no_output", (wb.level != 0) | ~out.valid)
+    return enters
 
-    # -- bursts ------------------------------------------------------------------------------
+
+def _bursts(P, wb, last):
+    """A burst starts at ``burst_size`` writes or on ``flush`` and lasts until empty; it offers
+    a write every cycle."""
+    out = wb.dram_out
     P.check("l2", "burst_active_port_is_bursting", wb.burst_active == wb.bursting)
     P.check("l2", "bursting_implies_not_empty", ~wb.bursting | (wb.level != 0))
     P.check("l2", "level_at_burst_size_implies_bursting",
@@ -109,7 +126,10 @@ def contract(m, P, wb, *, pick, track_port):
     P.check("l2", "burst_offers_a_write_every_cycle_while_it_holds_one",
             ~last["could_load"] | out.valid)
 
-    # -- FIFO order, on one tracked write -----------------------------------------------------
+
+def _fifo_order(m, P, wb, pick, track_port, *, enters, pop, push, load):
+    """FIFO order, on one tracked write: the first write entering with ``pick`` high."""
+    D, out = wb.depth, wb.dram_out
     state = Signal(Tracked, name="l2_tracked_state")
     slot  = Signal(range(D), name="l2_tracked_slot")
     entry = Signal.like(wb.push.payload, name="l2_tracked_write")

@@ -3,7 +3,7 @@ the Amaranth simulator (with a note on stderr)."""
 
 import sys
 
-from simulation.driver import always, every_other, random_ready
+from gradient_compressor.simulation.driver import always, every_other, random_ready
 
 __all__ = ["BACKENDS", "resolve_backend", "run_rtl", "parse_dram"]
 
@@ -13,7 +13,7 @@ BACKENDS = ("compiled", "amaranth")
 def _compiled():
     """``simulate_compiled`` if the compiled simulator can be used here, else a reason."""
     try:
-        from simulation import cxxrtl
+        from gradient_compressor.simulation import cxxrtl
     except Exception as error:      # not written yet, or broken
         return None, f"simulation.cxxrtl is not importable ({error.__class__.__name__}: {error})"
     simulate_compiled = getattr(cxxrtl, "simulate_compiled", None)
@@ -62,7 +62,7 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None, vcd=None,
     """Run ``ops`` through the RTL of the :class:`design.GradientCompressor` ``params`` with
     ``backend`` and return the :class:`~simulation.driver.SimResult`; write the first
     ``vcd_cycles`` cycles to the waveform ``vcd`` (and a .gtkw beside it) if given.
-    ``progress``, if given, is a progress bar (:func:`reports.console.progress`) over
+    ``progress``, if given, is a progress bar (:func:`gradient_compressor.cli.progress`) over
     ``len(ops)`` operations: both simulators advance it as they go, and it is closed at the
     end."""
     def advance(done):
@@ -76,8 +76,8 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None, vcd=None,
             return simulate_compiled(dict(params), ops, dram_ready=dram_ready,
                                      progress=advance if progress is not None else None,
                                      vcd=vcd, vcd_cycles=vcd_cycles)
-        from design import GradientCompressor
-        from simulation.driver import simulate
+        from gradient_compressor.design import GradientCompressor
+        from gradient_compressor.simulation.driver import simulate
         dut = GradientCompressor(**params)
         gap = None
         if progress is not None:

@@ -21,17 +21,18 @@ import sys
 import time
 from collections import Counter
 
-from design.params import DEFAULTS, check_config, check_threshold
-from model import CAUSES
+from gradient_compressor.design.params import DEFAULTS, Config, check_threshold
+from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from .console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable, integer,
-                      interrupted, parse_params, positive_integer, prepare_out, usage_error)
-from .console import progress as console_progress
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
+                                     integer, interrupted, parse_params, positive_integer,
+                                     prepare_out, usage_error)
+from gradient_compressor.cli import progress as console_progress
 from .markdown import fmt, render_markdown
-from .provenance import provenance
+from gradient_compressor.provenance import provenance
 
 __all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
 
@@ -42,7 +43,7 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
     keys) and a threshold with the design's own checks; raise :class:`UsageError` naming the
     command-line option."""
     try:
-        check_config(**dict(DEFAULTS, **params))
+        Config(**params)
     except (TypeError, ValueError) as error:
         # "sets must be ..." -> "--sets must be ...": the user typed the option, not the name.
         name, _, rest = str(error).partition(" ")
@@ -55,7 +56,7 @@ def check_params(params, threshold=None, *, threshold_option="--threshold"):
 
 
 def build_parser():
-    from workloads import DEFAULT_WORKLOADS
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS
     parser = ArgumentParser(
         prog="compressor-report",
         description="Run gradient workloads through the compressor's RTL (a flush at every "
@@ -74,6 +75,12 @@ def build_parser():
     parser.add_argument("--list", action="store_true", help="list the workload names and exit")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
+    _add_geometry_options(parser)
+    _add_run_options(parser)
+    return parser
+
+
+def _add_geometry_options(parser):
     geometry = parser.add_argument_group("compressor configuration (the design's defaults)")
     geometry.add_argument("--sets", type=integer, default=DEFAULTS["sets"],
                           help="L1 sets, a power of two (default: %(default)s)")
@@ -85,6 +92,9 @@ def build_parser():
                           help="L2 buffer depth (default: %(default)s)")
     geometry.add_argument("--burst-size", type=integer, default=DEFAULTS["burst_size"],
                           help="L2 level that starts a DRAM burst (default: %(default)s)")
+
+
+def _add_run_options(parser):
     run = parser.add_argument_group("run")
     run.add_argument("--threshold", type=integer, default=None,
                      help="override the traces' thresholds with this one")
@@ -105,19 +115,20 @@ def build_parser():
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
                      help="add the run-time modes compared on every workload (exact, drop, "
-                          "stochastic, EMA, bypass: python -m reports.mode_comparison), each setting run "
-                          "on the RTL and checked against the reference model")
+                          "stochastic, EMA, bypass: "
+                          "python -m gradient_compressor.reports.mode_comparison), each setting "
+                          "run on the RTL and checked against the reference model")
     run.add_argument("--train", action="store_true",
                      help="instead of the RTL report: train the named live workloads' models "
                           "(train-recsys, train-lm, train-digits; default all three) with the "
                           "compressor in their gradient write path, in every mode and "
-                          "--seeds seeds, at --sets x --ways (python -m reports.training; "
-                          "needs PyTorch): training.md and a plot per model in --out")
+                          "--seeds seeds, at --sets x --ways "
+                          "(python -m gradient_compressor.reports.training; needs PyTorch): "
+                          "training.md and a plot per model in --out")
     run.add_argument("--seeds", type=positive_integer, default=3,
                      help="seeds per model and mode with --train (default: %(default)s)")
     run.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    return parser
 
 
 def run_workload(trace, params, *, backend, dram="always", threshold=None, progress=True,
@@ -157,7 +168,7 @@ def phase_writes(trace, params, threshold=None):
     """Writes triggered by the gradients of each phase of a trace (``meta["phases"]``), by
     cause, from the reference model of the same geometry (equal to the RTL's writes, as the
     cross-check shows); the final flush's writes are listed as their own phase."""
-    from model import ReferenceModel
+    from gradient_compressor.model import ReferenceModel
     model = ReferenceModel(sets=params["sets"], ways=params["ways"],
                            max_updates=params["max_updates"])
     thresholds = trace.thresholds().tolist() if threshold is None else [threshold] * len(trace)
@@ -178,7 +189,7 @@ def phase_writes(trace, params, threshold=None):
 
 def seed_comparison(metrics, result):
     """The seed's reported figures (no flush) next to ours (after the flush)."""
-    from workloads import SEED_REPORTED
+    from gradient_compressor.workloads import SEED_REPORTED
     pushed_before_flush = sum(1 for c in result.causes if c != "FLUSH")
     n, w = metrics["gradients"], metrics["dram_writes"]
     return {
@@ -218,7 +229,7 @@ def main(argv=None, *, result_filter=None):
     """Entry point; returns the exit status (``result_filter`` is a test hook)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    from workloads import workload_names
+    from gradient_compressor.workloads import workload_names
     if args.list:
         print("\n".join(workload_names()))
         return 0
@@ -228,7 +239,7 @@ def main(argv=None, *, result_filter=None):
     except UsageError as error:
         return usage_error(parser.prog, error)
     except KeyboardInterrupt:
-        from simulation.waves import gtkw_path_for
+        from gradient_compressor.simulation.waves import gtkw_path_for
         vcd = [args.vcd, gtkw_path_for(args.vcd)] if args.vcd else []
         return interrupted(parser.prog, files=vcd, folder=args.out if new_out else None)
 
@@ -237,7 +248,7 @@ def _train(args):
     """``--train``: the in-the-loop runs of :mod:`reports.training` for the named live
     workloads, into ``--out``."""
     import argparse
-    from workloads import LIVE_WORKLOADS
+    from gradient_compressor.workloads import LIVE_WORKLOADS
     from .training import RUN_MODES, check_arguments, run_in_the_loop
     names = args.workloads or list(LIVE_WORKLOADS)
     other = [name for name in names if name not in LIVE_WORKLOADS]
@@ -258,12 +269,32 @@ def _train(args):
 
 
 def _report(args, argv, result_filter):
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     check_params(params, args.threshold)
     if args.train:
         return _train(args)
+    traces = _checked_traces(args)
+    prepare_out(args.out)
+    backend = resolve_backend(args.sim)
+    report = _report_header(args, argv, params, backend)
+    for trace in traces:
+        metrics = _workload_metrics(trace, args, params, backend, result_filter)
+        if metrics is None:
+            return 1
+        report["workloads"].append(metrics)
+        _print_workload_summary(trace.name, metrics)
+    _write_and_announce(report, args)
+    bad = [m for m in report["workloads"]
+           if not m["conservation"]["ok"] or not m["cross_check"]["match"]
+           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
+    return 1 if bad else 0
+
+
+def _checked_traces(args):
+    """The named workloads' traces (cut to ``--limit``), every option that names them checked
+    first; a bad one raises :class:`UsageError`."""
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     try:
         parse_dram(args.dram)
     except ValueError as error:
@@ -286,50 +317,65 @@ def _report(args, argv, result_filter):
         raise UsageError(f"{', '.join(empty)}: the trace has no gradients")
     if args.limit:
         traces = [t.head(args.limit) for t in traces]
-    prepare_out(args.out)
-    backend = resolve_backend(args.sim)
-    report = {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
-                                                              else sys.argv[1:])),
-              **provenance(),
-              "backend": backend,
-              "configuration": dict(params, dram=args.dram, threshold=args.threshold,
-                                    limit=args.limit),
-              "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
-                                "bytes_per_write": BYTES_PER_WRITE,
-                                "description": RECORD_FORMAT},
-              "workloads": []}
-    for trace in traces:
+    return traces
+
+
+def _report_header(args, argv, params, backend):
+    """The report before any workload has run: the command, its provenance and the
+    configuration."""
+    return {"command": "compressor-report " + " ".join(map(shlex.quote, argv if argv is not None
+                                                           else sys.argv[1:])),
+            **provenance(),
+            "backend": backend,
+            "configuration": dict(params, dram=args.dram, threshold=args.threshold,
+                                  limit=args.limit),
+            "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
+                              "bytes_per_write": BYTES_PER_WRITE,
+                              "description": RECORD_FORMAT},
+            "workloads": []}
+
+
+def _workload_metrics(trace, args, params, backend, result_filter):
+    """One workload's metrics (with ``--modes``, its mode comparison too); None, the error
+    printed, if the RTL broke the DRAM stream's rules or the simulator failed."""
+    try:
+        metrics = run_workload(trace, params, backend=backend, dram=args.dram,
+                               threshold=args.threshold, progress=not args.quiet,
+                               result_filter=result_filter, vcd=args.vcd,
+                               vcd_cycles=args.vcd_cycles)
+    except ValueError as error:     # e.g. gradients outside the configured widths
+        raise UsageError(f"{trace.name}: {error}") from None
+    except AssertionError as error:  # the driver saw the DRAM stream's rules broken
+        print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
+              f"{error}", file=sys.stderr)
+        return None
+    except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
+        print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
+        return None
+    if args.modes:
+        from .mode_comparison import compare_modes
         try:
-            metrics = run_workload(trace, params, backend=backend, dram=args.dram,
-                                   threshold=args.threshold, progress=not args.quiet,
-                                   result_filter=result_filter, vcd=args.vcd,
-                                   vcd_cycles=args.vcd_cycles)
-        except ValueError as error:     # e.g. gradients outside the configured widths
-            raise UsageError(f"{trace.name}: {error}") from None
-        except AssertionError as error:  # the driver saw the DRAM stream's rules broken
-            print(f"compressor-report: {trace.name}: the RTL broke the DRAM stream protocol: "
-                  f"{error}", file=sys.stderr)
-            return 1
-        except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
-            print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
-            return 1
-        if args.modes:
-            from .mode_comparison import compare_modes
-            try:
-                metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
-                                                 backend=backend)
-            except ValueError as error:
-                raise UsageError(f"--modes: {error}") from None
-        report["workloads"].append(metrics)
-        if metrics["conservation"]["ok"]:
-            oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
-            print(f"{trace.name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
-                  f"DRAM writes after flush ({fmt(metrics['compression_ratio'], 'ratio')}, "
-                  f"oracle {fmt(oracle, 'ratio')}), "
-                  f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
-                  file=sys.stderr)
-        else:
-            print(f"{trace.name}: {metrics['conservation']['message']}", file=sys.stderr)
+            metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
+                                             backend=backend)
+        except ValueError as error:
+            raise UsageError(f"--modes: {error}") from None
+    return metrics
+
+
+def _print_workload_summary(name, metrics):
+    if metrics["conservation"]["ok"]:
+        oracle = metrics["reference_points"]["oracle"]["compression_ratio"]
+        print(f"{name}: {metrics['gradients']} gradients -> {metrics['dram_writes']} "
+              f"DRAM writes after flush ({fmt(metrics['compression_ratio'], 'ratio')}, "
+              f"oracle {fmt(oracle, 'ratio')}), "
+              f"cross-check {'ok' if metrics['cross_check']['match'] else 'MISMATCH'}",
+              file=sys.stderr)
+    else:
+        print(f"{name}: {metrics['conservation']['message']}", file=sys.stderr)
+
+
+def _write_and_announce(report, args):
+    """Write the report (and name what was written: the report, the plots, the waveform)."""
     try:
         write_report(report, args.out, plots=not args.no_plots)
     except OSError as error:
@@ -337,13 +383,9 @@ def _report(args, argv, result_filter):
     print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
           + ("" if args.no_plots else " and plots"), file=sys.stderr)
     if args.vcd:
-        from simulation.waves import gtkw_path_for
+        from gradient_compressor.simulation.waves import gtkw_path_for
         print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "
               f"{gtkw_path_for(args.vcd)}", file=sys.stderr)
-    bad = [m for m in report["workloads"]
-           if not m["conservation"]["ok"] or not m["cross_check"]["match"]
-           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
-    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """DRAM cost of a workload streamed as lines of N lanes, three ways (from the line model).
 
-    python -m reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32] [--ways 4] [--out F.md]
+    python -m gradient_compressor.reports.line_costs [WORKLOAD ...] [--lanes 1,8,32] [--sets 32]
+        [--ways 4] [--out F.md]
 
 Each workload's gradients are packed into beats as an accelerator would write them: a run of
 gradients to one line (``lanes`` addresses from a multiple of ``lanes``), each lane at most once,
@@ -23,12 +24,12 @@ import sys
 
 import numpy as np
 
-from design.params import DEFAULTS
-from model import LineModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
-                      run_command, table)
-from .provenance import write_results
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+                                     positive_integer, run_command, table)
+from gradient_compressor.provenance import write_results
 
 __all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "pack_beats",
            "line_costs", "main"]
@@ -58,9 +59,9 @@ def line_policy(**params):
     itself where there is no C++ compiler to build the emulator's kernel, or its build failed
     (said once on stderr, and not tried again)."""
     global _kernel_failed
-    from model.native import compiler_available
+    from gradient_compressor.model.native import compiler_available
     if compiler_available() and not _kernel_failed:
-        from model.emulator import LineEmulator, load_kernel
+        from gradient_compressor.model.emulator import LineEmulator, load_kernel
         try:
             load_kernel()
         except (RuntimeError, OSError) as error:
@@ -187,7 +188,7 @@ def render(rows):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m reports.line_costs",
+        prog="python -m gradient_compressor.reports.line_costs",
         description="DRAM transfers and bytes of workloads streamed as lines of N lanes: dense "
                     "write-through, per-gradient records, and the line model's masked line "
                     "writes.",
@@ -209,7 +210,7 @@ def main(argv=None):
 
 
 def _lines(args):
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     try:
         if args.out:
             check_writable("--out", args.out)

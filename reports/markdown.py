@@ -3,12 +3,12 @@ holds: a header, the summary table, a section per workload (its figures against 
 and no compression, the seed comparison where there is one, its plots), the run-time modes'
 tables, and the checks."""
 
-from model import CAUSES
+from gradient_compressor.model import CAUSES
 
-from .console import table
+from gradient_compressor.cli import table
 from .metrics import RECORD_FORMAT
 from .mode_comparison import mode_table
-from .provenance import describe
+from gradient_compressor.provenance import describe
 
 __all__ = ["fmt", "render_markdown"]
 
@@ -152,10 +152,10 @@ def _modes(workloads):
     if not moded:
         return []
     lines = ["## Run-time modes", "",
-             "Each setting (`python -m reports.mode_comparison`, docs/reports.md) run on the "
-             "RTL and on the reference model; figures from the model, which the RTL matched "
-             "write for write, cause for cause and discard for discard. Error = DRAM content "
-             "minus exact, per address after each step.", ""]
+             "Each setting (`python -m gradient_compressor.reports.mode_comparison`, "
+             "docs/reports.md) run on the RTL and on the reference model; figures from the "
+             "model, which the RTL matched write for write, cause for cause and discard for "
+             "discard. Error = DRAM content minus exact, per address after each step.", ""]
     for m in moded:
         w = m["modes"]
         lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "

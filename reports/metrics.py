@@ -12,8 +12,8 @@ Every figure is taken after the final flush, so every accepted gradient has reac
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from design.params import DEFAULTS
-from model import CAUSES, ReferenceModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import CAUSES, ReferenceModel
 
 __all__ = ["BYTES_PER_GRADIENT", "BYTES_PER_WRITE", "Conservation", "check_conservation",
            "bursts", "cross_check", "reference_points", "compute_metrics", "split_by_step"]

@@ -1,7 +1,7 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
-    python -m reports.mode_comparison [WORKLOAD ...] [--small-threshold N] [--engine rtl|model]
-                            [--sim compiled|amaranth] [--out reports/out]
+    python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N]
+        [--engine rtl|model] [--sim compiled|amaranth] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
 :class:`model.ReferenceModel` with the design's default geometry. With ``--engine rtl`` (the
@@ -38,14 +38,14 @@ import sys
 import time
 from collections import defaultdict
 
-from design.params import DEFAULTS
-from model import ReferenceModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out, table,
-                      usage_error)
+from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
+                                     table, usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
-from .provenance import describe, provenance
+from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 
@@ -168,7 +168,7 @@ def render_markdown(data):
 
 
 def build_parser():
-    parser = ArgumentParser(prog="python -m reports.mode_comparison",
+    parser = ArgumentParser(prog="python -m gradient_compressor.reports.mode_comparison",
                             description="Compare the run-time modes on workloads (reference "
                                         "model, default geometry, a flush per step).")
     parser.add_argument("workloads", nargs="*", metavar="WORKLOAD", default=["seed", "tiny-embed"],
@@ -191,7 +191,7 @@ def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        from workloads import TraceError, get_workload
+        from gradient_compressor.workloads import TraceError, get_workload
         prepare_out(args.out)
         backend = resolve_backend(args.sim) if args.engine == "rtl" else None
         start = time.monotonic()
@@ -209,7 +209,7 @@ def main(argv=None):
                 raise UsageError(error) from None
     except UsageError as error:
         return usage_error(parser.prog, error)
-    data = {"command": "python -m reports.mode_comparison " +
+    data = {"command": "python -m gradient_compressor.reports.mode_comparison " +
             " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
             **provenance(), "seconds": round(time.monotonic() - start, 2),
             "backend": backend, "workloads": results}

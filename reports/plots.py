@@ -6,7 +6,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from model import CAUSES  # noqa: E402
+from gradient_compressor.model import CAUSES  # noqa: E402
 
 __all__ = ["plot_causes", "plot_bursts", "plot_summary", "plot_sweep"]
 

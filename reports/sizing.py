@@ -1,7 +1,7 @@
 """Which L1 size and how many lanes save DRAM bytes against dense write-through, per workload.
 
-    python -m reports.sizing [WORKLOAD ...] [--lanes 1,8,32] [--max-sets 1024] [--max-ways 8]
-                             [--out F.md]
+    python -m gradient_compressor.reports.sizing [WORKLOAD ...] [--lanes 1,8,32] [--max-sets 1024]
+        [--max-ways 8] [--out F.md]
 
 For each workload and number of lanes N, every L1 geometry of the grid (``sets`` from 16 to
 ``--max-sets``, ``ways`` from 1 to ``--max-ways``, powers of two; each entry a line of N
@@ -17,13 +17,13 @@ a step's working set). "none" says that no geometry of the grid saves.
 
 import sys
 
-from design.params import DEFAULTS
-from model import LineModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import LineModel
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
-                      progress, run_command, table)
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+                                     positive_integer, progress, run_command, table)
 from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
-from .provenance import write_results
+from gradient_compressor.provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
 
@@ -80,7 +80,8 @@ def _row(name, lanes, result, grid):
 
 
 HEADERS = ["workload", "N", "dense bytes", "smallest L1 that saves", "saving there",
-           f"saving at {DEFAULTS['sets']} x {DEFAULTS['ways']}", "best saving, smallest L1 with it"]
+           f"saving at {DEFAULTS['sets']} x {DEFAULTS['ways']}",
+           "best saving, smallest L1 with it"]
 
 
 def render(rows):
@@ -90,7 +91,7 @@ def render(rows):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m reports.sizing",
+        prog="python -m gradient_compressor.reports.sizing",
         description="Per workload and lanes: the smallest L1 geometry whose masked line writes "
                     "cost fewer DRAM bytes than dense write-through, and how much they save.",
         epilog="Exit status: 0 done, 2 bad argument or trace, 130 interrupted.")
@@ -113,7 +114,7 @@ def main(argv=None):
 
 
 def _sizing(args):
-    from workloads import DEFAULT_WORKLOADS, TraceError, get_workload
+    from gradient_compressor.workloads import DEFAULT_WORKLOADS, TraceError, get_workload
     grid = geometries(args.max_sets, args.max_ways)
     try:
         if args.out:

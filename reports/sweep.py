@@ -19,21 +19,21 @@ import sys
 import time
 from collections import Counter
 
-from design.params import DEFAULTS
-from model import CAUSES, ReferenceModel
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
-from .console import (ArgumentParser, UsageError, int_list, integer, interrupted,
-                      positive_integer, prepare_out, table, usage_error)
-from . import console
-from .console import progress as console_progress
+from gradient_compressor.cli import (ArgumentParser, UsageError, int_list, integer, interrupted,
+                                     positive_integer, prepare_out, table, usage_error)
+from gradient_compressor import cli
+from gradient_compressor.cli import progress as console_progress
 from .metrics import check_conservation, cross_check
-from .provenance import describe, provenance
+from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["main", "sweep"]
 
-DEFAULT_OUT = os.path.join(console.DEFAULT_OUT, "sweep")
+DEFAULT_OUT = os.path.join(cli.DEFAULT_OUT, "sweep")
 
 
 def build_parser():
@@ -174,23 +174,8 @@ def main(argv=None):
 
 
 def _sweep(args, argv):
-    from workloads import TraceError, get_workload
-    for sets in args.sets:
-        check_params({"sets": sets, "max_updates": args.max_updates})
-    for ways in args.ways:
-        check_params({"ways": ways})
-    for threshold in args.thresholds or []:
-        check_params({}, threshold, threshold_option="--thresholds")
-    for small in args.small_thresholds:
-        check_params({}, small, threshold_option="--small-thresholds")
-    try:
-        trace = get_workload(args.workload)
-    except TraceError as error:
-        raise UsageError(error) from None
-    if len(trace) == 0:
-        raise UsageError(f"{trace.name}: the trace has no gradients")
-    if args.limit:
-        trace = trace.head(args.limit)
+    _check_grid(args)
+    trace = _checked_trace(args)
     thresholds = args.thresholds or _default_thresholds(trace)
     if not thresholds:
         raise UsageError("the trace has several thresholds: give --thresholds")
@@ -222,17 +207,7 @@ def _sweep(args, argv):
             "small_mode": "stochastic" if args.stochastic else "drop",
             "oracle": {str(t): r for t, r in oracle.items()}, "points": points,
             "checks_ok": ok}
-    from .plots import plot_sweep
-    try:
-        plot_sweep(points, oracle, os.path.join(args.out, "sweep.png"),
-                   f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
-                   note)
-        with open(os.path.join(args.out, "sweep.json"), "w") as f:
-            json.dump(data, f, indent=1)
-        with open(os.path.join(args.out, "sweep.md"), "w") as f:
-            f.write(render_markdown(data))
-    except OSError as error:
-        raise UsageError(f"--out {args.out}: cannot write the sweep ({error})") from None
+    _write_sweep(data, points, oracle, trace, note, args.out)
     print(f"wrote {args.out}/sweep.md, sweep.json and sweep.png ({len(points)} points, "
           f"{seconds:.1f} s)", file=sys.stderr)
     if not ok:
@@ -240,6 +215,48 @@ def _sweep(args, argv):
               file=sys.stderr)
         return 1
     return 0
+
+
+def _check_grid(args):
+    """Check every geometry and threshold of the grid with the design's own checks."""
+    for sets in args.sets:
+        check_params({"sets": sets, "max_updates": args.max_updates})
+    for ways in args.ways:
+        check_params({"ways": ways})
+    for threshold in args.thresholds or []:
+        check_params({}, threshold, threshold_option="--thresholds")
+    for small in args.small_thresholds:
+        check_params({}, small, threshold_option="--small-thresholds")
+
+
+def _checked_trace(args):
+    """The workload's trace, cut to ``--limit``; raises :class:`UsageError` if there is none or
+    it is empty."""
+    from gradient_compressor.workloads import TraceError, get_workload
+    try:
+        trace = get_workload(args.workload)
+    except TraceError as error:
+        raise UsageError(error) from None
+    if len(trace) == 0:
+        raise UsageError(f"{trace.name}: the trace has no gradients")
+    if args.limit:
+        trace = trace.head(args.limit)
+    return trace
+
+
+def _write_sweep(data, points, oracle, trace, note, out):
+    """Write ``sweep.png``, ``sweep.json`` and ``sweep.md`` into ``out``."""
+    from .plots import plot_sweep
+    try:
+        plot_sweep(points, oracle, os.path.join(out, "sweep.png"),
+                   f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
+                   note)
+        with open(os.path.join(out, "sweep.json"), "w") as f:
+            json.dump(data, f, indent=1)
+        with open(os.path.join(out, "sweep.md"), "w") as f:
+            f.write(render_markdown(data))
+    except OSError as error:
+        raise UsageError(f"--out {out}: cannot write the sweep ({error})") from None
 
 
 if __name__ == "__main__":

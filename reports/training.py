@@ -1,9 +1,10 @@
 """Training in the loop: each run-time mode's cost in accuracy next to the DRAM bytes it saves.
 
-    python -m reports.training [MODEL ...] [--modes exact,drop,...] [--seeds 3]
-                               [--lanes 1] [--sets 1024] [--ways 8] [--steps N]
-                               [--out docs/results/training.md] [--plots docs/img] [-q]
-    python -m reports.training --sizing [MODEL ...] [--out docs/results/training-sizing.md]
+    python -m gradient_compressor.reports.training [MODEL ...] [--modes exact,drop,...] [--seeds 3]
+        [--lanes 1] [--sets 1024] [--ways 8] [--steps N]
+        [--out docs/results/training.md] [--plots docs/img] [-q]
+    python -m gradient_compressor.reports.training --sizing [MODEL ...]
+        [--out docs/results/training-sizing.md]
 
 Each model (:data:`PRESETS`: ``recsys``, ``lm``, ``digits``; :mod:`workloads.models`) is
 trained with PyTorch on the CPU (:func:`workloads.record.train`) once per mode and seed. In
@@ -29,12 +30,12 @@ import time
 
 import numpy as np
 
-from design.params import check_lanes
+from gradient_compressor.design.params import check_lanes
 
-from .console import (ArgumentParser, UsageError, check_writable, int_list, positive_integer,
-                      progress, run_command, table)
+from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+                                     positive_integer, progress, run_command, table)
 from .line_costs import FORMAT
-from .provenance import write_results
+from gradient_compressor.provenance import write_results
 from .write_path import MODES, CompressedWritePath, SizingPaths
 
 __all__ = ["PRESETS", "RUN_MODES", "parse_modes", "run_once", "summarise", "verdict",
@@ -80,7 +81,7 @@ def run_once(model, mode, seed, *, lanes=1, sets=1024, ways=8, steps=None, on_st
         (the last step's), ``gradients``, ``saving`` (None in fp32), ``discards``,
         ``seconds``.
     """
-    from workloads.record import train
+    from gradient_compressor.workloads.record import train
     size = dict(PRESETS[model], **({"steps": steps} if steps else {}))
     path = None if mode == "fp32" else CompressedWritePath(mode, lanes=lanes, sets=sets,
                                                            ways=ways, keep_dram=True)
@@ -237,8 +238,8 @@ def run_sizing(model, grid, lanes, *, steps=None, on_step=None):
     """One exact run of ``model`` (seed 0) streamed through every ``(lanes, sets, ways)``;
     ``{"gradients", "rows": [(lanes, smallest, its saving, best, best saving, saving at the
     default)]}``."""
-    from design.params import DEFAULTS
-    from workloads.record import train
+    from gradient_compressor.design.params import DEFAULTS
+    from gradient_compressor.workloads.record import train
     size = dict(PRESETS[model], **({"steps": steps} if steps else {}))
     sink = SizingPaths(lanes, grid, on_step=on_step)
     run = train(model, seed=0, sink=sink, **size)
@@ -273,7 +274,7 @@ def render_sizing(results, grid):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m reports.training",
+        prog="python -m gradient_compressor.reports.training",
         description="Train models with the compressor in their gradient write path, in each "
                     "mode and seed, and compare held-out accuracy and loss with FP32 and the "
                     "exact mode next to the DRAM bytes saved (needs PyTorch: docs/training.md).",
@@ -306,7 +307,7 @@ def build_parser():
 def check_arguments(args):
     """Every argument checked before any work; :class:`UsageError` names the bad one."""
     import os
-    from model import LineModel
+    from gradient_compressor.model import LineModel
     unknown = [m for m in args.models if m not in PRESETS]
     if unknown:
         raise UsageError(f"unknown model {', '.join(unknown)}: choose from "

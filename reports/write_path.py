@@ -18,7 +18,7 @@ Everything here is NumPy; only the training that drives it needs PyTorch.
 
 import numpy as np
 
-from design.params import DEFAULTS
+from gradient_compressor.design.params import DEFAULTS
 
 from .line_costs import dense_bytes, line_write_bytes, pack_beats
 from .mode_comparison import mode_settings
@@ -105,7 +105,7 @@ class CompressedWritePath:
 
     def __init__(self, mode="exact", *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], keep_dram=False):
-        from model.emulator import LineEmulator
+        from gradient_compressor.model.emulator import LineEmulator
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
         self.mode, self.keep_dram = mode, keep_dram

@@ -2,9 +2,9 @@
 CXXRTL) simulator, on the default configuration, with DRAM always ready, ready every other
 cycle, and ready at random half of the time.
 
-Run as ``python -m simulation.bench`` (``--help`` for the sizes). The compiled simulator runs a
-one-million-gradient trace; the run fails (exit status 1) if it takes a minute or more, or if the
-two simulators disagree on the small trace they both run.
+Run as ``python -m gradient_compressor.simulation.bench`` (``--help`` for the sizes). The
+compiled simulator runs a one-million-gradient trace; the run fails (exit status 1) if it takes
+a minute or more, or if the two simulators disagree on the small trace they both run.
 
 Then the same on lines (``GradientCompressor(lanes=N)``, ``--lanes``, by default 8, on the
 default geometry of lines): a small trace of beats in both simulators (which must agree) and a
@@ -16,8 +16,8 @@ import sys
 import time
 import warnings
 
-from design import GradientCompressor
-from reports.console import ArgumentParser, positive_integer, table
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.cli import ArgumentParser, positive_integer, table
 
 from .cxxrtl import build, compiler_available
 from .driver import always, every_other, random_ready, simulate
@@ -70,7 +70,7 @@ def _row(name, ready_name, grads, cycles, seconds, note=""):
 
 
 def main(argv=None):
-    parser = ArgumentParser(prog="python -m simulation.bench",
+    parser = ArgumentParser(prog="python -m gradient_compressor.simulation.bench",
                             description=__doc__.split("\n\n")[0])
     parser.add_argument("--amaranth", type=positive_integer, default=5000, metavar="N",
                         help="gradients for the Amaranth simulator (default 5000)")
@@ -84,7 +84,7 @@ def main(argv=None):
                         help="beats for the compiled simulator on lines (default 125000)")
     args = parser.parse_args(argv)
     if args.lanes != 1:
-        from design.params import check_lanes
+        from gradient_compressor.design.params import check_lanes
         try:
             check_lanes(args.lanes)
         except (TypeError, ValueError) as error:

@@ -37,8 +37,8 @@ same SplitMix64 sequence is computed on both sides) or :class:`~simulation.drive
 
 Example::
 
-    from simulation.cxxrtl import simulate_compiled
-    from simulation.driver import random_ready
+    from gradient_compressor.simulation.cxxrtl import simulate_compiled
+    from gradient_compressor.simulation.driver import random_ready
     result = simulate_compiled({"sets": 32, "ways": 4}, ops,
                                dram_ready=random_ready(1, probability=0.5, max_stall=8))
 """
@@ -57,10 +57,10 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from design import GradientCompressor
-from design.params import DEFAULTS, MODES_OFF, check_lanes, check_modes
-from model import CAUSES, native
-from model.native import CompilerMissing, compiler_available, default_cache_dir
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.params import DEFAULTS, MODES_OFF, check_lanes, check_modes
+from gradient_compressor.model import CAUSES, native
+from gradient_compressor.model.native import CompilerMissing, compiler_available, default_cache_dir
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 

@@ -1,14 +1,15 @@
 """Run a stream of gradients and flushes through :class:`design.GradientCompressor` in the
 Amaranth simulator, and record every handshake.
 
-Operations are the reference model's: ``("grad", addr, grad, threshold)`` (on lines, the
-line model's ``("line", line, grads, mask, threshold)``: a compressor with ``lanes > 1``),
-``("flush",)``,
-``("modes", {input: value})`` (run-time mode inputs, :data:`design.params.MODES_OFF`, set
-before the next gradient is offered) and ``("seed", value)`` (``lfsr_seed`` and ``lfsr_load``
-held until the compressor is idle, then one cycle more). A gradient is offered (after an optional gap with ``valid`` low) and held, with a stable
-payload, until the compressor takes it. A flush stops offering gradients, raises ``flush``,
-waits for ``idle``, checks that ``idle`` stays high for a few cycles, and drops ``flush``.
+Operations are the reference model's: ``("grad", addr, grad, threshold)`` (on lines, the line
+model's ``("line", line, grads, mask, threshold)``: a compressor with ``lanes > 1``),
+``("flush",)``, ``("modes", {input: value})`` (run-time mode inputs,
+:data:`design.params.MODES_OFF`, set before the next gradient is offered) and
+``("seed", value)`` (``lfsr_seed`` and ``lfsr_load`` held until the compressor is idle, then one
+cycle more). A gradient is offered (after an optional gap with ``valid`` low) and held, with a
+stable payload, until the compressor takes it. A flush stops offering gradients, raises
+``flush``, waits for ``idle``, checks that ``idle`` stays high for a few cycles, and drops
+``flush``.
 
 The driver also checks the DRAM stream's rules on every cycle (``valid`` holds with a stable
 payload until taken) and raises :class:`AssertionError` on the first cycle that breaks them.
@@ -18,8 +19,8 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
-from design.params import check_modes
-from model import CAUSES
+from gradient_compressor.design.params import check_modes
+from gradient_compressor.model import CAUSES
 
 __all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
            "periodic_ready", "SplitMix64"]
@@ -72,7 +73,8 @@ class random_ready:
     def __init__(self, seed, probability=0.5, max_stall=None):
         if max_stall is not None and (isinstance(max_stall, bool) or not isinstance(max_stall, int)
                                       or max_stall < 0):
-            raise ValueError(f"max_stall must be None or a non-negative integer, not {max_stall!r}")
+            raise ValueError("max_stall must be None or a non-negative integer, "
+                             f"not {max_stall!r}")
         self.seed, self.probability, self.max_stall = seed, float(probability), max_stall
         self._rng = SplitMix64(seed)
         self._stalled = 0

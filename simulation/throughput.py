@@ -21,9 +21,9 @@ the Amaranth simulator (minutes, for the long stream).
 import random
 import sys
 
-from design.params import DEFAULTS
-from reports.console import table
-from simulation import always, every_other
+from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.cli import table
+from gradient_compressor.simulation import always, every_other
 
 __all__ = ["streams", "measure", "main"]
 
@@ -33,7 +33,7 @@ def streams():
     stress scenarios (threshold 50), a random stream (Gaussian gradients, sigma 25, over 4096
     addresses, threshold 50) and dense tensors in address order of 2048 and 65536 gradients
     (the same distribution)."""
-    from workloads.seed import seed_phases
+    from gradient_compressor.workloads.seed import seed_phases
     result = {name.split(" (")[0]: [("grad", a, g, 50) for a, g in pairs]
               for name, pairs in seed_phases() if name.startswith("S")}   # the six scenarios
     rng = random.Random(2026)
@@ -51,7 +51,7 @@ def streams():
 def measure(ops, dram_ready, backend="amaranth"):
     """``(accept, end_to_end)`` cycles per gradient for ``ops`` on the default configuration,
     on the simulator ``backend`` (``"compiled"`` or ``"amaranth"``)."""
-    from reports.backend import run_rtl
+    from gradient_compressor.reports.backend import run_rtl
     result = run_rtl(backend, {}, ops + [("flush",)], dram_ready=dram_ready)
     n = len(result.accepted)
     first, last = result.accept_cycles[0], result.accept_cycles[-1]
@@ -62,8 +62,8 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
     """``(beats, gradients, cycles per beat, gradients per clock)`` while accepting ``ops``
     packed into beats of ``lanes``, on the default geometry (of lines), on the simulator
     ``backend``."""
-    from reports.backend import run_rtl
-    from reports.line_costs import pack_lines
+    from gradient_compressor.reports.backend import run_rtl
+    from gradient_compressor.reports.line_costs import pack_lines
     beats = [op for op in pack_lines(ops, lanes)] if lanes > 1 else ops
     result = run_rtl(backend, {"lanes": lanes}, beats + [("flush",)], dram_ready=dram_ready)
     n = len(result.accepted)
@@ -73,8 +73,8 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
 
 def main(argv=None):
     """The command; its exit status (0 done, 2 a bad argument, 130 interrupted)."""
-    from reports.console import ArgumentParser, run_command
-    parser = ArgumentParser(prog="python -m simulation.throughput",
+    from gradient_compressor.cli import ArgumentParser, run_command
+    parser = ArgumentParser(prog="python -m gradient_compressor.simulation.throughput",
                             description=__doc__.strip().splitlines()[0])
     parser.add_argument("--out", default=None, metavar="FILE.md",
                         help="also write the tables here, with the command, commit and date")
@@ -87,9 +87,9 @@ def main(argv=None):
 
 
 def _throughput(args):
-    from reports.backend import resolve_backend
-    from reports.console import check_writable
-    from reports.provenance import write_results
+    from gradient_compressor.reports.backend import resolve_backend
+    from gradient_compressor.cli import check_writable
+    from gradient_compressor.provenance import write_results
     if args.out:        # before minutes of simulation
         check_writable("--out", args.out)
     backend = resolve_backend(args.sim)
@@ -129,7 +129,7 @@ def _throughput(args):
 def lanes_list(text):
     """An argparse ``type``: a comma-separated list of lanes (each one of design.params.LANES)."""
     import argparse
-    from design.params import check_lanes
+    from gradient_compressor.design.params import check_lanes
     try:
         return [check_lanes(int(x)) for x in text.split(",")]
     except (TypeError, ValueError) as error:

@@ -1,14 +1,16 @@
 """GTKWave save files (``.gtkw``) for the project's VCD waveforms, with the signal groups of the
-trace table (:data:`COLUMNS`), so that ``gtkwave trace.vcd trace.gtkw`` opens a
-readable view of any of them: a counterexample from SymbiYosys, ``python -m proofs replay
---vcd``, ``compressor-report --vcd`` (Amaranth or compiled CXXRTL simulator).
+trace table (:data:`COLUMNS`), so that ``gtkwave trace.vcd trace.gtkw`` opens a readable view of
+any of them: a counterexample from SymbiYosys,
+``python -m gradient_compressor.proofs replay --vcd``, ``compressor-report --vcd`` (Amaranth or
+compiled CXXRTL simulator).
 
 The VCDs name the same signal differently (the proof harness has ``in_valid``, a simulation
 of the compressor ``grad_in__valid``; hierarchies differ), so each column of the trace table
 is looked up under its name and its aliases (:data:`ALIASES`), by the end of the full dotted
 name; columns a VCD lacks are left out.
 
-    python -m simulation.waves trace.vcd [trace.gtkw]    # write the save file for a VCD
+    # write the save file for a VCD
+    python -m gradient_compressor.simulation.waves trace.vcd [trace.gtkw]
 """
 
 import sys
@@ -20,8 +22,9 @@ from vcd.reader import TokenKind, VCDParseError, tokenize
 __all__ = ["read_vcd_header", "vcd_summary", "write_gtkw", "gtkw_path_for", "ALIASES", "GROUPS",
            "COLUMNS"]
 
-#: The trace table's columns (``python -m proofs trace``, and the groups of every save file):
-#: (header, signal name (suffix), signed); a header starting with ``|`` opens a group.
+#: The trace table's columns (``python -m gradient_compressor.proofs trace``, and the groups of
+#: every save file): (header, signal name (suffix), signed); a header starting with ``|`` opens
+#: a group.
 COLUMNS = [
     ("rst",    "rst",                      False),
     ("in.v",   "in_valid",                 False),
@@ -190,8 +193,9 @@ def gtkw_path_for(vcd_path):
 
 def main(argv=None):
     import argparse
-    from reports.console import ArgumentParser, usage_error
-    parser = ArgumentParser(prog="python -m simulation.waves", description=__doc__,
+    from gradient_compressor.cli import ArgumentParser, usage_error
+    parser = ArgumentParser(prog="python -m gradient_compressor.simulation.waves",
+                            description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("vcd", help="a VCD file")
     parser.add_argument("gtkw", nargs="?", help="save file to write (default: beside the VCD)")

@@ -1,6 +1,7 @@
 """Synthesise, place and route GradientCompressor for a Lattice ECP5-85F and report the result.
 
-    python -m synth [CONFIG ...] [--seeds 1 2 3] [--freq 200] [--out build/synth] [--synth-only]
+    python -m gradient_compressor.synth [CONFIG ...] [--seeds 1 2 3] [--freq 200]
+        [--out build/synth] [--synth-only]
 
 For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
 speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
@@ -45,7 +46,7 @@ def seed(text):
 
 def build_parser():
     parser = ArgumentParser(
-        prog="python -m synth", description=__doc__,
+        prog="python -m gradient_compressor.synth", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="CONFIG: a comma-separated list of default (the design's defaults, "
                "32 x 4), SETSxWAYS (e.g. 128x4, 1024x4), KEY=VALUE overrides, "
@@ -97,7 +98,8 @@ def main(argv=None):
             configs.clear()
             gc.collect()
         parser.error(str(error))
-    command = shlex.join(["python", "-m", "synth", *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(["python", "-m", "gradient_compressor.synth",
+                          *(sys.argv[1:] if argv is None else argv)])
     try:
         results = [run(name, dut, args.out, seeds=args.seeds, freq=args.freq,
                        place=not args.synth_only, modes=modes,

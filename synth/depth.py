@@ -1,17 +1,17 @@
 """The deepest register-to-register paths of a synthesised netlist, without place and route.
 
-    python -m synth.depth build/synth/default/top.json [--count 20]
+    python -m gradient_compressor.synth.depth build/synth/default/top.json [--count 20]
 
-Reads the JSON netlist that ``python -m synth`` leaves in each configuration's folder
-(``top.json``, after Yosys ``synth_ecp5``) and estimates, for every flip-flop, the delay of the
-longest combinational path into it, with a fixed delay model close to nextpnr-ecp5's averages
-on this design: a net between cells 0.9 ns, a LUT4 0.24 ns, a wide-LUT mux (PFUMX, L6MUX21)
-0.2 ns behind its LUTs, a carry cell 0.45 ns into its chain and 0.07 ns along it, a LUT RAM
-read 0.5 ns, a DSP multiply 4 ns, a flip-flop's clock-to-output 0.52 ns (a block RAM's read
-data counts as a flip-flop's, so from 128 sets up the paths from L1's RAM are optimistic). It
-prints the deepest endpoint of each Amaranth signal, the signal its path starts from, the
-fewest registers on a loop through that path, how many endpoints lie beyond 5, 6, 7 and
-8 ns, and those beyond 5 ns (200 MHz) by the loop they are on.
+Reads the JSON netlist that ``python -m gradient_compressor.synth`` leaves in each
+configuration's folder (``top.json``, after Yosys ``synth_ecp5``) and estimates, for every
+flip-flop, the delay of the longest combinational path into it, with a fixed delay model close
+to nextpnr-ecp5's averages on this design: a net between cells 0.9 ns, a LUT4 0.24 ns, a
+wide-LUT mux (PFUMX, L6MUX21) 0.2 ns behind its LUTs, a carry cell 0.45 ns into its chain and
+0.07 ns along it, a LUT RAM read 0.5 ns, a DSP multiply 4 ns, a flip-flop's clock-to-output
+0.52 ns (a block RAM's read data counts as a flip-flop's, so from 128 sets up the paths from
+L1's RAM are optimistic). It prints the deepest endpoint of each Amaranth signal, the signal its
+path starts from, the fewest registers on a loop through that path, how many endpoints lie
+beyond 5, 6, 7 and 8 ns, and those beyond 5 ns (200 MHz) by the loop they are on.
 
 The loop column says what can shorten a path. A path on no loop (``-``) can be cut by one more
 pipeline register, at the cost of a cycle of latency. A path on a loop of ``k`` registers
@@ -20,14 +20,14 @@ computes per cycle (1: the register feeds itself, as the accumulate loop's sum d
 must see the sum the one before it left), so such a path needs less logic, logic moved to
 another part of the loop, or the decision made a cycle ahead.
 
-Why: place and route moves one netlist's Fmax by up to 14 % from one placement seed to the
-next (docs/synth.md), so a change worth a few percent cannot be told from noise by three seeds;
-this estimate is the same on every run and shows every deep path, not only the worst. It is a
-model, not a timing analysis: it knows no placement, so it ranks paths and netlists rather
-than predicting an Fmax (its deepest path on the default netlist: 10.0 ns, where the seeds' critical paths were
-9.4-10.0 ns). Yosys' ABC maps
-every path to about the depth of the deepest one it must keep (docs/synth.md, design rules for timing), so
-the deepest paths here are where a change can gain.
+Why: place and route moves one netlist's Fmax by up to 14 % from one placement seed to the next
+(docs/synth.md), so a change worth a few percent cannot be told from noise by three seeds; this
+estimate is the same on every run and shows every deep path, not only the worst. It is a model,
+not a timing analysis: it knows no placement, so it ranks paths and netlists rather than
+predicting an Fmax (its deepest path on the default netlist: 10.0 ns, where the seeds' critical
+paths were 9.4-10.0 ns). Yosys' ABC maps every path to about the depth of the deepest one it
+must keep (docs/synth.md, design rules for timing), so the deepest paths here are where a change
+can gain.
 
 Exit status: 0 done, 2 bad argument or input file.
 """
@@ -35,7 +35,7 @@ Exit status: 0 done, 2 bad argument or input file.
 import sys
 from collections import Counter, defaultdict, deque
 
-from reports.console import ArgumentParser, positive_integer, usage_error
+from gradient_compressor.cli import ArgumentParser, positive_integer, usage_error
 from .netlist import Netlist
 
 __all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",
@@ -74,52 +74,8 @@ def path_estimates(netlist):
         flip-flop's output bit; deepest first.
     """
     cells = netlist.cells
-    driver = {}
-    for name, cell in cells.items():
-        for port, direction in cell["port_directions"].items():
-            if direction == "output":
-                for bit in cell["connections"][port]:
-                    if isinstance(bit, int):
-                        driver[bit] = (name, port)
+    driver = _drivers(cells)
     arrival = {}          # bit -> (delay, start bit)
-
-    def arcs(cell, port):
-        kind = cell["type"]
-        if kind == "MULT18X18D":
-            return [(p, MULTIPLY, True) for p in cell["connections"]
-                    if p[0] in "AB" and p[1:].isdigit()]
-        return ARCS.get(kind, {}).get(port)
-
-    def visit(bit):
-        # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
-        stack = [bit]
-        while stack:
-            top = stack[-1]
-            if top in arrival:
-                stack.pop()
-                continue
-            source = driver.get(top)
-            inputs = arcs(cells[source[0]], source[1]) if source else None
-            if not inputs:        # a flip-flop, an input port, a block RAM, a constant
-                arrival[top] = (CLOCK_TO_Q if source else 0.0, top)
-                stack.pop()
-                continue
-            connections = cells[source[0]]["connections"]
-            pending = [b for port, _, _ in inputs for b in connections.get(port, [])
-                       if isinstance(b, int) and b not in arrival]
-            if pending:
-                stack.extend(pending)
-                continue
-            best = (0.0, top)
-            for port, delay, routed in inputs:
-                for b in connections.get(port, []):
-                    if isinstance(b, int):
-                        t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
-                        if t > best[0]:
-                            best = (t, arrival[b][1])
-            arrival[top] = best
-            stack.pop()
-
     ends = []
     for name, cell in cells.items():
         if cell["type"] != "TRELLIS_FF":
@@ -127,11 +83,65 @@ def path_estimates(netlist):
         bit = cell["connections"]["DI"][0]
         if not isinstance(bit, int):
             continue
-        visit(bit)
+        _arrive(bit, cells, driver, arrival)
         delay, start = arrival[bit]
         ends.append((delay + ROUTE, netlist.register_name(name) or name, start,
                      cell["connections"]["Q"][0]))
     return sorted(ends, key=lambda end: -end[0])
+
+
+def _drivers(cells):
+    """``{bit: (cell name, output port)}``: the cell output that drives each net bit."""
+    driver = {}
+    for name, cell in cells.items():
+        for port, direction in cell["port_directions"].items():
+            if direction == "output":
+                for bit in cell["connections"][port]:
+                    if isinstance(bit, int):
+                        driver[bit] = (name, port)
+    return driver
+
+
+def _arcs(cell, port):
+    """The combinational arcs into output ``port`` of ``cell``: ``[(input port, delay,
+    routed)]``, or None where the output starts a path."""
+    kind = cell["type"]
+    if kind == "MULT18X18D":
+        return [(p, MULTIPLY, True) for p in cell["connections"]
+                if p[0] in "AB" and p[1:].isdigit()]
+    return ARCS.get(kind, {}).get(port)
+
+
+def _arrive(bit, cells, driver, arrival):
+    """Add to ``arrival`` the ``(delay, start bit)`` of ``bit`` and of every bit in its cone."""
+    # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
+    stack = [bit]
+    while stack:
+        top = stack[-1]
+        if top in arrival:
+            stack.pop()
+            continue
+        source = driver.get(top)
+        inputs = _arcs(cells[source[0]], source[1]) if source else None
+        if not inputs:        # a flip-flop, an input port, a block RAM, a constant
+            arrival[top] = (CLOCK_TO_Q if source else 0.0, top)
+            stack.pop()
+            continue
+        connections = cells[source[0]]["connections"]
+        pending = [b for port, _, _ in inputs for b in connections.get(port, [])
+                   if isinstance(b, int) and b not in arrival]
+        if pending:
+            stack.extend(pending)
+            continue
+        best = (0.0, top)
+        for port, delay, routed in inputs:
+            for b in connections.get(port, []):
+                if isinstance(b, int):
+                    t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
+                    if t > best[0]:
+                        best = (t, arrival[b][1])
+        arrival[top] = best
+        stack.pop()
 
 
 def cell_graph(netlist):
@@ -217,7 +227,8 @@ LIMITS = (5, 6, 7, 8)
 
 
 def depth_summary(netlist, count=20):
-    """What ``python -m synth.depth`` prints, as data (``python -m synth`` records it too).
+    """What ``python -m gradient_compressor.synth.depth`` prints, as data
+    (``python -m gradient_compressor.synth`` records it too).
 
     Returns
     -------
@@ -264,9 +275,11 @@ def summary_lines(summary):
 
 
 def _parser():
-    parser = ArgumentParser(prog="python -m synth.depth", description=__doc__.split("\n\n")[0],
+    parser = ArgumentParser(prog="python -m gradient_compressor.synth.depth",
+                            description=__doc__.split("\n\n")[0],
                             epilog="Exit status: 0 done, 2 bad argument or input file.")
-    parser.add_argument("netlist", help="a top.json that python -m synth wrote")
+    parser.add_argument("netlist",
+                        help="a top.json that python -m gradient_compressor.synth wrote")
     parser.add_argument("--count", type=positive_integer, default=20,
                         help="signals to list (default: 20)")
     return parser
@@ -277,7 +290,7 @@ def main(argv=None):
     try:
         netlist = Netlist(args.netlist)
     except (OSError, ValueError, KeyError) as error:
-        return usage_error("python -m synth.depth",
+        return usage_error("python -m gradient_compressor.synth.depth",
                            f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
     summary = depth_summary(netlist, args.count)
     print("estimated ns  loop  register <- the signal its deepest path starts from")

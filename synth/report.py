@@ -69,9 +69,10 @@ def render_markdown(report):
                       f"`file.py:line` = a carry chain made there):", "",
                       f"    {path['summary']}", ""]
         depth = r["depth"]
-        lines += ["Deepest paths estimated without placement (`python -m synth.depth`: a fixed "
-                  "delay model, the same on every run; loop: the fewest registers on a loop "
-                  "through the path, - if none):", ""]
+        lines += ["Deepest paths estimated without placement "
+                  "(`python -m gradient_compressor.synth.depth`: a fixed delay model, the same on "
+                  "every run; loop: the fewest registers on a loop through the path, - if none):",
+                  ""]
         lines += _table(["estimated ns", "loop", "register", "its deepest path starts from"],
                         [[f"{row['ns']:.2f}", row["loop"] or "-", row["register"], row["start"]]
                          for row in depth["deepest"]])

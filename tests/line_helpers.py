@@ -1,8 +1,8 @@
 """Stream helpers shared by the tests of lines: put a line on a payload, offer it until taken,
 read a line write back."""
 
-from design.layouts import Cause
-from model import LineWrite
+from gradient_compressor.design.layouts import Cause
+from gradient_compressor.model import LineWrite
 
 
 def set_line(ctx, payload, addr, lanes, mask, field="grads"):

@@ -4,7 +4,7 @@ import subprocess
 
 from amaranth.back import rtlil
 
-from design.verilog import yosys_command
+from gradient_compressor.design.verilog import yosys_command
 
 __all__ = ["assert_always_one"]
 

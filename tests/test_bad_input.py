@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from reports import cli, sweep
+from gradient_compressor.reports import cli, sweep
 
 
 def _one_line_error(done, prog):
@@ -52,7 +52,7 @@ def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
     if args[0].startswith("-"):
         args = ["seed"] + args
-    done = run_module("reports.cli", *args, *out, "-q", "--no-plots")
+    done = run_module("gradient_compressor.reports.cli", *args, *out, "-q", "--no-plots")
     assert message in _one_line_error(done, "compressor-report")
     assert not (tmp_path / "out" / "report.json").exists()
 
@@ -68,8 +68,8 @@ def test_report_bad_input(args, message, tmp_path):
     (["--sizing", "--plots", "."], "--plots draws the in-the-loop runs, not --sizing"),
 ])
 def test_training_bad_input_before_any_training(args, message):
-    done = run_module("reports.training", *args, "-q")
-    assert message in _one_line_error(done, "python -m reports.training")
+    done = run_module("gradient_compressor.reports.training", *args, "-q")
+    assert message in _one_line_error(done, "python -m gradient_compressor.reports.training")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -90,7 +90,7 @@ def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
         args = args + ["--out", out]
     if args[0].startswith("-"):
         args = ["seed"] + args
-    done = run_module("reports.sweep", *args, "-q")
+    done = run_module("gradient_compressor.reports.sweep", *args, "-q")
     assert message in _one_line_error(done, "compressor-sweep")
     assert (out / "sweep.json").read_text() == before
 
@@ -110,9 +110,9 @@ def test_proofs_bad_input(tmp_path):
         (["nonsense"], "argument cmd: invalid choice: 'nonsense'"),
     ]
     for args, message in cases:
-        done = run_module("proofs", *args, cwd=tmp_path)
-        line = _one_line_error(done, "python -m proofs" + (" bmc" if args[0] == "bmc" and
-                                                           "-j" in args else ""))
+        done = run_module("gradient_compressor.proofs", *args, cwd=tmp_path)
+        prog = "python -m gradient_compressor.proofs"
+        line = _one_line_error(done, prog + (" bmc" if args[0] == "bmc" and "-j" in args else ""))
         assert message in line, (args, line)
     assert not (tmp_path / "proofs").exists(), "a bad command must not start a job"
 
@@ -121,14 +121,15 @@ def test_trace_of_a_vcd_without_trace_signals(tmp_path):
     vcd = tmp_path / "other.vcd"
     vcd.write_text("$timescale 1ns $end\n$scope module top $end\n$var wire 1 ! clk $end\n"
                    "$upscope $end\n$enddefinitions $end\n#0\n0!\n#10\n1!\n")
-    line = _one_line_error(run_module("proofs", "trace", vcd), "python -m proofs")
+    line = _one_line_error(run_module("gradient_compressor.proofs", "trace", vcd),
+                           "python -m gradient_compressor.proofs")
     assert "none of the trace table's signals is in it" in line
 
 
 def test_mutants_bad_input():
-    done = run_module("proofs.mutants", "-k", "no-such-mutant")
+    done = run_module("gradient_compressor.proofs.mutants", "-k", "no-such-mutant")
     assert "-k no-such-mutant: no mutant's name contains it" in \
-        _one_line_error(done, "python -m proofs.mutants")
+        _one_line_error(done, "python -m gradient_compressor.proofs.mutants")
 
 
 def test_simulate_bad_input(tmp_path):
@@ -142,17 +143,20 @@ def test_simulate_bad_input(tmp_path):
         ([job], "the following arguments are required: outdir"),
     ]
     for args, message in cases:
-        line = _one_line_error(run_module("proofs.simulate", *args), "python -m proofs.simulate")
+        line = _one_line_error(run_module("gradient_compressor.proofs.simulate", *args),
+                               "python -m gradient_compressor.proofs.simulate")
         assert message in line, (args, line)
     assert not (tmp_path / "result.json").exists()
 
 
 def test_verilog_export_bad_input(tmp_path):
-    done = run_module("design.verilog", "--burst-size", "64", "-o", tmp_path / "gc.v")
+    done = run_module("gradient_compressor.design.verilog", "--burst-size", "64",
+                      "-o", tmp_path / "gc.v")
     assert "burst_size must be at most fifo_depth (32), not 64" in \
-        _one_line_error(done, "python -m design.verilog")
-    done = run_module("design.verilog", "-o", "/proc/no/gc.v")
-    assert "-o /proc/no/gc.v: cannot write it" in _one_line_error(done, "python -m design.verilog")
+        _one_line_error(done, "python -m gradient_compressor.design.verilog")
+    done = run_module("gradient_compressor.design.verilog", "-o", "/proc/no/gc.v")
+    assert "-o /proc/no/gc.v: cannot write it" in \
+        _one_line_error(done, "python -m gradient_compressor.design.verilog")
     assert not (tmp_path / "gc.v").exists()
 
 
@@ -167,8 +171,8 @@ def test_verilog_export_bad_input(tmp_path):
 def test_synth_bad_input_before_any_tool(args, message, tmp_path):
     (tmp_path / "FILE").write_text("kept")
     args = [str(tmp_path / "FILE") if a == "FILE" else a for a in args]
-    done = run_module("synth", *args, "--synth-only", cwd=tmp_path)
-    assert message in _one_line_error(done, "python -m synth")
+    done = run_module("gradient_compressor.synth", *args, "--synth-only", cwd=tmp_path)
+    assert message in _one_line_error(done, "python -m gradient_compressor.synth")
     assert (tmp_path / "FILE").read_text() == "kept"
     assert not (tmp_path / "build").exists()
 

@@ -6,7 +6,7 @@ import pytest
 from amaranth import Cat, Module, Signal, signed, unsigned
 from amaranth.sim import Simulator
 
-from design.compare import at_least, at_most, greater, less
+from gradient_compressor.design.compare import at_least, at_most, greater, less
 
 from .sat import assert_always_one
 

@@ -6,11 +6,11 @@ import pytest
 from amaranth.sim import Simulator
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from design import GradientCompressor
-from model import ReferenceModel
-from simulation import always, every_other, simulate
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.model import ReferenceModel
+from gradient_compressor.simulation import always, every_other, simulate
 
-from workloads.seed import seed_phases
+from gradient_compressor.workloads.seed import seed_phases
 
 from .directed import DIRECTED
 

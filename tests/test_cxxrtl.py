@@ -10,10 +10,10 @@ import zlib
 
 import pytest
 
-from design import GradientCompressor
-from simulation.driver import (SplitMix64, always, every_other, periodic_ready, random_ready,
-                               simulate)
-from simulation.cxxrtl import build, compiler_available, simulate_compiled
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.simulation.driver import (SplitMix64, always, every_other, periodic_ready,
+                                                   random_ready, simulate)
+from gradient_compressor.simulation.cxxrtl import build, compiler_available, simulate_compiled
 
 needs_compiler = pytest.mark.skipif(
     not compiler_available(), reason="no C++ compiler (g++) on the path: the compiled "
@@ -226,7 +226,7 @@ def test_numpy_trace():
 @needs_compiler
 def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     # A build takes seconds to minutes: it is announced, once, with where it is cached.
-    import simulation.cxxrtl as cxxrtl
+    from gradient_compressor.simulation import cxxrtl
     cxxrtl._built.clear()          # not the build another test of this process made
     build(dict(SMALL), cache_dir=tmp_path)
     err = capsys.readouterr().err
@@ -414,7 +414,7 @@ def test_line_operations_checked():
 
 
 def test_throughput_refuses_an_unwritable_out_before_simulating(capsys, tmp_path):
-    from simulation.throughput import main
+    from gradient_compressor.simulation.throughput import main
     assert main(["--out", str(tmp_path / "no" / "such.md")]) == 2
     err = capsys.readouterr().err
     assert "--out" in err and "no such folder" in err and len(err.splitlines()) == 1

@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from design.params import MODES_OFF
-from model import LANES, LineModel, ReferenceModel, Write
-from model import emulator as emulator_module
-from model.emulator import NO_CAUSE, Emulator, LineEmulator, WriteArrays
-from model.emulator_cli import MODE_NAMES, main, settings as mode_settings
-from reports.line_costs import pack_lines
-from workloads import LIVE_WORKLOADS, get_workload, workload_names
+from gradient_compressor.design.params import MODES_OFF
+from gradient_compressor.model import LANES, LineModel, ReferenceModel, Write
+from gradient_compressor.model import emulator as emulator_module
+from gradient_compressor.model.emulator import NO_CAUSE, Emulator, LineEmulator, WriteArrays
+from gradient_compressor.reports.emulator_check import MODE_NAMES, main, settings as mode_settings
+from gradient_compressor.reports.line_costs import pack_lines
+from gradient_compressor.workloads import LIVE_WORKLOADS, get_workload, workload_names
 
 from .directed import DIRECTED
 
@@ -444,7 +444,7 @@ def test_an_error_leaves_the_operations_before_it_done(lanes, bad):
 # -- the kernel's build and the command line -------------------------------------------------
 
 def test_a_missing_compiler_is_one_line(monkeypatch, tmp_path, capsys):
-    from model import native
+    from gradient_compressor.model import native
     monkeypatch.setattr(native, "CXX", "no-such-compiler-here")
     monkeypatch.setattr(emulator_module, "_kernel", None)
     monkeypatch.setenv("GC_CXXRTL_CACHE", str(tmp_path))

@@ -5,7 +5,7 @@ To stay fast and offline, the wheel is built without build isolation (setuptools
 ``test`` extra) and installed with ``--no-deps``; the runtime dependencies come from this
 environment's site-packages, added to the new environment's path with a ``.pth`` file. A
 ``.pth`` line only puts a folder on ``sys.path`` (the folder's own ``.pth`` files, among them
-this checkout's editable-install hook, are not run), so ``design`` and the other packages
+this checkout's editable-install hook, are not run), so ``gradient_compressor``
 can only come from the installed wheel; the test checks that they do.
 """
 
@@ -63,22 +63,34 @@ def installed(tmp_path_factory):
 
 def test_wheel_ships_the_package_data(installed):
     _, site = installed
-    assert (site / "simulation" / "cxxrtl_driver.cc").is_file()
-    assert (site / "model" / "emulator.cc").is_file()                 # model.emulator's kernel
-    assert (site / "design" / "gradient_compressor.vlt").is_file()    # design.verilog copies it
-    assert (site / "workloads" / "traces" / "tiny-embed.npz").is_file()
+    package = site / "gradient_compressor"
+    assert (package / "simulation" / "cxxrtl_driver.cc").is_file()
+    assert (package / "model" / "emulator.cc").is_file()               # model.emulator's kernel
+    assert (package / "design" / "gradient_compressor.vlt").is_file()  # design.verilog copies it
+    assert (package / "workloads" / "traces" / "tiny-embed.npz").is_file()
     licence, = site.glob("gradient_compressor-*.dist-info/licenses/LICENSE")
     assert "BSD 2-Clause" in licence.read_text()
+
+
+def test_wheel_installs_one_top_level_name(installed):
+    _, site = installed
+    record, = site.glob("gradient_compressor-*.dist-info/RECORD")
+    top = {line.split("/")[0] for line in record.read_text().splitlines()}
+    # (The console scripts are recorded as ../../../bin/NAME.)
+    assert top - {".."} == {"gradient_compressor", record.parent.name}
 
 
 def test_installed_commands_run_and_write_only_under_cwd(installed, tmp_path):
     bin_dir, site = installed
     before = _files_under(site)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GC_CXXRTL_CACHE")}
-    where = _run([str(bin_dir / "python"), "-c", "import design, simulation; "
-                  "print(design.__file__); print(simulation.__file__)"],
+    where = _run([str(bin_dir / "python"), "-c", "from gradient_compressor import design, "
+                  "simulation; print(design.__file__); print(simulation.__file__)"],
                  cwd=tmp_path, env=env).stdout.split()
-    assert all(Path(p).is_relative_to(site) for p in where), where
+    assert all(Path(p).is_relative_to(site / "gradient_compressor") for p in where), where
+    jobs = _run([str(bin_dir / "python"), "-m", "gradient_compressor.proofs", "list"],
+                cwd=tmp_path, env=env).stdout
+    assert "default-safety" in jobs
 
     _run([str(bin_dir / "compressor-report"), "seed", "--no-plots", "-q"], cwd=tmp_path, env=env)
     report = json.loads((tmp_path / "reports" / "out" / "report.json").read_text())

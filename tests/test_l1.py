@@ -2,8 +2,8 @@ import random
 
 from amaranth.sim import Simulator
 
-from design import L1Accumulator, L1State
-from model import ReferenceModel, CAUSES
+from gradient_compressor.design import L1Accumulator, L1State
+from gradient_compressor.model import ReferenceModel, CAUSES
 
 
 def test_init_clears_storage_before_the_first_gradient():

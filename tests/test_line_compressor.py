@@ -7,8 +7,8 @@ from collections import Counter
 import pytest
 from amaranth.sim import Simulator
 
-from design import GradientCompressor
-from model import LineModel
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.model import LineModel
 
 from .line_helpers import line_write, offer, set_line
 
@@ -165,7 +165,7 @@ def test_one_beat_per_cycle():
 def test_the_simulation_driver_takes_lines():
     """simulation.driver.simulate runs line operations (the line model's) on a compressor with
     lanes, checking the DRAM stream's rules, and records beats, per-lane writes, discards."""
-    from simulation.driver import simulate as drive, every_other
+    from gradient_compressor.simulation.driver import simulate as drive, every_other
     lanes = 4
     rng = random.Random("driver")
     steps = random_steps(rng, lanes, steps=2, beats=20)
@@ -186,7 +186,7 @@ def test_the_simulation_driver_takes_lines():
 def test_the_low_bits_of_a_line_address_are_ignored():
     """A beat's address names its line: its low log2(lanes) bits are ignored (lane i is at the
     line's address + i), in L1, in the bypass windows and in the writes."""
-    from simulation.driver import simulate as drive
+    from gradient_compressor.simulation.driver import simulate as drive
     lanes = 4
     rng = random.Random("misaligned")
     steps = random_steps(rng, lanes, steps=1, beats=30)

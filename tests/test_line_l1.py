@@ -1,14 +1,15 @@
-"""The line L1 (design.line_accumulator.LineAccumulator) against the line model, write for write."""
+"""The line L1 (design.line_accumulator.LineAccumulator) against the line model, write for
+write."""
 
 import random
 
 import pytest
 from amaranth.sim import Simulator
 
-from design import LineAccumulator
-from design.params import LFSR_RESET
-from model import LineModel
-from model.reference import lfsr_step
+from gradient_compressor.design import LineAccumulator
+from gradient_compressor.design.params import LFSR_RESET
+from gradient_compressor.model import LineModel
+from gradient_compressor.model.reference import lfsr_step
 
 from .line_helpers import line_write, offer, set_line
 

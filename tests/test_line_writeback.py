@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 from amaranth.sim import Simulator
 
-from design import WritebackBuffer
+from gradient_compressor.design import WritebackBuffer
 
 from .line_helpers import offer, set_line
 

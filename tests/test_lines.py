@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from model import LANES, LineModel, LineWrite, ReferenceModel, Write
-from model.reference import lfsr_step
+from gradient_compressor.model import LANES, LineModel, LineWrite, ReferenceModel, Write
+from gradient_compressor.model.reference import lfsr_step
 
 GRAD = 2 ** 7                    # grad_width 8
 
@@ -49,7 +49,8 @@ def test_one_lane_is_the_per_gradient_model(geometry, modes):
         if op[0] == "line":
             _, line, values, mask, threshold = op
             expected = grads.write(line, values[0], threshold) if mask else []
-            got = [w for lw in lines.write_line(line, values, mask, threshold) for w in lw.writes()]
+            got = [w for lw in lines.write_line(line, values, mask, threshold)
+                   for w in lw.writes()]
         else:
             expected, got = grads.run([op]), [w for lw in lines.run([op]) for w in lw.writes()]
         assert got == expected, op
@@ -182,7 +183,7 @@ def test_bad_input(call, message):
 
 
 def test_gradients_pack_into_beats_by_line_lane_and_threshold():
-    from reports.line_costs import pack_lines
+    from gradient_compressor.reports.line_costs import pack_lines
     ops = [("grad", 8, 1, 5), ("grad", 9, 2, 5), ("grad", 9, 3, 5),    # lane 1 again
            ("grad", 10, 4, 6),                                          # another threshold
            ("grad", 12, 5, 6), ("flush",), ("grad", 13, 6, 6)]
@@ -193,8 +194,8 @@ def test_gradients_pack_into_beats_by_line_lane_and_threshold():
 
 
 def test_line_costs_of_one_lane_are_the_records():
-    from reports.line_costs import line_costs
-    from workloads import get_workload
+    from gradient_compressor.reports.line_costs import line_costs
+    from gradient_compressor.workloads import get_workload
     ops = get_workload("seed").ops()
     one = line_costs(ops, lanes=1, sets=32, ways=4)
     assert one["lines"] == one["records"] and one["beats"] == one["gradients"] == 1448
@@ -204,7 +205,7 @@ def test_line_costs_of_one_lane_are_the_records():
 
 
 def test_line_report_refuses_a_bad_geometry_or_output(capsys, tmp_path):
-    from reports.line_costs import main
+    from gradient_compressor.reports.line_costs import main
     assert main(["seed", "--lanes", "3"]) == 2
     assert "lanes must be a power of two" in capsys.readouterr().err
     assert main(["seed", "--out", str(tmp_path)]) == 2
@@ -245,7 +246,7 @@ def test_the_ema_stays_within_the_gradients_range(beats_in, shift):
 
 
 def test_sizing_grid_is_smallest_first_and_finds_the_first_saving_geometry():
-    from reports.sizing import geometries, sizing
+    from gradient_compressor.reports.sizing import geometries, sizing
     grid = geometries(64, 2)
     assert grid == [(16, 1), (32, 1), (16, 2), (64, 1), (32, 2), (64, 2)]
     # Eight lanes of one line, written again and again in small steps: any L1 holds the line
@@ -257,7 +258,7 @@ def test_sizing_grid_is_smallest_first_and_finds_the_first_saving_geometry():
 
 
 def test_sizing_report_names_none_where_no_geometry_saves(capsys):
-    from reports.sizing import main
+    from gradient_compressor.reports.sizing import main
 
     def smallest_that_saves(out):   # that column of the first row (the best-saving column
         return out.splitlines()[2].split("|")[4].strip()    # names a geometry in every row)
@@ -272,7 +273,7 @@ def test_sizing_report_names_none_where_no_geometry_saves(capsys):
 def test_sizing_grid_bounds_need_not_be_powers_of_two(capsys, tmp_path):
     """--max-sets and --max-ways bound a grid of powers of two, both alike, and the results
     file names the grid's largest geometry, not the bounds."""
-    from reports.sizing import main
+    from gradient_compressor.reports.sizing import main
     out = tmp_path / "sizing.md"
     assert main(["seed", "--lanes", "8", "--max-sets", "20", "--max-ways", "3",
                  "--out", str(out)]) == 0
@@ -280,7 +281,7 @@ def test_sizing_grid_bounds_need_not_be_powers_of_two(capsys, tmp_path):
 
 
 def test_sizing_report_refuses_a_bad_grid_or_lanes(capsys):
-    from reports.sizing import main
+    from gradient_compressor.reports.sizing import main
     assert main(["seed", "--max-sets", "8"]) == 2
     assert "the grid starts at 16 sets" in capsys.readouterr().err
     assert main(["seed", "--lanes", "3"]) == 2
@@ -290,15 +291,15 @@ def test_sizing_report_refuses_a_bad_grid_or_lanes(capsys):
 def test_line_reports_fall_back_to_the_line_model_when_the_kernel_does_not_build(
         monkeypatch, capsys):
     """A compiler that fails (not a missing one) ended the line-cost report in a traceback."""
-    import model.emulator
-    import reports.line_costs as line_costs
+    from gradient_compressor.model import emulator
+    from gradient_compressor.reports import line_costs
 
     calls = []
 
     def fail(**kwargs):
         calls.append(1)
         raise RuntimeError("compiling the emulator's kernel failed (false ...):\nno")
-    monkeypatch.setattr(model.emulator, "load_kernel", fail)
+    monkeypatch.setattr(emulator, "load_kernel", fail)
     monkeypatch.setattr(line_costs, "_kernel_failed", False)
     assert line_costs.main(["seed", "--lanes", "8"]) == 0
     out, err = capsys.readouterr()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from model import ReferenceModel, Write
+from gradient_compressor.model import ReferenceModel, Write
 
 
 def test_direct_and_threshold_zero():

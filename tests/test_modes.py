@@ -9,13 +9,13 @@ import pytest
 from amaranth import Module, Signal
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from design import GradientCompressor
-from design.modes import ema_update
-from design.params import (MODES_OFF, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS, EMA_SHIFT_WIDTH,
-                           check_modes)
-from model import ReferenceModel, Write, Discard, lfsr_step
-from simulation import always, every_other, simulate
-from simulation.driver import random_ready
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.modes import ema_update
+from gradient_compressor.design.params import (MODES_OFF, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
+                                               EMA_SHIFT_WIDTH, check_modes)
+from gradient_compressor.model import ReferenceModel, Write, Discard, lfsr_step
+from gradient_compressor.simulation import always, every_other, simulate
+from gradient_compressor.simulation.driver import random_ready
 
 from .sat import assert_always_one
 
@@ -460,7 +460,7 @@ def test_lfsr_polynomial_is_primitive():
     # x^32 + x^22 + x^2 + x + 1 is primitive over GF(2): x has order 2**32 - 1 modulo it (so
     # the LFSR runs through every non-zero state), checked by x^(2**32-1) = 1 and x^((2**32-1)/q)
     # != 1 for each prime q dividing 2**32 - 1 = 3 * 5 * 17 * 257 * 65537.
-    from design.params import LFSR_POLYNOMIAL, LFSR_WIDTH
+    from gradient_compressor.design.params import LFSR_POLYNOMIAL, LFSR_WIDTH
     poly = sum(1 << e for e in LFSR_POLYNOMIAL)
 
     def mulmod(a, b):

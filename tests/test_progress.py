@@ -3,8 +3,8 @@ the compiled simulator reports as it goes, the Amaranth one through the driver's
 
 import pytest
 
-from reports.backend import run_rtl
-from simulation.cxxrtl import compiler_available, simulate_compiled
+from gradient_compressor.reports.backend import run_rtl
+from gradient_compressor.simulation.cxxrtl import compiler_available, simulate_compiled
 
 
 class Recorder:

@@ -10,15 +10,15 @@ import pytest
 from amaranth import Value
 from amaranth.back import rtlil
 
-from properties import CONFIGS, FormalHarness, flush_bound
-from properties.harness import progress_bound
-from properties.covers import PROGRESS_COVER
-from proofs import mutants
-from proofs.mutants import MUTANTS, apply_mutant, find_sites, jobs_for
-from proofs.run import ROOT
-from properties.base import COMPONENT_GROUPS
-from properties.harness import L1_GROUPS
-from properties.component import COMPONENTS
+from gradient_compressor.properties import CONFIGS, FormalHarness, flush_bound
+from gradient_compressor.properties.harness import progress_bound
+from gradient_compressor.properties.covers import PROGRESS_COVER
+from gradient_compressor.proofs import mutants
+from gradient_compressor.proofs.mutants import MUTANTS, apply_mutant, find_sites, jobs_for
+from gradient_compressor.proofs.run import ROOT
+from gradient_compressor.properties.base import COMPONENT_GROUPS
+from gradient_compressor.properties.harness import L1_GROUPS
+from gradient_compressor.properties.component import COMPONENTS
 
 
 @pytest.mark.parametrize("config", ["small", "dm", "assoc"])
@@ -46,7 +46,8 @@ def test_scaled_harness_assumes_only_the_paper_lemma():
 def test_liveness_jobs_depths():
     """Progress jobs run at the progress window (longer than every wait but INIT's), the
     termination jobs at their own shorter depth, never deeper than the progress one."""
-    from proofs.jobs import PROVE_JOBS, PROVEN, liveness_depth, termination_depth
+    from gradient_compressor.proofs.jobs import (PROVE_JOBS, PROVEN, liveness_depth,
+                                                 termination_depth)
     live = [j for j in PROVE_JOBS if j.fairness is not None and j.mode == "prove"]
     assert {j.config for j in live} == set(PROVEN)
     for job in live:
@@ -82,7 +83,7 @@ def test_progress_cover_where_the_bound_is_exact():
     # The progress bound met with equality (a cover from reset, free inputs) on every proven
     # configuration whose INIT is within BMC's reach (all but large); on large by simulation
     # under a stimulus, on assoc by replaying the solver's run (its solver job runs by name).
-    from proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN, job_by_name
+    from gradient_compressor.proofs.jobs import COVER_JOBS, PROVE_JOBS, PROVEN, job_by_name
     covers = {j.config: j for j in COVER_JOBS if "progress-cover" in j.name}
     assert set(covers) == set(PROVEN) - {"large", "assoc"}
     for config, job in covers.items():
@@ -100,9 +101,9 @@ def test_progress_cover_where_the_bound_is_exact():
 def test_recorded_run_reaches_the_progress_bound():
     # The recorded run replays in the simulator, every property checked on the way, and
     # meets assoc's progress bound (the witness names ema_enable as the streamer's ``ema``).
-    from proofs.jobs import job_by_name
-    from proofs.simulate import _run
-    from proofs.replay import read_witness
+    from gradient_compressor.proofs.jobs import job_by_name
+    from gradient_compressor.proofs.simulate import _run
+    from gradient_compressor.proofs.replay import read_witness
     job = job_by_name("assoc-sim-progress-bound-K3")
     assert any(step.get("in_ema_enable") for step in
                read_witness(os.path.join(ROOT, job.witness)))
@@ -121,7 +122,7 @@ def test_every_cover_is_reached_by_simulation_on_default_and_large():
     # INIT (32 and 1024 cycles) makes the solver's covers slow or out of reach there: every
     # cover of the harness is named by a simulated job (reached there, or the job fails); the
     # progress cover by the solver on default, by simulation on large.
-    from proofs.jobs import COVER_JOBS, PROVE_JOBS
+    from gradient_compressor.proofs.jobs import COVER_JOBS, PROVE_JOBS
     simulated = {}
     for job in COVER_JOBS:
         if job.mode == "sim":
@@ -135,15 +136,15 @@ def test_every_cover_is_reached_by_simulation_on_default_and_large():
 
 def test_solver_cover_jobs_assert_nothing():
     # A cover needs one run; the assertions are the k-induction jobs' to prove.
-    from proofs.jobs import COVER_JOBS
+    from gradient_compressor.proofs.jobs import COVER_JOBS
     for job in COVER_JOBS:
         if job.mode == "cover" and not job.component:
             assert job.focus == [] and job.assume_others is False, job.name
 
 
 def _simulated_job(config, stimulus, depth, **kwargs):
-    from properties.covers import STIMULI
-    from proofs.jobs import Job
+    from gradient_compressor.properties.covers import STIMULI
+    from gradient_compressor.proofs.jobs import Job
     return Job(f"{config}-sim-test", config, "sim", depth, covers=STIMULI[stimulus],
                stimulus=stimulus, **kwargs).to_dict()
 
@@ -152,7 +153,7 @@ def test_covers_reached_by_simulation(tmp_path):
     # small, cross_threshold: INIT takes cycles 0-1 (2 sets), gradients are accepted from
     # cycle 2, one a cycle: a miss, then a hit whose sum 2 reaches the threshold (accepted in
     # 3; s4 pushes its write in 7, and the cause strobe, a register, shows it in 8).
-    from proofs.simulate import simulate_job
+    from gradient_compressor.proofs.simulate import simulate_job
     result = simulate_job(_simulated_job("small", "cross_threshold", 20), str(tmp_path))
     assert result["status"] == "PASS" and result["failed"] == []
     reached = {name: cycle for kind, name, cycle in result["covers"] if kind == "reached"}
@@ -170,14 +171,13 @@ def test_simulation_checks_every_assertion(tmp_path):
     # the run is written out as a waveform.
     import json
     import subprocess
-    import sys
     apply_mutant("threshold_strict", str(tmp_path / "mutant"))
     job = _simulated_job("small", "cross_threshold", 20)
     (tmp_path / "job.json").write_text(json.dumps(job))
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path / "mutant"), root]))
-    done = subprocess.run([sys.executable, "-m", "proofs.simulate", "job.json", "."],
-                          cwd=tmp_path, env=env, capture_output=True, text=True)
+    from gradient_compressor.proofs.run import module_command
+    command = module_command("gradient_compressor.proofs.simulate", tmp_path / "mutant")
+    done = subprocess.run(command + ["job.json", "."], cwd=tmp_path, capture_output=True,
+                          text=True)
     assert done.returncode == 1, done.stderr
     result = json.loads((tmp_path / "result.json").read_text())
     assert result["status"] == "FAIL"
@@ -241,8 +241,9 @@ def test_mutant_patch_survives_reformatting(tmp_path, monkeypatch):
                                                     "yowasp-sby")),
                     reason="yowasp-sby not installed")
 def test_counterexample_replays(tmp_path):
-    from proofs.replay import read_witness, check_steps, replay_main, _factory
-    from proofs.run import read_sby_outcome, replay_with_z3, report_failures, run_job
+    from gradient_compressor.proofs.replay import read_witness, check_steps, replay_main, _factory
+    from gradient_compressor.proofs.run import (read_sby_outcome, replay_with_z3, report_failures,
+                                                run_job)
     import dataclasses
     import json
     dest = apply_mutant("value_truncated_to_l2", str(tmp_path / "mutant"))
@@ -282,7 +283,7 @@ def test_counterexample_replays(tmp_path):
 
     # --pytest: written only where the replay shows a violation, never over a file unless
     # --force; the written test fails on the mutant and passes on the design.
-    from reports.console import UsageError
+    from gradient_compressor.cli import UsageError
     test_file = tmp_path / "test_cex.py"
     assert replay_main(yw, pytest_path=str(test_file)) == 1
     text = test_file.read_text()
@@ -316,9 +317,10 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
     simulator: the mutant breaks conservation at the swapped lanes' addresses, the design does
     not; ``--pytest`` writes a test of the line replay."""
     import dataclasses
-    from proofs.line_replay import check_line_steps, input_port_names, read_port_steps
-    from proofs.replay import _factory, replay_main
-    from proofs.run import run_job
+    from gradient_compressor.proofs.line_replay import (check_line_steps, input_port_names,
+                                                        read_port_steps)
+    from gradient_compressor.proofs.replay import _factory, replay_main
+    from gradient_compressor.proofs.run import run_job
     dest = apply_mutant("victim_lanes_swapped", str(tmp_path / "mutant"))
     # (the check of the compressor on lines: the first check of a lane mutant is the line L1's
     # alone, whose inputs are not the compressor's ports)
@@ -350,9 +352,10 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     mutant (a direct lane 1 left out of the mask) loses that lane's gradient, the design does
     not; ``--pytest`` writes a test of the L1 replay that passes on the design."""
     import dataclasses
-    from proofs.line_replay import check_l1_steps, l1_input_names, read_l1_steps
-    from proofs.replay import _l1_factory, replay_main
-    from proofs.run import run_job
+    from gradient_compressor.proofs.line_replay import (check_l1_steps, l1_input_names,
+                                                        read_l1_steps)
+    from gradient_compressor.proofs.replay import _l1_factory, replay_main
+    from gradient_compressor.proofs.run import run_job
     dest = apply_mutant("lane_mask_ignores_lane_1", str(tmp_path / "mutant"))
     job = dataclasses.replace(next(j for j in jobs_for("lane_mask_ignores_lane_1", dest)
                                    if j.alone),
@@ -381,7 +384,7 @@ def assert_readable_waves(vcd, names, min_signals):
     """``vcd`` parses (pyvcd), declares ``names`` (by the end of their dotted names), and has
     a .gtkw beside it naming at least ``min_signals`` of its signals in the trace-table
     groups. Returns the VCD's variables and last timestamp (ns)."""
-    from simulation.waves import vcd_summary
+    from gradient_compressor.simulation.waves import vcd_summary
     variables, last = vcd_summary(vcd)
     for name in names:
         assert any(v == name or v.endswith("." + name) for v in variables), name
@@ -392,7 +395,7 @@ def assert_readable_waves(vcd, names, min_signals):
     return variables, last
 
 def test_mutant_classes():
-    from proofs.mutants import DEFAULT_SAMPLE
+    from gradient_compressor.proofs.mutants import DEFAULT_SAMPLE
     classes = {}
     for name, (cls, *_rest) in MUTANTS.items():
         classes.setdefault(cls, []).append(name)
@@ -406,7 +409,7 @@ def test_mutant_classes():
 
 
 def test_lane_mutants_are_checked_on_lines():
-    from proofs.mutants import jobs_for
+    from gradient_compressor.proofs.mutants import jobs_for
     for name, (cls, *_rest) in MUTANTS.items():
         jobs = jobs_for(name, "/nowhere", "default")
         assert (cls == "lanes") == any(job.lanes > 1 for job in jobs), name
@@ -415,9 +418,9 @@ def test_lane_mutants_are_checked_on_lines():
 def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     # The mutants that only a long run shows on default: a deep BMC of every assertion (no
     # skip: every step is checked) from reset, under the stimulus that reaches them.
-    from properties.covers import STIMULI
-    from proofs.gen import sby_text
-    from proofs.mutants import DEEP, DEEP_SMALL, STALLS
+    from gradient_compressor.properties.covers import STIMULI
+    from gradient_compressor.proofs.gen import sby_text
+    from gradient_compressor.proofs.mutants import DEEP, DEEP_SMALL, STALLS
     assert set(DEEP) == {"max_updates_one_early", "l2_push_ready_when_full",
                          "ready_ignores_l2_full", "burst_ends_below_burst_size",
                          "victim_never_moves",
@@ -455,7 +458,7 @@ def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
     # the mutants that only delay: the liveness check first
     for name in STALLS:
         assert system_jobs(name, "small")[0].focus == ["progress", "termination"]
-    from proofs.mutants import DEEP_LIVENESS
+    from gradient_compressor.proofs.mutants import DEEP_LIVENESS
     assert set(DEEP_LIVENESS) == {"done_never_resumes", "no_drain_on_flush"}
     for name, (stimulus, depth) in DEEP_LIVENESS.items():
         assert name in MUTANTS and stimulus in STIMULI and name not in DEEP
@@ -484,8 +487,8 @@ def test_mutant_stimuli_convert(stimulus):
 def test_stimulus_modes():
     # A stimulus holds every run-time mode off but those it names (MODES): the dual threshold
     # of discard_then_flush, in mode drop. A mode input it names must exist.
-    from design.params import MODES_OFF
-    from properties import covers
+    from gradient_compressor.design.params import MODES_OFF
+    from gradient_compressor.properties import covers
     assert covers.MODES == {
         "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
         "stochastic_rounding": {"small_threshold": 2, "stochastic": 1},
@@ -502,13 +505,14 @@ def test_stimulus_modes():
 
 
 def test_directed_stimulus_is_assumed_and_checked():
-    from properties.covers import STIMULI, check_stimulus
+    from gradient_compressor.properties.covers import STIMULI, check_stimulus
     harness = FormalHarness(CONFIGS["default"], covers=STIMULI["one_address"],
                             stimulus="one_address")
     rtlil.convert(harness, ports=[])
     assumed = {p.name for p in harness.props.props if p.kind == "assume"}
     assert "stimulus_one_address" in assumed
-    assert {p.name for p in harness.props.props if p.kind == "cover"} == set(STIMULI["one_address"])
+    covered = {p.name for p in harness.props.props if p.kind == "cover"}
+    assert covered == set(STIMULI["one_address"])
     with pytest.raises(ValueError, match="stimulus 'nope': expected one of .*one_address"):
         check_stimulus("nope")       # FormalHarness(..., stimulus="nope") raises it first
 
@@ -517,7 +521,7 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
     # make bmc may split a configuration's safety properties over jobs (BMC_SAFETY): between
     # them the jobs must still assert every safety group. The slowest jobs, which make prove
     # and make bmc start first, must name real jobs (a renamed job would silently run last).
-    from proofs.jobs import BMC_JOBS, SAFETY, SLOWEST, all_jobs, slowest_first
+    from gradient_compressor.proofs.jobs import BMC_JOBS, SAFETY, SLOWEST, all_jobs, slowest_first
     for config in ("small", "dm", "assoc"):
         safety = [j for j in BMC_JOBS if j.config == config and not j.fairness
                   and j.mode == "bmc"]
@@ -535,8 +539,8 @@ def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
     # make prove's free-input covers check every step (assoc's progress cover, which skips
     # the steps in which the queue and L2 are still filling, is replayed instead); every one
     # is reset in its first cycle only. The covers under a directed stimulus are simulated.
-    from proofs.gen import sby_text
-    from proofs.jobs import COVER_JOBS
+    from gradient_compressor.proofs.gen import sby_text
+    from gradient_compressor.proofs.jobs import COVER_JOBS
     assert not [j for j in COVER_JOBS if j.stimulus and j.mode == "cover"]
     free = [j for j in COVER_JOBS if j.mode == "cover" and not j.component]
     assert all(("skip" in sby_text(j.to_dict())) == bool(j.skip) for j in free)
@@ -549,7 +553,7 @@ def test_witness_threshold_under_the_streamers_name(tmp_path):
     # name (judged_by in the directed covers' witnesses until 27 Nov 2026, threshold since):
     # replay must read it as the threshold.
     import json
-    from proofs.replay import read_witness
+    from gradient_compressor.proofs.replay import read_witness
     yw = tmp_path / "trace.yw"
     yw.write_text(json.dumps({
         "format": "Yosys Witness Trace", "clocks": [],
@@ -566,7 +570,7 @@ def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
     # (with a $N suffix). Replay must read each as that input (flush read as 0 replayed
     # another run than the counterexample; the random bits read as 0, another stochastic run).
     import json
-    from proofs.replay import read_witness
+    from gradient_compressor.proofs.replay import read_witness
     paths = {"in_flush": ["\\dut", "\\ema", "\\latch"],
              "in_ema_min": ["\\dut", "\\ema", "\\minimum"],
              "in_random": ["\\dut", "\\lfsr", "\\random_next_bits"],
@@ -586,7 +590,7 @@ def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
 
 
 def test_property_name_must_fit_the_junit_report():
-    from properties import PropertySet
+    from gradient_compressor.properties import PropertySet
     P = PropertySet()
     with pytest.raises(ValueError, match=r"property name 'ema_at_most_1<<8' contains <: "
                                          r"SymbiYosys's JUnit report cannot hold <, >, & or \""):
@@ -599,8 +603,8 @@ def test_every_input_of_the_design_is_free(config):
     # held off and its proofs would pass for nothing. Every In member must be driven by the
     # harness from a free input, the mode inputs included, and the LFSR replaced by free bits.
     from amaranth.lib import wiring
-    from design.params import MODES_OFF
-    from properties.harness import FreeRandom, mode_inputs
+    from gradient_compressor.design.params import MODES_OFF
+    from gradient_compressor.properties.harness import FreeRandom, mode_inputs
     harness = FormalHarness(CONFIGS[config])
     text = rtlil.convert(harness, ports=[])
     d = harness.dut
@@ -622,7 +626,7 @@ def test_split_jobs_name_every_property(group):
     # default and large prove these groups in several jobs: the list must name every
     # property of the group, once (a property in two jobs is a job too many).
     from fnmatch import fnmatchcase
-    from proofs.jobs import ONE_JOB_EACH, PROVE_JOBS, _names
+    from gradient_compressor.proofs.jobs import ONE_JOB_EACH, PROVE_JOBS, _names
     harness = FormalHarness(CONFIGS["default"], fairness=2)
     rtlil.convert(harness, ports=[])
     names = {p.name for p in harness.props.props if p.group == group}
@@ -642,7 +646,7 @@ def test_prove_jobs_assert_every_property(config):
     # is asserted in some k-induction job of each proven configuration.
     # L1's contract (L1_GROUPS) is asserted in L1's own jobs (alone), the rest in the
     # system's.
-    from proofs.jobs import PROVE_JOBS, PROVEN, WHOLE_STORAGE
+    from gradient_compressor.proofs.jobs import PROVE_JOBS, PROVEN, WHOLE_STORAGE
     whole = config in WHOLE_STORAGE
     harness = FormalHarness(CONFIGS[config], fairness=PROVEN[config], whole_storage=whole)
     rtlil.convert(harness, ports=[])
@@ -676,7 +680,7 @@ def test_focus_pattern_names_a_property_with_a_parameter():
     # A property whose name holds a parameter (flush_idle_within_B_1704) is focused by a
     # pattern; a focus entry that names nothing is refused.
     from amaranth import Module as _Module, Signal
-    from properties.base import PropertySet
+    from gradient_compressor.properties.base import PropertySet
     def asserted(focus):
         m = _Module()
         m._MustUse__silence = True      # never elaborated
@@ -696,7 +700,7 @@ def test_same_cycle_lemmas_have_no_cycle():
     # A property may assume others in the same cycle only if "uses now" has no cycle (the
     # soundness argument of properties/base.py); emit() refuses a cycle or an unknown name.
     from amaranth import Module as _Module, Signal
-    from properties.base import PropertySet
+    from gradient_compressor.properties.base import PropertySet
     def Module():
         m = _Module()
         m._MustUse__silence = True      # never elaborated
@@ -722,7 +726,7 @@ def test_same_cycle_lemmas_have_no_cycle():
 def test_counterexample_taken_from_the_replay(monkeypatch):
     # A failed job reports what the replay with z3 fails; what only the solver's model failed
     # is listed apart, and a witness whose replay fails nothing leaves the job UNCONFIRMED.
-    from proofs import run
+    from gradient_compressor.proofs import run
     def failed_job():
         return {"status": "FAIL", "failed": ["a/real", "b/claimed"], "vcd": "engine_0/t.vcd",
                 "witness": "engine_0/t.yw"}
@@ -741,7 +745,7 @@ def test_counterexample_taken_from_the_replay(monkeypatch):
 
 def test_replay_without_a_verdict_is_an_error(tmp_path, monkeypatch):
     # A replay that gives no verdict (here: z3 not found) is an error, never "fails nothing".
-    from proofs.run import replay_with_z3
+    from gradient_compressor.proofs.run import replay_with_z3
     fake = tmp_path / "smtbmc"
     fake.write_text("#!/bin/sh\necho \"##   0:00:00  SMT Solver 'z3' not found in path.\"\n"
                     "exit 1\n")
@@ -757,7 +761,7 @@ def test_component_harness_frees_every_input(name):
     # Alone, a component's every input port is free, its contract asserted and what it
     # requires of its inputs assumed; in the system harness the same contract is assumed
     # and the requirement asserted.
-    from properties.component import ComponentHarness
+    from gradient_compressor.properties.component import ComponentHarness
     harness = ComponentHarness(name, CONFIGS["small"], covers=True)
     text = rtlil.convert(harness, ports=[])
     assert "$anyseq" in text and "$check" in text
@@ -774,7 +778,7 @@ def test_line_l1_alone_frees_every_input_bit():
     # value per lane, grads, is a View whose len() counts lanes: a proof with a 2-bit in_grads
     # passed for lane 1's gradient always 0), flush, push.ready; the tracked lane is the low
     # bits of the tracked address.
-    from proofs.jobs import LINE_SMALL
+    from gradient_compressor.proofs.jobs import LINE_SMALL
     harness = FormalHarness(LINE_SMALL, alone=True, lanes=2, whole_storage=True)
     rtlil.convert(harness, ports=[])
     payload = harness.dut.l1.grad_in.payload
@@ -790,7 +794,7 @@ def test_line_l1_jobs_assert_every_property():
     # Every assertion of the line L1's harness (L1's contract on lines and its output's
     # stream rules) is asserted in one of its k-induction jobs, each on its geometry; the
     # cover job reaches the line policy's cases (lines2: make prove runs it).
-    from proofs.jobs import LINE_L1_JOBS, LINE_L1_COVER, PROVE_JOBS
+    from gradient_compressor.proofs.jobs import LINE_L1_JOBS, LINE_L1_COVER, PROVE_JOBS
     for lanes in sorted({j.lanes for j in LINE_L1_JOBS}):
         jobs = [j for j in LINE_L1_JOBS if j.lanes == lanes]
         harness = FormalHarness(jobs[0].parameters, alone=True, lanes=lanes,
@@ -810,7 +814,7 @@ def test_line8_jobs_assert_every_property_once():
     # each assertion of its harness is asserted in exactly one of them (one too few leaves it
     # unproven, and with it whatever uses it as a same-cycle lemma), one lane of the decision
     # a job.
-    from proofs.jobs import LINE8_L1_JOBS, PROVE_JOBS
+    from gradient_compressor.proofs.jobs import LINE8_L1_JOBS, PROVE_JOBS
     harness = FormalHarness(CONFIGS["default"], alone=True, lanes=8)
     rtlil.convert(harness, ports=[])
     props = [p for p in harness.props.props if p.kind == "assert"
@@ -846,26 +850,35 @@ def test_system_groups_read_l1_through_its_ports_and_probe():
     # through its ports and its probe (design.l1.L1Probe) only.
     import inspect
     import re
-    from design.l1 import L1Accumulator
-    from properties import liveness, modes, outputs, throughput
+    from gradient_compressor.design.l1 import L1Accumulator
+    from gradient_compressor.properties import liveness, modes, outputs, throughput
     l1 = L1Accumulator()
     for never_elaborated in (l1, l1.storage, l1.queue, l1.queue.storage):
         never_elaborated._MustUse__silence = True
     ports = set(l1.signature.members)
-    for function in (outputs._system, modes._system, liveness.add, throughput.add):
-        read = set(re.findall(r"\bl1\.([a-z_0-9]+)", inspect.getsource(function)))
-        assert read and read <= ports | {"probe"}, (function.__module__, read - ports)
+    system_groups = [
+        [outputs._system, outputs._stream_rules, outputs._storage, outputs._idle,
+         outputs._counters],
+        [modes._system, modes._ema_is_exact, modes._ema_threshold, modes._bypass_windows],
+        [liveness.add, liveness._progress, liveness._flush_measure,
+         liveness._measure_falls_under_flush, liveness._flush_ends_within_bound],
+        [throughput.add],
+    ]
+    for functions in system_groups:
+        source = "".join(inspect.getsource(function) for function in functions)
+        read = set(re.findall(r"\bl1\.([a-z_0-9]+)", source))
+        assert read and read <= ports | {"probe"}, (functions[0].__module__, read - ports)
 
 
 def test_component_proven_once_per_distinct_parameters():
-    from properties.component import instances
+    from gradient_compressor.properties.component import instances
     assert instances("lfsr", CONFIGS) == ["small"]
     assert instances("l2", CONFIGS) == list(CONFIGS)
     assert "assoc" not in instances("queue", CONFIGS)   # dm's widths
 
 
 def test_a_cti_is_followed_by_a_check_from_reset():
-    from proofs.jobs import job_by_name, reset_check
+    from gradient_compressor.proofs.jobs import job_by_name, reset_check
     job = job_by_name("default-safety")
     check = reset_check(job)
     assert (check.mode, check.reset, check.focus) == ("bmc", "initial", job.focus)
@@ -876,15 +889,15 @@ def test_a_cti_is_followed_by_a_check_from_reset():
 
 def test_geometry_sweep_jobs_generate(tmp_path):
     # A point of the sweep is no named configuration: its parameters travel in the job.
-    from design.params import check_config
-    from proofs.gen import generate
-    from proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
+    from gradient_compressor.design.params import Config
+    from gradient_compressor.proofs.gen import generate
+    from gradient_compressor.proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
     jobs = sweep_jobs()
     # L1 alone once per sets x ways (two jobs), the system and L2 per depth (four).
     assert len(jobs) == len(SETS) * len(WAYS) * (2 + 4 * len(DEPTHS))
     assert sum(j.alone for j in jobs) == 2 * len(SETS) * len(WAYS)
     for job in jobs:
-        check_config(**job.parameters)
+        Config(**job.parameters)
     for job in sweep_jobs([4], [2], [3]):
         generate(job.to_dict(), str(tmp_path / job.name))
         assert (tmp_path / job.name / "design.il").stat().st_size > 0
@@ -893,7 +906,7 @@ def test_geometry_sweep_jobs_generate(tmp_path):
 def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
     # Yosys' mutate on the LFSR's netlist: a sample, each mutation applied in the job's own
     # script and checked against the LFSR's contract; the table names command and code.
-    from proofs import netlist_mutants
+    from gradient_compressor.proofs import netlist_mutants
     monkeypatch.setenv("GC_PROOFS_WORK", str(tmp_path / "work"))
     assert netlist_mutants.place(
         "mutate -mode inv -module top.dut -cell $9 -port A -portbit 1 -wire x -wirebit 0 "
@@ -907,15 +920,15 @@ def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
 
 def test_jobs_tuned_without_unroll_exist():
     # A renamed job would silently lose its tuning.
-    from proofs.jobs import NO_UNROLL, PROVE_JOBS
+    from gradient_compressor.proofs.jobs import NO_UNROLL, PROVE_JOBS
     tuned = {j.name for j in PROVE_JOBS if not j.unroll and j.mode == "prove"}
     assert tuned == NO_UNROLL
 
 
 def test_jobs_encoded_as_bit_vectors_exist_and_say_so():
     # A renamed job would silently lose its encoding; the engine line carries it.
-    from proofs.gen import sby_text
-    from proofs.jobs import STBV, PROVE_JOBS
+    from gradient_compressor.proofs.gen import sby_text
+    from gradient_compressor.proofs.jobs import STBV, PROVE_JOBS
     encoded = [j for j in PROVE_JOBS if j.stbv]
     assert {j.name for j in encoded} == STBV
     for job in encoded:

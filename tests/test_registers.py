@@ -11,9 +11,9 @@ from amaranth.sim import Simulator
 
 from amaranth.hdl import Shape
 
-from design.compressor import signature
-from design.registers import (OKAY, SLVERR, CompressorWithRegisters, main as registers_main,
-                              register_map)
+from gradient_compressor.design.compressor import signature
+from gradient_compressor.design.registers import (OKAY, SLVERR, CompressorWithRegisters,
+                                                  main as registers_main, register_map)
 
 SMALL = dict(addr_width=8, grad_width=8, sets=4, ways=2, max_updates=3, fifo_depth=4,
              burst_size=2)
@@ -150,11 +150,11 @@ def test_map_written_as_markdown_json_and_c_header(fmt, tmp_path):
 
 
 def test_map_command_bad_input():
-    done = subprocess.run([sys.executable, "-m", "design.registers", "-o", "/proc/x.md"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.design.registers",
+                           "-o", "/proc/x.md"], capture_output=True, text=True)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip().splitlines() == [
-        "python -m design.registers: error: -o /proc/x.md: cannot write it "
+        "python -m gradient_compressor.design.registers: error: -o /proc/x.md: cannot write it "
         + done.stderr.split("cannot write it ")[1].strip()]
 
 
@@ -171,7 +171,7 @@ def test_committed_register_map_is_current():
 
 
 def test_verilog_export_with_registers(tmp_path):
-    from design.verilog import main as export
+    from gradient_compressor.design.verilog import main as export
     out = tmp_path / "top.v"
     export(["--registers", "-o", str(out), "--sets", "4", "--ways", "2", "--fifo-depth", "4",
             "--burst-size", "2"])

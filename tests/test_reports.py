@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from reports import cli, sweep
-from reports.metrics import bursts, check_conservation
-from workloads import Trace, save
+from gradient_compressor.reports import cli, sweep
+from gradient_compressor.reports.metrics import bursts, check_conservation
+from gradient_compressor.workloads import Trace, save
 
 
 @pytest.fixture
@@ -136,12 +136,12 @@ def test_console_scripts_help_and_exit_codes(tmp_path):
         done = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
                               text=True)
         assert done.returncode == 0 and "usage:" in done.stdout
-    done = subprocess.run([sys.executable, "-m", "reports.cli", str(tmp_path / "nope.npz")],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.cli",
+                           str(tmp_path / "nope.npz")], capture_output=True, text=True)
     assert done.returncode == 2 and "no such trace file" in done.stderr
     assert "Traceback" not in done.stderr
-    done = subprocess.run([sys.executable, "-m", "reports.sweep", "seed", "--ways", "3"],
-                          capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-m", "gradient_compressor.reports.sweep", "seed",
+                           "--ways", "3"], capture_output=True, text=True)
     assert done.returncode == 2 and "power of two" in done.stderr
 
 
@@ -161,7 +161,7 @@ def test_sweep_model_and_rtl_agree(tiny, tmp_path):
 
 
 def test_falls_back_to_amaranth_with_a_note(monkeypatch, capsys):
-    from reports import backend
+    from gradient_compressor.reports import backend
     monkeypatch.setattr(backend, "_compiled", lambda: (None, "not built here"))
     assert backend.resolve_backend(None) == "amaranth"
     assert backend.resolve_backend("compiled") == "amaranth"
@@ -198,9 +198,10 @@ def test_empty_step_and_empty_trace(tmp_path, capsys):
 
 
 def test_mode_comparison(tmp_path):
-    """``python -m reports.mode_comparison``: lossless modes keep DRAM exact after every step; the dual
-    threshold's error is what it discarded, and stochastic rounding is less biased than drop."""
-    from reports.mode_comparison import main as modes_main
+    """``python -m gradient_compressor.reports.mode_comparison``: lossless modes keep DRAM exact
+    after every step; the dual threshold's error is what it discarded, and stochastic rounding
+    is less biased than drop."""
+    from gradient_compressor.reports.mode_comparison import main as modes_main
     assert modes_main(["seed", "--out", str(tmp_path)]) == 0
     data = json.loads((tmp_path / "modes.json").read_text())
     rows = {r["mode"]: r for r in data["workloads"][0]["rows"]}
@@ -240,8 +241,9 @@ def test_sweep_small_threshold(tmp_path, capsys):
 
 
 def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
-    """An RTL run that loses a write makes ``python -m reports.mode_comparison`` exit 1, naming it."""
-    import reports.mode_comparison as modes
+    """An RTL run that loses a write makes
+    ``python -m gradient_compressor.reports.mode_comparison`` exit 1, naming it."""
+    from gradient_compressor.reports import mode_comparison as modes
     real = modes.run_rtl
 
     def losing(*args, **kwargs):
@@ -270,7 +272,7 @@ def test_report_with_modes(tmp_path):
 def test_markdown_table_escapes_a_bar_in_a_cell():
     # A planted bug's text such as "|g| == small_threshold" must stay one cell of the
     # Markdown table (make mutants prints one), not end it.
-    from reports.console import table
+    from gradient_compressor.cli import table
     text = table([["tiny_bound_inclusive", "a miss with |g| == t"]], ["mutant", "bug"])
     row = text.splitlines()[2]
     assert row.count("|") - row.count("\\|") == 3

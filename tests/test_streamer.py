@@ -1,6 +1,6 @@
 from amaranth.sim import Simulator
 
-from design import Streamer
+from gradient_compressor.design import Streamer
 
 
 def test_threshold_travels_with_the_gradient():

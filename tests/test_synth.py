@@ -1,4 +1,5 @@
-"""The ECP5 flow of ``python -m synth``: a synthesis-only smoke run and the argument errors.
+"""The ECP5 flow of ``python -m gradient_compressor.synth``: a synthesis-only smoke run and the
+argument errors.
 
 Place and route (minutes per configuration) is a benchmark, not a test: ``make synth``.
 """
@@ -11,12 +12,12 @@ from amaranth import Cat
 from amaranth.back import rtlil
 from amaranth.sim import Simulator
 
-from design import GradientCompressor
-from synth.__main__ import main
-from synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components, loop_registers,
-                         main as depth_main, path_estimates)
-from synth.flow import fpga_top
-from synth.netlist import Netlist
+from gradient_compressor.design import GradientCompressor
+from gradient_compressor.synth.__main__ import main
+from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components,
+                                             loop_registers, main as depth_main, path_estimates)
+from gradient_compressor.synth.flow import fpga_top
+from gradient_compressor.synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
 SMALL = "sets=2,ways=2,addr_width=8,grad_width=8,fifo_depth=4,burst_size=2"
@@ -86,7 +87,8 @@ def test_fpga_top_puts_a_line_on_one_pin_each_way():
     m, ports = fpga_top(dut)
     pins = {port.name: port for port in ports}
     assert set(pins) == (names - {"in_grad", "dram_value"}) | {"line_in", "line_out"}
-    assert {"in_valid", "in_ready", "in_addr", "dram_valid", "dram_ready", "dram_addr"} <= set(pins)
+    assert {"in_valid", "in_ready", "in_addr",
+            "dram_valid", "dram_ready", "dram_addr"} <= set(pins)
     assert len(pins["line_in"]) == len(pins["line_out"]) == 1
     beat = Cat(dut.grad_in.payload.grads, dut.grad_in.payload.mask)
     write = Cat(dut.dram_out.payload.values, dut.dram_out.payload.mask)
@@ -167,7 +169,8 @@ def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tm
     with pytest.raises(SystemExit) as exit:
         main(["default", config, "--out", str(tmp_path)])
     assert exit.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == f"python -m synth: error: {message}"
+    assert capsys.readouterr().err.splitlines()[-1] == \
+        f"python -m gradient_compressor.synth: error: {message}"
     assert not (tmp_path / "synth.json").exists()
 
 
@@ -175,8 +178,9 @@ def test_frequency_must_be_positive(capsys):
     with pytest.raises(SystemExit) as exit:
         main(["--freq", "0"])
     assert exit.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == \
-        "python -m synth: error: --freq must be a positive number of MHz, not 0"
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "python -m gradient_compressor.synth: error: --freq must be a positive number of MHz, "
+        "not 0")
 
 
 def _netlist(tmp_path, cells, ports):
@@ -194,7 +198,8 @@ def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_pat
                 "attributes": {}}
     ports = {"a": {"direction": "input", "bits": [2]}, "b": {"direction": "input", "bits": [3]},
              "c": {"direction": "input", "bits": [4]},
-             "y": {"direction": "output", "bits": [10]}, "q": {"direction": "output", "bits": [11]},
+             "y": {"direction": "output", "bits": [10]},
+             "q": {"direction": "output", "bits": [11]},
              "r": {"direction": "output", "bits": [12]}}
     cells = {
         "lut": cell("LUT4", A=[2], B=["0"], C=["0"], D=["0"], Z=[10]),           # a -> y
@@ -205,9 +210,10 @@ def test_combinational_walk_stops_at_registers_and_crosses_lut_ram_reads(tmp_pat
 
 
 def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
-    # python -m synth.loops: every loop elaborates with either form of compare (place and
-    # route is the benchmark); an unknown loop is a one-line usage error before any run.
-    from synth.loops import FORMS, LOOPS, loop, main
+    # python -m gradient_compressor.synth.loops: every loop elaborates with either form of
+    # compare (place and route is the benchmark); an unknown loop is a one-line usage error
+    # before any run.
+    from gradient_compressor.synth.loops import FORMS, LOOPS, loop, main
     for name in LOOPS:
         for form in FORMS:
             module, ports = loop(name, form)
@@ -216,8 +222,8 @@ def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
         main(["accumulate", "fast"])
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
-        "python -m synth.loops: error: unknown loop 'fast': use one of accumulate, "
-        "accumulate_ways, lookahead, lookahead2")
+        "python -m gradient_compressor.synth.loops: error: unknown loop 'fast': "
+        "use one of accumulate, accumulate_ways, lookahead, lookahead2")
 
 
 def test_loops_of_a_small_graph():

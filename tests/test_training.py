@@ -7,15 +7,16 @@ import sys
 import numpy as np
 import pytest
 
-from model import LineModel
-from model.native import compiler_available
-from reports.line_costs import line_costs, pack_beats, pack_lines
-from reports.training import main, parse_modes, summarise, verdict, best_modes, sizing_answer
-from reports.write_path import (MODES, CompressedWritePath, SizingPaths, dram_sums,
-                                mode_operations)
-from workloads import get_workload
-from workloads.record import (SCALE_DIV, GradientStream, Quantiser, TensorLayout, TraceSink,
-                              step_threshold)
+from gradient_compressor.model import LineModel
+from gradient_compressor.model.native import compiler_available
+from gradient_compressor.reports.line_costs import line_costs, pack_beats, pack_lines
+from gradient_compressor.reports.training import (main, parse_modes, summarise, verdict,
+                                                  best_modes, sizing_answer)
+from gradient_compressor.reports.write_path import (MODES, CompressedWritePath, SizingPaths,
+                                                    dram_sums, mode_operations)
+from gradient_compressor.workloads import get_workload
+from gradient_compressor.workloads.record import (SCALE_DIV, GradientStream, Quantiser,
+                                                  TensorLayout, TraceSink, step_threshold)
 
 needs_compiler = pytest.mark.skipif(not compiler_available(), reason="no C++ compiler")
 
@@ -181,7 +182,7 @@ def test_lossy_dram_sums_plus_discards_are_the_accepted(mode):
 
 
 def test_dram_sums_adds_each_lane_of_line_writes():
-    from model.emulator import WriteArrays
+    from gradient_compressor.model.emulator import WriteArrays
     writes = WriteArrays(np.array([0, 4, 0], np.uint32),
                          np.array([[1, 0, 3, 0], [5, 6, 0, 0], [10, 0, 0, 7]], np.int32),
                          np.array([5, 3, 9], np.uint32), np.zeros((3, 4), np.uint8))
@@ -226,7 +227,7 @@ def test_mode_operations_reject_what_the_compressor_cannot_do():
 
 @needs_compiler
 def test_sizing_paths_equal_single_paths():
-    from reports.sizing import geometries
+    from gradient_compressor.reports.sizing import geometries
     grid = geometries(32, 2)
     layout = TensorLayout([("w", 3000)])
     sizing = SizingPaths([1, 8], grid)
@@ -313,7 +314,7 @@ def test_parse_modes_keeps_table_order():
 @pytest.mark.parametrize("kind", ["embed", "mlp"])
 def test_recorder_reproduces_the_committed_traces(kind):
     pytest.importorskip("torch")
-    from workloads.record import record
+    from gradient_compressor.workloads.record import record
     trace, committed = record(kind=kind), get_workload(f"tiny-{kind}")
     assert np.array_equal(trace.addr, committed.addr)
     assert np.array_equal(trace.grad, committed.grad)
@@ -324,7 +325,7 @@ def test_recorder_reproduces_the_committed_traces(kind):
 def test_training_in_the_loop_steps_on_dram_sums():
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    from reports.training import run_once
+    from gradient_compressor.reports.training import run_once
     fp32 = run_once("digits", "fp32", 0, steps=3)
     exact = run_once("digits", "exact", 0, steps=3)
     drop = run_once("digits", "drop", 0, steps=3, lanes=8, sets=16, ways=1)
@@ -355,7 +356,7 @@ def test_without_pytorch_the_command_says_so_in_one_line(monkeypatch, capsys):
 def test_compressor_report_train_writes_the_table_and_plots(monkeypatch, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("sklearn")
-    from reports import cli, training
+    from gradient_compressor.reports import cli, training
     monkeypatch.setitem(training.PRESETS, "digits",
                         dict(training.PRESETS["digits"], steps=2))
     assert cli.main(["--train", "train-digits", "--seeds", "2", "--out", str(tmp_path),

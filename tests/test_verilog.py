@@ -1,8 +1,8 @@
 import re
 import subprocess
 
-from design.verilog import (main, yosys_command, INPUTS, EVENTS, MODE_INPUTS, PORTS,
-                            LINE_PORTS)
+from gradient_compressor.design.verilog import (main, yosys_command, INPUTS, EVENTS, MODE_INPUTS,
+                                                PORTS, LINE_PORTS)
 
 
 def test_verilog_has_flat_ports_and_reads_back(tmp_path):
@@ -41,14 +41,14 @@ def test_lines_have_data_and_mask_ports(tmp_path):
 
 def test_bad_parameter_is_a_usage_error(capsys):
     assert main(["--ways", "3"]) == 2
-    assert capsys.readouterr().err == ("python -m design.verilog: error: ways must be a power "
-                                       "of two (1, 2, 4, ...), not 3\n")
+    assert capsys.readouterr().err == ("python -m gradient_compressor.design.verilog: error: "
+                                       "ways must be a power of two (1, 2, 4, ...), not 3\n")
 
 
 def test_bad_lanes_is_a_usage_error(capsys):
     assert main(["--lanes", "3"]) == 2
-    assert capsys.readouterr().err == ("python -m design.verilog: error: lanes must be a power "
-                                       "of two (1, 2, 4, ...), not 3\n")
+    assert capsys.readouterr().err == ("python -m gradient_compressor.design.verilog: error: "
+                                       "lanes must be a power of two (1, 2, 4, ...), not 3\n")
     assert main(["--lanes", "2", "--addr-width", "5", "--sets", "16"]) == 2
     assert "addr_width must be greater than log2(sets) + log2(lanes) = 5" in (
         capsys.readouterr().err)

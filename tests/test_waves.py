@@ -4,11 +4,11 @@ runner's and ``proofs replay --vcd``'s are checked in test_properties.py.)"""
 
 import pytest
 
-from reports import cli
-from simulation.cxxrtl import compiler_available, simulate_compiled
-from simulation.driver import random_ready, simulate
-from simulation.waves import main as waves_main, vcd_summary, write_gtkw
-from design import GradientCompressor
+from gradient_compressor.reports import cli
+from gradient_compressor.simulation.cxxrtl import compiler_available, simulate_compiled
+from gradient_compressor.simulation.driver import random_ready, simulate
+from gradient_compressor.simulation.waves import main as waves_main, vcd_summary, write_gtkw
+from gradient_compressor.design import GradientCompressor
 from tests.test_cxxrtl import random_ops
 from tests.test_properties import assert_readable_waves
 from tests.test_reports import tiny  # noqa: F401  (fixture)

@@ -6,10 +6,11 @@ import zipfile
 import numpy as np
 import pytest
 
-from model import ReferenceModel
-from workloads import (DEFAULT_WORKLOADS, GENERATORS, SEED_REPORTED, Trace, TraceError,
-                       get_workload, load, save, seed_trace, workload_names)
-from workloads.seed import seed_phases
+from gradient_compressor.model import ReferenceModel
+from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, SEED_REPORTED, Trace,
+                                           TraceError, get_workload, load, save, seed_trace,
+                                           workload_names)
+from gradient_compressor.workloads.seed import seed_phases
 
 
 def small_trace(**kw):
@@ -171,7 +172,7 @@ def test_workload_names():
 
 def test_live_workloads_need_pytorch(monkeypatch):
     import sys
-    from workloads import LIVE_WORKLOADS
+    from gradient_compressor.workloads import LIVE_WORKLOADS
     monkeypatch.setitem(sys.modules, "torch", None)          # import torch fails
     assert set(LIVE_WORKLOADS) <= set(workload_names())
     with pytest.raises(TraceError, match="train-lm is recorded live by training and needs "

@@ -2,7 +2,7 @@ import random
 
 from amaranth.sim import Simulator
 
-from design import WritebackBuffer
+from gradient_compressor.design import WritebackBuffer
 
 
 def run(dut, testbench):

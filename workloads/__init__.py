@@ -15,7 +15,7 @@ from .synthetic import GENERATORS
 __all__ = ["Trace", "TraceError", "load", "save", "seed_trace", "SEED_REPORTED", "GENERATORS",
            "TRACE_DIR", "LIVE_WORKLOADS", "workload_names", "get_workload", "DEFAULT_WORKLOADS"]
 
-#: Committed real traces (recorded with ``python -m workloads.record``).
+#: Committed real traces (recorded with ``python -m gradient_compressor.workloads.record``).
 TRACE_DIR = Path(__file__).resolve().parent / "traces"
 
 #: What ``compressor-report`` runs when no workload is named.
@@ -24,8 +24,9 @@ DEFAULT_WORKLOADS = ["seed", "synthetic-one-pass", "synthetic-microbatch", "synt
 
 
 #: Workloads recorded live by training a model of :mod:`workloads.models` (needs PyTorch):
-#: ``{name: (model, run size)}``, short runs sized for the RTL reports (about 10**5
-#: gradients); ``python -m reports.training`` trains the same models longer, in the loop.
+#: ``{name: (model, run size)}``, short runs sized for the RTL reports (about 10**5 gradients);
+#: ``python -m gradient_compressor.reports.training`` trains the same models longer, in the
+#: loop.
 LIVE_WORKLOADS = {
     "train-recsys": ("recsys", {"steps": 3, "micro_batches": 4, "batch_size": 64}),
     "train-lm": ("lm", {"steps": 2, "micro_batches": 2, "batch_size": 4, "dim": 32,

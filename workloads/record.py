@@ -32,7 +32,8 @@ flush. A sink has three methods:
 * ``end_step()``: the flush; returns ``None``, or the ``int64`` sum per address of what DRAM
   received in the step (``layout.total`` of them), which the optimiser then sees, de-quantised.
 
-Run: ``python -m workloads.record --model embed --out workloads/traces/tiny-embed.npz``.
+Run: ``python -m gradient_compressor.workloads.record --model embed
+--out workloads/traces/tiny-embed.npz``.
 """
 
 import argparse
@@ -336,7 +337,7 @@ def record(*, kind="embed", steps=5, micro_batches=4, batch_size=16, seed=0, **m
 def main(argv=None):
     from .models import BUILDERS
     parser = argparse.ArgumentParser(
-        prog="python -m workloads.record",
+        prog="python -m gradient_compressor.workloads.record",
         description="Record a real gradient trace by training a model on the CPU "
                     "(needs PyTorch: pip install -e '.[record]').")
     parser.add_argument("--model", choices=sorted(BUILDERS), default="embed")

@@ -15,7 +15,7 @@ import cocotb
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, Timer
 
-from workloads.seed import THRESHOLD, seed_phases
+from gradient_compressor.workloads.seed import THRESHOLD, seed_phases
 
 #: (phases of the seed's stimulus, probability that DRAM is ready in a cycle, seed)
 SCENARIOS = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from design.verilog import main as export_verilog
+from gradient_compressor.design.verilog import main as export_verilog
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIVERS = ROOT / "design" / "gradient_compressor.vlt"

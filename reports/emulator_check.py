@@ -1,10 +1,10 @@
-"""``python -m model.emulator``: check the emulator against the reference models on whole
-workloads, and measure its speed.
+"""``python -m gradient_compressor.reports.emulator_check``: check the emulator
+(:mod:`model.emulator`) against the reference models on whole workloads, and measure its speed.
 
-    python -m model.emulator --check [WORKLOAD ...] [--lanes 1,8,32] [--modes exact,drop,...]
-                             [--limit N] [--param KEY=VALUE]
-    python -m model.emulator --bench [--lanes 1,8] [--modes ...] [--gradients N] [--repeat R]
-    ... [--out docs/results/emulator.md]
+    python -m gradient_compressor.reports.emulator_check --check [WORKLOAD ...]
+        [--lanes 1,8,32] [--modes exact,drop,...] [--limit N] [--param KEY=VALUE]
+    python -m gradient_compressor.reports.emulator_check --bench [--lanes 1,8] [--modes ...]
+        [--gradients N] [--repeat R] [--out docs/results/emulator.md]
 
 ``--check`` runs every named workload (default: :data:`workloads.DEFAULT_WORKLOADS`), a flush
 after every step, in every mode setting of :func:`reports.mode_comparison.mode_settings`
@@ -28,11 +28,12 @@ by the wall clock. It also times the reference model on the stream's first
 Exit status: 0 all equal, 1 a check found a difference, 2 a bad argument (one line).
 """
 
+import sys
 import time
 
 import numpy as np
 
-from design.params import check_lanes
+from gradient_compressor.design.params import check_lanes
 
 __all__ = ["main", "bench_stream", "check_workload", "MODE_NAMES"]
 
@@ -48,7 +49,7 @@ def settings(threshold, addr_low, addr_high):
     """``{name: [operations before the first gradient]}`` for :data:`MODE_NAMES`: those of
     :func:`reports.mode_comparison.mode_settings` at ``small_threshold = threshold // 4``, and
     ``combined``."""
-    from reports.mode_comparison import mode_settings
+    from gradient_compressor.reports.mode_comparison import mode_settings
     out = mode_settings(threshold, threshold // 4, addr_low, addr_high)
     out["combined"] = out["stochastic"] + out["ema"] + out["bypass"]
     return out
@@ -68,9 +69,9 @@ def check_workload(trace, lanes, prefix, *, limit=None, params=None):
     """Run ``prefix`` then ``trace`` (a flush after every step) through the reference model and
     the emulator; returns a dict: ``gradients``, ``writes``, ``discards``, ``equal``,
     ``model_seconds``, ``emulator_seconds``."""
-    from model import LineModel, ReferenceModel
-    from reports.line_costs import pack_lines
-    from .emulator import Emulator, LineEmulator
+    from gradient_compressor.model import LineModel, ReferenceModel
+    from gradient_compressor.reports.line_costs import pack_lines
+    from gradient_compressor.model.emulator import Emulator, LineEmulator
     geometry = dict(params or {})
     ops = list(prefix) + trace.ops(limit=limit)
     if lanes > 1:
@@ -134,8 +135,8 @@ def bench_stream(gradients, lanes, seed=1):
 
 def bench(gradients, lanes_list, modes, repeat, model_gradients):
     """Rows of the bench table (see the module's description)."""
-    from model import LineModel, ReferenceModel
-    from .emulator import Emulator, LineEmulator
+    from gradient_compressor.model import LineModel, ReferenceModel
+    from gradient_compressor.model.emulator import Emulator, LineEmulator
     rows, model_rows = [], []
     for lanes in lanes_list:
         line, grads, mask, events, count = bench_stream(gradients, lanes)
@@ -181,8 +182,8 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients):
 
 
 def build_parser():
-    from reports.console import ArgumentParser, int_list, positive_integer
-    parser = ArgumentParser(prog="python -m model.emulator",
+    from gradient_compressor.cli import ArgumentParser, int_list, positive_integer
+    parser = ArgumentParser(prog="python -m gradient_compressor.reports.emulator_check",
                             description="Check the emulator against the reference models on "
                                         "whole workloads (--check) and measure its speed "
                                         "(--bench).")
@@ -216,8 +217,8 @@ def build_parser():
 
 def _params(items):
     """The ``--param`` items as the generators' keyword arguments (as ``compressor-report``
-    reads them: :func:`reports.console.parse_params`)."""
-    from reports.console import UsageError, parse_params
+    reads them: :func:`gradient_compressor.cli.parse_params`)."""
+    from gradient_compressor.cli import UsageError, parse_params
     try:
         return parse_params(items)
     except ValueError as error:
@@ -226,12 +227,12 @@ def _params(items):
 
 def main(argv=None):
     """The command; returns its exit status (0 equal, 1 a difference, 2 a bad argument)."""
-    from reports.console import run_command
+    from gradient_compressor.cli import run_command
     return run_command(build_parser(), _run, argv)
 
 
 def _run(args):
-    from reports.console import UsageError, check_writable, table
+    from gradient_compressor.cli import UsageError, check_writable, table
     if not (args.check or args.bench):
         raise UsageError("give --check, --bench or both")
     if args.workloads and not args.check:
@@ -248,8 +249,8 @@ def _run(args):
             raise UsageError(str(error)) from None
     if args.out:
         check_writable("--out", args.out)
-    from .native import CompilerMissing
-    from .emulator import load_kernel
+    from gradient_compressor.model.native import CompilerMissing
+    from gradient_compressor.model.emulator import load_kernel
     try:
         load_kernel()
     except CompilerMissing as error:
@@ -265,7 +266,7 @@ def _run(args):
         print(text)
         sections.append(("Speed", text))
     if args.out:
-        from reports.provenance import write_results
+        from gradient_compressor.provenance import write_results
         summary = ("default geometry (32 sets x 4 ways, max_updates 255), the emulator on one "
                    "core" + ("" if status == 0 else "; A CHECK FOUND A DIFFERENCE"))
         body = "\n\n".join(f"## {title}\n\n{text}" for title, text in sections)
@@ -274,8 +275,9 @@ def _run(args):
 
 
 def _check(args, modes, table):
-    from reports.console import UsageError
-    from workloads import DEFAULT_WORKLOADS, GENERATORS, TraceError, get_workload
+    from gradient_compressor.cli import UsageError
+    from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, TraceError,
+                                               get_workload)
     names = args.workloads or DEFAULT_WORKLOADS
     params = _params(args.param)
     if params and not any(name in GENERATORS for name in names):
@@ -323,3 +325,7 @@ def _bench(args, modes, table):
             f"(load average {load:.2f} when the table was made); each the best of "
             f"{args.repeat} runs, including the Python side (events, output arrays).\n\n"
             f"The reference model on the stream's first gradients:\n\n{model_text}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
