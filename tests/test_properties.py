@@ -354,7 +354,7 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     import dataclasses
     from gradient_compressor.proofs.line_replay import (check_l1_steps, l1_input_names,
                                                         read_l1_steps)
-    from gradient_compressor.proofs.replay import _l1_factory, replay_main
+    from gradient_compressor.proofs.replay import _l1_factory, _load_design, replay_main
     from gradient_compressor.proofs.run import run_job
     dest = apply_mutant("lane_mask_ignores_lane_1", str(tmp_path / "mutant"))
     job = dataclasses.replace(next(j for j in jobs_for("lane_mask_ignores_lane_1", dest)
@@ -375,9 +375,10 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     assert replay_main(result["witness"], pytest_path=str(test_file)) == 1
     text = test_file.read_text()
     assert "check_l1_steps" in text and "def test_l1_lines_cex():" in text
+    _load_design()      # the design again, where the replays above loaded the mutant's
     written = {}
     exec(compile(text, str(test_file), "exec"), written)
-    written["test_l1_lines_cex"]()      # the design (not the mutant): no violation
+    written["test_l1_lines_cex"]()      # on the design: no violation
 
 
 def assert_readable_waves(vcd, names, min_signals):
