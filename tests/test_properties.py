@@ -878,3 +878,17 @@ def test_jobs_encoded_as_bit_vectors_exist_and_say_so():
         assert "\nsmtbmc --stbv " in sby_text(job.to_dict())
     plain = next(j for j in PROVE_JOBS if not j.stbv and j.mode == "prove")
     assert "--stbv" not in sby_text(plain.to_dict())
+
+
+def test_a_design_copy_is_imported_beside_the_projects_own(tmp_path):
+    # A replay on a mutant's copy of design/ must leave gradient_compressor.design (and its
+    # Config, Cause, ...) the project's for every module imported after it.
+    import sys
+    from gradient_compressor import design
+    from gradient_compressor.proofs.replay import _load_design
+    apply_mutant("threshold_strict", str(tmp_path / "mutant"))
+    copy = _load_design(str(tmp_path / "mutant"))
+    assert copy is not design and copy.__file__.startswith(str(tmp_path))
+    assert sys.modules["gradient_compressor.design"] is design
+    assert sys.modules["gradient_compressor.design.params"] is design.params
+    assert _load_design(str(tmp_path / "mutant")) is copy and _load_design() is design
