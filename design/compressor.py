@@ -212,28 +212,64 @@ class GradientCompressor(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.streamer  = streamer  = self.streamer
-        m.submodules.l1        = l1        = self.l1
-        m.submodules.writeback = writeback = self.writeback
-        m.submodules.lfsr      = lfsr      = self.lfsr
-        m.submodules.ema       = ema       = self.ema
-        m.submodules.discards  = discards  = self.discards
+        m.submodules.streamer  = self.streamer
+        m.submodules.l1        = self.l1
+        m.submodules.writeback = self.writeback
+        m.submodules.lfsr      = self.lfsr
+        m.submodules.ema       = self.ema
+        m.submodules.discards  = self.discards
 
-        wiring.connect(m, wiring.flipped(self.grad_in), streamer.grad_in)
-        wiring.connect(m, streamer.grad_out, l1.grad_in)
-        wiring.connect(m, writeback.dram_out, wiring.flipped(self.dram_out))
+        wiring.connect(m, wiring.flipped(self.grad_in), self.streamer.grad_in)
+        wiring.connect(m, self.streamer.grad_out, self.l1.grad_in)
+        wiring.connect(m, self.writeback.dram_out, wiring.flipped(self.dram_out))
         accept = Signal()
         m.d.comb += accept.eq(self.grad_in.valid & self.grad_in.ready)
 
-        # -- run-time modes: the threshold in force, bypass windows, random bits --------------
+        self._modes(m, accept)
+        self._streamer_l1_l2(m)
+        self._events(m)
+        self._dual_threshold(m, accept)
+        self._counters(m)
+        return m
+
+    # -- the stages of elaborate() ---------------------------------------------------------------
+
+    def _modes(self, m, accept):
+        """The run-time modes: the bypass windows, the threshold in force, the EMA's samples and
+        settings, the streamer's mode inputs, the random bits."""
+        ema, lfsr = self.ema, self.lfsr
         in_window = Signal(self.lanes)
         # The modes' outputs are registers: no input reaches an output combinationally.
         if self.lanes == 1:
             m.d.sync += self.bypassed.eq(accept & in_window)  # mutation site: bypassed-strobe
         else:
             m.d.sync += self.bypassed.eq(Mux(accept, in_window & self.grad_in.p.mask, 0))
-        # current_threshold: the threshold in force, in three steps (register the EMA's value
-        # and the settings; multiply; clamp), so that no multiply and clamp share a cycle.
+        self._current_threshold(m)
+        m.d.comb += in_window.eq(Cat(self._in_window(addr) for addr in self._lane_addresses()))
+        m.d.comb += [
+            *self._ema_sample(ema, accept, in_window),
+            ema.shift.eq(self.ema_shift),
+            ema.scale.eq(self.ema_scale),
+            ema.minimum.eq(self.ema_min),
+            ema.maximum.eq(self.ema_max),
+            ema.per_step.eq(self.ema_per_step),
+            ema.latch.eq(self.flush),      # no gradient is accepted while flush is high
+            self.ema_average.eq(ema.average),
+            self.streamer.bypass.eq(in_window),
+            self.streamer.small_threshold.eq(self.small_threshold),
+            self.streamer.stochastic.eq(self.stochastic),
+        ]
+        connect_random(m, lfsr, self.l1)
+        m.d.comb += [
+            lfsr.seed.eq(self.lfsr_seed),
+            # Only while idle: no decision is pending, so a write being offered never changes.
+            lfsr.load.eq(self.lfsr_load & self.idle),  # mutation site: lfsr-load
+        ]
+
+    def _current_threshold(self, m):
+        """``current_threshold``: the threshold in force, in three steps (register the EMA's
+        value and the settings; multiply; clamp), so that no multiply and clamp share a cycle."""
+        ema = self.ema
         shown_source = Signal.like(ema.source)
         shown_scale  = Signal.like(self.ema_scale)
         shown_enable = [Signal(name=f"shown_enable{i}") for i in range(2)]
@@ -256,32 +292,16 @@ class GradientCompressor(wiring.Component):
                           "shown_ema_threshold"),
                 shown_threshold[1])),
         ]
-        m.d.comb += in_window.eq(Cat(self._in_window(addr) for addr in self._lane_addresses()))
-        m.d.comb += [
-            *self._ema_sample(ema, accept, in_window),
-            ema.shift.eq(self.ema_shift),
-            ema.scale.eq(self.ema_scale),
-            ema.minimum.eq(self.ema_min),
-            ema.maximum.eq(self.ema_max),
-            ema.per_step.eq(self.ema_per_step),
-            ema.latch.eq(self.flush),      # no gradient is accepted while flush is high
-            self.ema_average.eq(ema.average),
-            streamer.bypass.eq(in_window),
-            streamer.small_threshold.eq(self.small_threshold),
-            streamer.stochastic.eq(self.stochastic),
-        ]
-        connect_random(m, lfsr, l1)
-        m.d.comb += [
-            lfsr.seed.eq(self.lfsr_seed),
-            # Only while idle: no decision is pending, so a write being offered never changes.
-            lfsr.load.eq(self.lfsr_load & self.idle),  # mutation site: lfsr-load
-        ]
 
+    def _streamer_l1_l2(self, m):
+        """The streamer's threshold inputs; L1's writes into L2; the flush barrier and
+        ``idle``."""
+        streamer, l1, writeback = self.streamer, self.l1, self.writeback
         m.d.comb += [
             # The EMA threshold is computed in L1's pipeline, from the EMA's value now.
             streamer.threshold.eq(self.threshold),
             streamer.ema.eq(self.ema_enable),
-            streamer.ema_source.eq(ema.source),
+            streamer.ema_source.eq(self.ema.source),
             streamer.ema_scale.eq(self.ema_scale),
             streamer.ema_min.eq(self.ema_min),
             streamer.ema_max.eq(self.ema_max),
@@ -295,6 +315,10 @@ class GradientCompressor(wiring.Component):
             self.idle.eq(l1.idle & ~writeback.holding),  # mutation site: idle
         ]
 
+    def _events(self, m):
+        """The event strobes (a write of each cause into L2, L1's hits and misses) and the
+        levels."""
+        l1, writeback = self.l1, self.writeback
         pushed = Signal()
         m.d.comb += pushed.eq(l1.push.valid & l1.push.ready)
         for strobe, cause in [(self.direct_write,      Cause.DIRECT),
@@ -313,9 +337,10 @@ class GradientCompressor(wiring.Component):
             self.burst_active.eq(writeback.burst_active),
         ]
 
-        # -- dual threshold: the accounting of tiny misses -------------------------------------
-        # L1 registers them (a cycle after its decision), so that the running sum below starts
-        # from a register.
+    def _dual_threshold(self, m, accept):
+        """The dual threshold's accounting of tiny misses: L1 registers them (a cycle after its
+        decision), so that the running sum of the step's totals starts from a register."""
+        l1, discards = self.l1, self.discards
         m.d.comb += [
             self.discard.eq(l1.discard),
             self.discard_addr.eq(l1.discard_addr),
@@ -331,6 +356,8 @@ class GradientCompressor(wiring.Component):
             self.discard_sum.eq(discards.sum),
         ]
 
+    def _counters(self, m):
+        """The running counts of gradients accepted and of DRAM writes."""
         m.d.sync += [
             # mutation site: accepted-count
             self.accepted_count.eq(self.accepted_count +
@@ -338,12 +365,12 @@ class GradientCompressor(wiring.Component):
             self.dram_write_count.eq(self.dram_write_count +
                                      (self.dram_out.valid & self.dram_out.ready)),
         ]
-        return m
 
     # -- what depends on the number of lanes ----------------------------------------------------
 
     def _lane_addresses(self):
-        """The address of each lane of the beat on ``grad_in`` (lane ``i`` at the line's ``+ i``)."""
+        """The address of each lane of the beat on ``grad_in`` (lane ``i`` at the line's
+        ``+ i``)."""
         if self.lanes == 1:
             return [self.grad_in.p.addr]
         line = self.streamer.grad_out.p.addr        # the low log2(lanes) bits cleared

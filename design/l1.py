@@ -249,6 +249,27 @@ class L1Accumulator(wiring.Component):
                                          minimum=self.lane_bits + self.set_bits + 1)
         self.tag_width   = addr_width - self.lane_bits - self.set_bits
 
+        self._make_storage()
+        layout = self._beat_layout()
+        super().__init__(self._signature(layout))
+        self._make_state()
+        self._make_read_and_compare(layout)
+        self._make_decide(layout)
+        self._make_write()
+        self._make_queue_and_scan()
+
+        self.probe = L1Probe(
+            state=self.state, reserved=self.reserved,
+            in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
+            deciding=self.s3, deciding_direct=self.s3_direct,
+            pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write,
+            scan_set=self.scan_set, scan_wait=self.scan_wait, queue=self.queue)
+
+    # -- what __init__ makes: the RAM, the ports, the stages' signals -------------------------
+
+    def _make_storage(self):
+        """The entry and row layouts, and the RAM of rows with its ports."""
+        sets, ways, max_updates = self.sets, self.ways, self.max_updates
         self.entry_layout = data.StructLayout({
             "valid": 1,
             "tag":   self.tag_width,
@@ -270,8 +291,10 @@ class L1Accumulator(wiring.Component):
         self.storage_read  = self.storage.read_port()
         self.storage_write = self.storage.write_port()
 
-        layout = self._beat_layout()
-        super().__init__({
+    def _signature(self, layout):
+        """The ports: beats of ``layout`` in, writes out, and the status and random bits."""
+        addr_width, grad_width, sets, ways = self.addr_width, self.grad_width, self.sets, self.ways
+        return wiring.Signature({
             "grad_in":     In(stream.Signature(layout)),
             "push":        Out(stream.Signature(self._write_layout())),
             "flush":       In(1),
@@ -288,8 +311,10 @@ class L1Accumulator(wiring.Component):
             "discard_error": Out(self._per_lane(signed(discard_error_width(grad_width)))),
         })
 
-        vw = value_width(grad_width)
-        # State, named here so that properties and traces can refer to it.
+    def _make_state(self):
+        """The state and the valid-entry count, named here so that properties and traces can
+        refer to them."""
+        sets, ways = self.sets, self.ways
         self.state     = Signal(L1State, init=L1State.INIT)
         self.reserved  = Signal(range(self.QUEUE_DEPTH + 1))
         self.valid_base = Signal(range(sets * ways + 1))
@@ -298,6 +323,10 @@ class L1Accumulator(wiring.Component):
         self.valid_base_zero = Signal(init=1)
         self.valid_base_one  = Signal()
         self.empty     = Signal()                 # valid_count == 0
+
+    def _make_read_and_compare(self, layout):
+        """s1 (read) and s2 (compare): the gradient, the row read and what s1 compares."""
+        grad_width, ways = self.grad_width, self.ways
         # s1: read
         self.s1_valid  = Signal()
         self.s1        = Signal(layout)
@@ -320,6 +349,11 @@ class L1Accumulator(wiring.Component):
         # The set row as it is for the gradient in s2 (all but the gradient in s3), or as read
         # for the set being scanned.
         self.row       = Signal(self.row_layout)
+
+    def _make_decide(self, layout):
+        """s3 (decide): the row, the hit, the sum bounds and the decision's corrections."""
+        grad_width, ways, max_updates = self.grad_width, self.ways, self.max_updates
+        vw = value_width(grad_width)
         # s3: decide
         self.s3_valid  = Signal()
         self.s3        = Signal(layout)
@@ -345,6 +379,12 @@ class L1Accumulator(wiring.Component):
         self.s3_now_way   = Signal(range(ways))             # ... in this way
         self.s3_new_sum   = Signal(signed(vw + 1))          # ... whose sum and count
         self.s3_new_count = Signal(range(max_updates + 2))  # become these on a hit
+
+    def _make_write(self):
+        """s4 (write): the row and the write it makes; the rows written one and two cycles ago."""
+        grad_width, sets, ways = self.grad_width, self.sets, self.ways
+        max_updates = self.max_updates
+        vw = value_width(grad_width)
         # s4: write
         self.s4_valid  = Signal()
         self.s4_write  = Signal()                  # s4_row goes to the RAM
@@ -368,6 +408,11 @@ class L1Accumulator(wiring.Component):
         self.h2_valid, self.h2_set, self.h2_row = (
             Signal(name="h2_valid"), Signal(range(sets), name="h2_set"),
             Signal(self.row_layout, name="h2_row"))
+
+    def _make_queue_and_scan(self):
+        """The output queue (made here so that the proofs can read its storage) and the flush
+        scan."""
+        sets, ways = self.sets, self.ways
         # The output queue (made here so that the proofs can read its storage).
         self.queue = WriteQueue(self._queue_layout(), depth=self.QUEUE_DEPTH)
         # The flush scan.
@@ -378,13 +423,6 @@ class L1Accumulator(wiring.Component):
         self.scan_next = Signal(range(sets), init=1 % sets)
         self.scan_done = Signal(ways)             # ways of the scanned set already written out
         self.scan_wait = Signal()                 # the scanned set's row is still being read
-
-        self.probe = L1Probe(
-            state=self.state, reserved=self.reserved,
-            in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
-            deciding=self.s3, deciding_direct=self.s3_direct,
-            pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write,
-            scan_set=self.scan_set, scan_wait=self.scan_wait, queue=self.queue)
 
     # -- what depends on the number of lanes (LineAccumulator: a line of them) ---------------
 

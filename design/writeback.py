@@ -9,6 +9,12 @@ from .params import DEFAULTS, checked, check_int, check_lanes
 __all__ = ["WritebackBuffer"]
 
 
+def _step(counter, up, down):
+    """``counter + up - down``, with ``counter + 1`` and ``counter - 1`` made from the register
+    and ``up``, ``down`` only picking one, so that they do not reach an adder."""
+    return Mux(up == down, counter, Mux(up, counter + 1, counter - 1))
+
+
 class WritebackBuffer(wiring.Component):
     """The L2 write-back buffer: a FIFO that sends its writes to DRAM in bursts.
 
@@ -109,11 +115,6 @@ class WritebackBuffer(wiring.Component):
         write = self.storage.write_port()
         read  = self.storage.read_port()
 
-        def step(counter, up, down):
-            # counter + up - down, with counter + 1 and counter - 1 made from the register and
-            # up, down only picking one, so that they do not reach an adder.
-            return Mux(up == down, counter, Mux(up, counter + 1, counter - 1))
-
         push_fire = Signal()
         load      = Signal()   # storage -> output register
         pop       = Signal()   # output register -> DRAM
@@ -132,7 +133,7 @@ class WritebackBuffer(wiring.Component):
             pop.eq(self.dram_out.valid & self.dram_out.ready),
             # mutation site: l2-output-load
             load.eq(self.bursting & self.stored & (~self.out_valid | self.dram_out.ready)),
-            level_next.eq(step(self.level, enters, pop)),
+            level_next.eq(_step(self.level, enters, pop)),
             self.burst_active.eq(self.bursting),
 
             write.en.eq(push_fire),
@@ -146,21 +147,28 @@ class WritebackBuffer(wiring.Component):
             m.d.sync += self.w_ptr.eq(self._next_ptr(self.w_ptr))  # mutation site: l2-write-pointer
         with m.If(load):
             m.d.sync += self.r_ptr.eq(self._next_ptr(self.r_ptr))  # mutation site: l2-read-pointer
-        # The tests on the next level (!= 0, >= burst_size, < depth) and count (!= 0) are
-        # made on the register for each way it can move, and push_fire, pop and load only pick
-        # one, so that they do not reach the tests through an adder.
-        def becomes_at_least(counter, n, up, down):   # counter + up - down >= n, n a constant
-            def at_least(n):
-                return Const(1) if n <= 0 else Const(0) if n > self.depth else counter >= n
-            return Mux(up == down, at_least(n), Mux(up, at_least(n - 1), at_least(n + 1)))
+        self._levels(m, enters, pop, load, level_next)
+        return m
 
+    def _becomes_at_least(self, counter, n, up, down):
+        """``counter + up - down >= n`` (``n`` a constant), tested on the register for each way
+        it can move, ``up`` and ``down`` only picking one, so that they do not reach the test
+        through an adder."""
+        def at_least(n):
+            return Const(1) if n <= 0 else Const(0) if n > self.depth else counter >= n
+        return Mux(up == down, at_least(n), Mux(up, at_least(n - 1), at_least(n + 1)))
+
+    def _levels(self, m, enters, pop, load, level_next):
+        """The level, the count of stored writes, and the flags made from their next values
+        (!= 0, >= burst_size, < depth), all registers; the burst."""
+        becomes_at_least = self._becomes_at_least
         nonzero_next = becomes_at_least(self.level, 1, enters, pop)
         burst_next   = becomes_at_least(self.level, self.burst_size, enters, pop)
         m.d.sync += [
             self.level.eq(level_next),   # count + out_valid, kept as a register of its own
             self.room.eq(~becomes_at_least(self.level, self.depth, enters, pop)),
             self.holding.eq(nonzero_next),
-            self.count.eq(step(self.count, enters, load)),
+            self.count.eq(_step(self.count, enters, load)),
             self.stored.eq(becomes_at_least(self.count, 1, enters, load)),
             self.out_valid.eq(load | (self.out_valid & ~self.dram_out.ready)),
             # A burst starts at burst_size writes (or on a drain request) and ends when empty.
@@ -168,7 +176,6 @@ class WritebackBuffer(wiring.Component):
                              # mutation site: l2-burst-start
                              (self.bursting | burst_next | self.flush)),
         ]
-        return m
 
     def _combine(self, m, write, push_fire, load):
         """Write combining (lines): drives the storage's write port, keeps the newest write's

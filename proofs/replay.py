@@ -272,24 +272,37 @@ def check_steps(dut_factory, steps, *, bound=None, drain=200, vcd=None):
     return out, recs
 
 
+#: The copies of ``design/`` imported so far, by folder.
+_design_copies = {}
+
+
 def _load_design(design_path=None):
-    """The package ``gradient_compressor.design`` from ``design_path`` (a folder holding a copy
-    of ``design/``), or the project's own one (beside ``proofs/``)."""
+    """The package ``gradient_compressor.design``: the project's own one, or (``design_path``, a
+    folder holding a copy of ``design/``) that copy, imported beside it: the project's stays
+    the one every other module imports."""
     import gradient_compressor
     name = "gradient_compressor.design"
-    root = os.path.abspath(design_path or
-                           os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    mod = sys.modules.get(name)
-    if mod is not None and os.path.dirname(os.path.dirname(os.path.abspath(mod.__file__))) \
-            == root:
-        return mod
-    for loaded in [m for m in sys.modules if m == name or m.startswith(name + ".")]:
-        del sys.modules[loaded]
+    own = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.abspath(design_path or own)
+    if root == own:
+        return importlib.import_module(name)
+    if root in _design_copies:
+        return _design_copies[root]
+
+    def ours():
+        return [m for m in sys.modules if m == name or m.startswith(name + ".")]
+    importlib.import_module(name)
+    saved = {m: sys.modules.pop(m) for m in ours()}
     gradient_compressor.__path__.insert(0, root)
     try:
-        return importlib.import_module(name)
+        _design_copies[root] = importlib.import_module(name)
+        return _design_copies[root]
     finally:
         gradient_compressor.__path__.remove(root)
+        for m in ours():
+            del sys.modules[m]
+        sys.modules.update(saved)
+        gradient_compressor.design = saved[name]
 
 
 def _factory(config, design_path=None):

@@ -354,7 +354,7 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     import dataclasses
     from gradient_compressor.proofs.line_replay import (check_l1_steps, l1_input_names,
                                                         read_l1_steps)
-    from gradient_compressor.proofs.replay import _l1_factory, _load_design, replay_main
+    from gradient_compressor.proofs.replay import _l1_factory, replay_main
     from gradient_compressor.proofs.run import run_job
     dest = apply_mutant("lane_mask_ignores_lane_1", str(tmp_path / "mutant"))
     job = dataclasses.replace(next(j for j in jobs_for("lane_mask_ignores_lane_1", dest)
@@ -375,7 +375,6 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     assert replay_main(result["witness"], pytest_path=str(test_file)) == 1
     text = test_file.read_text()
     assert "check_l1_steps" in text and "def test_l1_lines_cex():" in text
-    _load_design()      # the design again, where the replays above loaded the mutant's
     written = {}
     exec(compile(text, str(test_file), "exec"), written)
     written["test_l1_lines_cex"]()      # on the design: no violation
@@ -936,3 +935,17 @@ def test_jobs_encoded_as_bit_vectors_exist_and_say_so():
         assert "\nsmtbmc --stbv " in sby_text(job.to_dict())
     plain = next(j for j in PROVE_JOBS if not j.stbv and j.mode == "prove")
     assert "--stbv" not in sby_text(plain.to_dict())
+
+
+def test_a_design_copy_is_imported_beside_the_projects_own(tmp_path):
+    # A replay on a mutant's copy of design/ must leave gradient_compressor.design (and its
+    # Config, Cause, ...) the project's for every module imported after it.
+    import sys
+    from gradient_compressor import design
+    from gradient_compressor.proofs.replay import _load_design
+    apply_mutant("threshold_strict", str(tmp_path / "mutant"))
+    copy = _load_design(str(tmp_path / "mutant"))
+    assert copy is not design and copy.__file__.startswith(str(tmp_path))
+    assert sys.modules["gradient_compressor.design"] is design
+    assert sys.modules["gradient_compressor.design.params"] is design.params
+    assert _load_design(str(tmp_path / "mutant")) is copy and _load_design() is design

@@ -74,7 +74,7 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
 def main(argv=None):
     """The command; its exit status (0 done, 2 a bad argument, 130 interrupted)."""
     from gradient_compressor.cli import ArgumentParser, run_command
-    parser = ArgumentParser(prog="python -m gradient_compressor.simulation.throughput",
+    parser = ArgumentParser(prog="python -m gradient_compressor.reports.throughput",
                             description=__doc__.strip().splitlines()[0])
     parser.add_argument("--out", default=None, metavar="FILE.md",
                         help="also write the tables here, with the command, commit and date")
