@@ -189,14 +189,8 @@ def _check_records(records, drain, *, out, stream, written, held):
 
 def table_rows(records):
     """The replay as the rows and headings of a cycle-by-cycle table."""
-    heads = ["cyc", "rst", "in.v", "in.rdy", "line", "grads", "mask", "flush", "d.rdy",
-             "|dram.v", "d.addr", "d.values", "d.mask", "idle", "vcnt", "l2", ""]
-    rows = [[r["cycle"], r["rst"], r["valid"], r["in_ready_out"], r["line"],
-             ",".join(map(str, r["grads"])), f"{r['mask']:b}", r["flush"], r["ready"],
-             r["dram_valid"], r["dram_addr"], ",".join(map(str, r["dram_values"])),
-             f"{r['dram_mask']:b}", r["idle"], r["valid_count"], r["l2_level"],
-             "(drain)" if r["drain"] else ""] for r in records]
-    return rows, heads
+    return _rows(records, "d", "dram", [("idle", "idle"), ("vcnt", "valid_count"),
+                                        ("l2", "l2_level")])
 
 
 # -- the line L1 alone (a job of the harness built with alone=True and lanes) -------------------
@@ -307,11 +301,22 @@ def check_l1_steps(l1_factory, steps, *, drain=200, vcd=None):
 
 def l1_table_rows(records):
     """The line L1 alone's replay as the rows and headings of a cycle-by-cycle table."""
-    heads = ["cyc", "rst", "in.v", "in.rdy", "line", "grads", "mask", "flush", "p.rdy",
-             "|push.v", "p.addr", "p.values", "p.mask", "disc", "idle", "vcnt", ""]
+    return _rows(records, "p", "push", [("disc", "discard"), ("idle", "idle"),
+                                        ("vcnt", "valid_count")])
+
+
+def _rows(records, short, out, tail):
+    """The table of a line replay: the beat offered, ``out``'s ready, valid and line write
+    (headed ``short``), then the ``tail`` columns (heading, record key; masks in binary)."""
+    heads = ["cyc", "rst", "in.v", "in.rdy", "line", "grads", "mask", "flush", f"{short}.rdy",
+             f"|{out}.v", f"{short}.addr", f"{short}.values", f"{short}.mask",
+             *(head for head, _ in tail), ""]
+
+    def shown(key, value):
+        return f"{value:b}" if key == "discard" else value
     rows = [[r["cycle"], r["rst"], r["valid"], r["in_ready_out"], r["line"],
              ",".join(map(str, r["grads"])), f"{r['mask']:b}", r["flush"], r["ready"],
-             r["push_valid"], r["push_addr"], ",".join(map(str, r["push_values"])),
-             f"{r['push_mask']:b}", f"{r['discard']:b}", r["idle"], r["valid_count"],
+             r[f"{out}_valid"], r[f"{out}_addr"], ",".join(map(str, r[f"{out}_values"])),
+             f"{r[out + '_mask']:b}", *(shown(key, r[key]) for _, key in tail),
              "(drain)" if r["drain"] else ""] for r in records]
     return rows, heads
