@@ -9,7 +9,7 @@ from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dra
                       discard_error_width, discard_sum_width)
 from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
-from .params import (LFSR_WIDTH, BYPASS_WINDOWS, DISCARD_COUNT_WIDTH, Config, checked,
+from .params import (LFSR_WIDTH, DISCARD_COUNT_WIDTH, Config, checked,
                      ema_fraction_bits, log2, modes_signature)
 from .streamer import Streamer
 from .writeback import WritebackBuffer
@@ -66,7 +66,7 @@ def signature(config=None, /, **params):
         "accepted_count":    Out(32),
         "dram_write_count":  Out(32),
         # run-time modes (design/modes.py)
-        **modes_signature(addr_width, grad_width).members,
+        **modes_signature(addr_width, grad_width, config.bypass_windows).members,
         "current_threshold": Out(grad_width),
         "ema_average":       Out(grad_width + ema_fraction_bits(lanes)),
         "stochastic_write":  Out(1),
@@ -159,10 +159,10 @@ class GradientCompressor(wiring.Component):
         The EMA's threshold moves only at flush barriers.
     ema_shift : ``In(3)``, ema_scale : ``In(8)``, ema_min, ema_max : ``In(grad_width)``
         ``k`` (alpha = 2**-k), scale (4 fraction bits) and clamp bounds of the EMA threshold.
-    bypass0_base, bypass0_limit, bypass1_base, bypass1_limit : ``In(addr_width)``
-        Bypass windows, ``base <= addr <= limit``, ...
-    bypass0_enable, bypass1_enable : ``In(1)``
-        ... each enabled by its bit.
+    bypass : ``In(window_signature(addr_width)).array(bypass_windows)``
+        The bypass windows (:func:`~design.params.window_signature`; none if
+        ``bypass_windows`` is 0): ``bypass[i]`` holds ``base <= addr <= limit`` if ``enable``
+        (ports ``bypass__<i>__base``, ``bypass__<i>__limit``, ``bypass__<i>__enable``).
     current_threshold : ``Out(grad_width)``
         The threshold that was in force :attr:`CURRENT_THRESHOLD_DELAY` (3) cycles before (a
         register; the EMA threshold's multiply and clamp take a cycle each): the one a gradient
@@ -207,7 +207,7 @@ class GradientCompressor(wiring.Component):
         self.addr_width, self.grad_width = config.addr_width, config.grad_width
         self.sets, self.ways, self.max_updates = config.sets, config.ways, config.max_updates
         self.fifo_depth, self.burst_size = config.fifo_depth, config.burst_size
-        self.lanes = config.lanes
+        self.lanes, self.bypass_windows = config.lanes, config.bypass_windows
         super().__init__(signature(config))
 
     def elaborate(self, platform):
@@ -380,11 +380,11 @@ class GradientCompressor(wiring.Component):
     def _in_window(self, addr):
         """``addr`` lies in an enabled bypass window."""
         return Cat(
-            getattr(self, f"bypass{i}_enable") &  # mutation site: bypass-window-enable
-            at_most(getattr(self, f"bypass{i}_base"), addr) &
+            window.enable &  # mutation site: bypass-window-enable
+            at_most(window.base, addr) &
             # mutation site: bypass-window-limit
-            at_most(addr, getattr(self, f"bypass{i}_limit"))
-            for i in range(BYPASS_WINDOWS)).any()
+            at_most(addr, window.limit)
+            for window in (self.bypass if self.bypass_windows else ())).any()
 
     def _ema_sample(self, ema, accept, in_window):
         """The EMA's sample: a gradient accepted outside the windows; on lines, the beat's

@@ -35,10 +35,11 @@ The three modes, all off when their inputs are 0 (:data:`design.params.MODES_OFF
   threshold in force (``threshold`` when the mode is off) three cycles later, as a register
   (``GradientCompressor.CURRENT_THRESHOLD_DELAY``).
 
-* **Bypass windows** (``bypass<i>_base``, ``bypass<i>_limit``, ``bypass<i>_enable``, two of
-  them). A gradient with ``base <= addr <= limit`` in an enabled window is judged against
-  threshold 0, so it is written through as it is (``Cause.DIRECT``), exactly once, never
-  accumulated and never dropped; ``bypassed`` strobes in the cycle after its acceptance.
+* **Bypass windows** (``bypass[i].base``, ``bypass[i].limit``, ``bypass[i].enable``, ports
+  ``bypass__<i>__base``, ...; ``bypass_windows`` of them, a parameter, two by default). A
+  gradient with ``base <= addr <= limit`` in an enabled window is judged against threshold 0,
+  so it is written through as it is (``Cause.DIRECT``), exactly once, never accumulated and
+  never dropped; ``bypassed`` strobes in the cycle after its acceptance.
 
 All settings (and ``threshold``) apply to a gradient as they are in the cycle it is accepted.
 """

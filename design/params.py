@@ -8,18 +8,22 @@ mistake in a configuration script (or on a command line) is found at once and no
 """
 
 import dataclasses
+import itertools
 from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from amaranth.hdl import Shape
 from amaranth.lib import wiring
-from amaranth.lib.wiring import In
+from amaranth.lib.wiring import In, Out
 
-__all__ = ["Config", "DEFAULTS", "modes_signature", "MODES_OFF", "MODE_INPUTS", "LFSR_LOAD_INPUTS",
+__all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_OFF",
+           "MODE_INPUTS", "modes_off", "mode_inputs", "port_name", "port_shapes", "port",
+           "LFSR_LOAD_INPUTS",
            "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
-           "BYPASS_WINDOWS", "LANES", "EMA_LINE_LAG", "check_lanes", "ema_fraction_bits",
+           "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
+           "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
            "check_power_of_two", "check_modes", "log2", "checked"]
 
@@ -44,19 +48,23 @@ class Config(Mapping):
     fifo_depth:  int = 32    # L2 write-back buffer capacity, in writes
     burst_size:  int = 16    # L2 level that starts a DRAM burst
     lanes:       int = 1     # gradients per beat (a line): one of LANES
+    bypass_windows: int = 2  # run-time bypass windows: 0 to BYPASS_WINDOWS_MAX
 
     def __post_init__(self):
         _check_config(self)
 
     @classmethod
     def of(cls, config=None, **params):
-        """``config`` (a :class:`Config`, or ``None`` for the defaults) with ``params`` in
-        place of its own."""
+        """``config`` (a :class:`Config`, a mapping of some of its parameters, or ``None`` for
+        the defaults) with ``params`` in place of its own."""
         if config is None:
             return cls(**params)
-        if not isinstance(config, cls):
-            raise TypeError(f"config must be a Config, not {config!r}")
-        return dataclasses.replace(config, **params) if params else config
+        if isinstance(config, cls):
+            return dataclasses.replace(config, **params) if params else config
+        if isinstance(config, Mapping):
+            return cls(**{**config, **params})
+        raise TypeError(f"config must be a Config or a mapping of its parameters, "
+                        f"not {config!r}")
 
     def replace(self, **params):
         """This configuration with ``params`` in place of its own (checked again)."""
@@ -76,9 +84,10 @@ class Config(Mapping):
         return getattr(self, name)
 
 
-#: :class:`~design.GradientCompressor`'s default parameters (those of :class:`Config`; one lane).
+#: :class:`~design.GradientCompressor`'s default geometry (the parameters of :class:`Config`
+#: but the lanes and the bypass windows' count).
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(Config)
-            if field.name != "lanes"}
+            if field.name not in ("lanes", "bypass_windows")}
 
 
 # -- run-time modes (docs in design/modes.py) ----------------------------------------------------
@@ -115,18 +124,30 @@ EMA_SHIFT_WIDTH = 3
 EMA_SCALE_WIDTH = 8
 #: ... with this many fraction bits (``ema_scale = 16`` is a scale of 1.0).
 EMA_SCALE_FRACTION_BITS = 4
-#: Number of run-time bypass windows (``bypass0_*``, ``bypass1_*``, ...).
-BYPASS_WINDOWS = 2
+#: The default number of run-time bypass windows (``bypass[i]``: a :class:`Config` parameter) ...
+BYPASS_WINDOWS = Config.bypass_windows
+#: ... and the most a configuration may have.
+BYPASS_WINDOWS_MAX = 8
 #: Width of the running ``discard_count`` (it wraps, like ``accepted_count``).
 DISCARD_COUNT_WIDTH = 32
 
 
-def modes_signature(addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
+def window_signature(addr_width=DEFAULTS["addr_width"]):
+    """One bypass window, ``base <= addr <= limit`` if ``enable``, as its source drives it (a
+    compressor takes it flipped: ``In(window_signature(...))``, as a stream's sink does)."""
+    return wiring.Signature({"base": Out(addr_width), "limit": Out(addr_width),
+                             "enable": Out(1)})
+
+
+def modes_signature(addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+                    bypass_windows=BYPASS_WINDOWS):
     """The run-time mode inputs of :class:`~design.GradientCompressor` (beside ``threshold``):
     their names, shapes and order, the one list of them. The compressor's signature, the
     Verilog export's ports, the formal harness's free inputs, the replay's and the simulators'
-    inputs and the checks of mode settings all derive from it (docs/modes.md)."""
-    return wiring.Signature({
+    inputs and the checks of mode settings all derive from it (docs/modes.md). The bypass
+    windows are an array, ``bypass[i]`` (ports ``bypass__<i>__base``, ...: :func:`port_name`),
+    absent with none."""
+    members = {
         "small_threshold": In(grad_width),       # dual threshold: 0 disables it
         "stochastic":      In(1),                # 0: drop (and account) a tiny miss; 1: round
         "lfsr_seed":       In(LFSR_WIDTH),       # the stochastic mode's LFSR, loaded ...
@@ -137,19 +158,63 @@ def modes_signature(addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad
         "ema_scale":       In(EMA_SCALE_WIDTH),  # EMA_SCALE_FRACTION_BITS fraction bits
         "ema_min":         In(grad_width),       # the EMA threshold's clamp bounds
         "ema_max":         In(grad_width),
-        **{f"bypass{i}_{field}": In(width)       # window i: base <= addr <= limit, if enabled
-           for i in range(BYPASS_WINDOWS)
-           for field, width in [("base", addr_width), ("limit", addr_width), ("enable", 1)]},
-    })
+    }
+    if bypass_windows:
+        members["bypass"] = In(window_signature(addr_width)).array(bypass_windows)
+    return wiring.Signature(members)
+
+
+def port_name(path):
+    """A member's port name from its path in a signature, as Amaranth names the port:
+    ``("bypass", 0, "base")`` -> ``bypass__0__base``."""
+    return "__".join(map(str, path))
+
+
+def port_shapes(signature):
+    """``{port name: shape}`` of every port member of ``signature``, nested ones flattened, in
+    order (streams and other interfaces included, as Amaranth names their ports)."""
+    return dict(_ports(signature.members, ()))
+
+
+def _ports(members, path):
+    for name, member in members.items():
+        for index in itertools.product(*map(range, member.dimensions)):
+            if member.is_port:
+                yield port_name((*path, name, *index)), member.shape
+            else:
+                yield from _ports(member.signature.members, (*path, name, *index))
+
+
+def port(obj, name):
+    """The port member of ``obj`` (a component or an interface) named ``name``
+    (:func:`port_name`): ``port(dut, "bypass__0__base")`` is ``dut.bypass[0].base`` (or
+    ``dut.bypass__0__base``, a flat member of that name)."""
+    if hasattr(obj, name):
+        return getattr(obj, name)
+    for step in name.split("__"):
+        obj = obj[int(step)] if step.isdigit() else getattr(obj, step)
+    return obj
+
+
+def mode_inputs(bypass_windows=BYPASS_WINDOWS):
+    """Every run-time mode input's port name, with ``bypass_windows`` windows: the settings,
+    then the LFSR's load (:data:`LFSR_LOAD_INPUTS`)."""
+    names = list(port_shapes(modes_signature(bypass_windows=bypass_windows)))
+    return (*[n for n in names if n not in LFSR_LOAD_INPUTS], *LFSR_LOAD_INPUTS)
+
+
+def modes_off(bypass_windows=BYPASS_WINDOWS):
+    """The run-time mode settings (every mode input but :data:`LFSR_LOAD_INPUTS`) with every
+    mode off, with ``bypass_windows`` windows: the keys of the reference model's
+    ``("modes", {...})``."""
+    return {name: 0 for name in mode_inputs(bypass_windows) if name not in LFSR_LOAD_INPUTS}
 
 
 #: The mode inputs that load the LFSR: commands, not settings.
 LFSR_LOAD_INPUTS = ("lfsr_seed", "lfsr_load")
-#: The run-time mode settings (every mode input but :data:`LFSR_LOAD_INPUTS`) and their values
-#: with every mode off; also the keys of the reference model's ``("modes", {...})``.
-MODES_OFF = {name: 0 for name in modes_signature().members if name not in LFSR_LOAD_INPUTS}
-#: Every run-time mode input's name: the settings, then the LFSR's load.
-MODE_INPUTS = (*MODES_OFF, *LFSR_LOAD_INPUTS)
+#: :func:`modes_off` and :func:`mode_inputs` with the default number of bypass windows.
+MODES_OFF = modes_off()
+MODE_INPUTS = mode_inputs()
 
 
 @contextmanager
@@ -211,6 +276,7 @@ def _check_config(config):
                          f"remains above the set index, not {config.addr_width}")
     check_int("fifo_depth", config.fifo_depth, minimum=1)
     check_int("burst_size", config.burst_size, minimum=1)
+    check_int("bypass_windows", config.bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)
     if config.burst_size > config.fifo_depth:
         raise ValueError(f"burst_size must be at most fifo_depth ({config.fifo_depth}), "
                          f"not {config.burst_size}")
@@ -221,14 +287,16 @@ def check_threshold(value, grad_width=DEFAULTS["grad_width"]):
     return check_int("threshold", value, minimum=0, maximum=2 ** grad_width - 1)
 
 
-def check_modes(modes, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"]):
-    """Check a dict of run-time mode settings (keys of :data:`MODES_OFF`); return it complete,
+def check_modes(modes, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
+                bypass_windows=BYPASS_WINDOWS):
+    """Check a dict of run-time mode settings (keys of :func:`modes_off`); return it complete,
     the missing keys at their "off" values."""
-    unknown = sorted(set(modes) - set(MODES_OFF))
+    off = modes_off(bypass_windows)
+    unknown = sorted(set(modes) - set(off))
     if unknown:
-        raise ValueError(f"unknown mode setting {unknown[0]!r}; known: {', '.join(MODES_OFF)}")
-    members = modes_signature(addr_width, grad_width).members
-    full = dict(MODES_OFF, **modes)
+        raise ValueError(f"unknown mode setting {unknown[0]!r}; known: {', '.join(off)}")
+    shapes = port_shapes(modes_signature(addr_width, grad_width, bypass_windows))
+    full = dict(off, **modes)
     for name, value in full.items():
-        check_int(name, value, minimum=0, maximum=2 ** Shape.cast(members[name].shape).width - 1)
+        check_int(name, value, minimum=0, maximum=2 ** Shape.cast(shapes[name]).width - 1)
     return full

@@ -9,7 +9,7 @@ compressor's signature. :class:`RegisterFile` implements any such map;
 :class:`CompressorWithRegisters` wires one to a compressor.
 
     python -m gradient_compressor.design.registers [--format md|json|h] [-o FILE]
-        [--addr-width N] [--grad-width N]
+        [--addr-width N] [--grad-width N] [--bypass-windows N]
 
 writes the map as Markdown, JSON or a C header.
 
@@ -31,6 +31,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from .compressor import GradientCompressor, signature as compressor_signature
+from .params import BYPASS_WINDOWS_MAX, port, port_shapes
 
 __all__ = ["Field", "Register", "register_map", "member_shapes", "RegisterFile",
            "CompressorWithRegisters", "OKAY", "SLVERR", "ADDR_BITS", "render_markdown",
@@ -84,9 +85,9 @@ class Register:
 _LAYOUT = [
     ("CONTROL", 0x00, [("flush", 0, "rw", 0), ("lfsr_load", 1, "rw", 0),
                        ("stochastic", 2, "rw", 0), ("ema_enable", 3, "rw", 0),
-                       ("ema_per_step", 4, "rw", 0), ("bypass0_enable", 5, "rw", 0),
-                       ("bypass1_enable", 6, "rw", 0)],
-     "the flush barrier (a level), the LFSR seed's load (taken while idle), the modes' switches"),
+                       ("ema_per_step", 4, "rw", 0)],
+     "the flush barrier (a level), the LFSR seed's load (taken while idle), the modes' "
+     "switches, each bypass window's enable"),
     ("THRESHOLD", 0x04, [("threshold", 0, "rw", 0)], "the threshold a gradient is judged by"),
     ("SMALL_THRESHOLD", 0x08, [("small_threshold", 0, "rw", 0)],
      "the dual threshold (0: off)"),
@@ -94,10 +95,6 @@ _LAYOUT = [
      "the EMA's update shift and its scale (4 fraction bits)"),
     ("EMA_MIN", 0x10, [("ema_min", 0, "rw", 0)], "the EMA threshold's lower bound"),
     ("EMA_MAX", 0x14, [("ema_max", 0, "rw", 0)], "the EMA threshold's upper bound"),
-    ("BYPASS0_BASE", 0x18, [("bypass0_base", 0, "rw", 0)], "bypass window 0's first address"),
-    ("BYPASS0_LIMIT", 0x1C, [("bypass0_limit", 0, "rw", 0)], "bypass window 0's last address"),
-    ("BYPASS1_BASE", 0x20, [("bypass1_base", 0, "rw", 0)], "bypass window 1's first address"),
-    ("BYPASS1_LIMIT", 0x24, [("bypass1_limit", 0, "rw", 0)], "bypass window 1's last address"),
     ("LFSR_SEED", 0x28, [("lfsr_seed", 0, "rw", 0)], "the LFSR's seed (0 loads 1)"),
     ("STATUS", 0x40, [("idle", 0, "ro", 0), ("burst_active", 1, "ro", 0)],
      "idle (nothing accepted inside; under flush: the barrier is complete), L2 in a burst"),
@@ -115,24 +112,46 @@ _LAYOUT = [
     ("DISCARD_SUM_HI", 0x64, [("discard_sum", 0, "ro", 32)],
      "... and the bits above, sign-extended to 32"),
 ]
+#: Bypass window ``i`` (:data:`~design.params.BYPASS_WINDOWS_MAX` of them at most): its enable
+#: is CONTROL's bit ``WINDOW_ENABLE_LSB + i``; its base and limit are the words at
+#: ``WINDOWS_OFFSET + 8 * i`` and 4 above.
+WINDOW_ENABLE_LSB, WINDOWS_OFFSET = 5, 0x80
+
+
+def _layout(windows):
+    """:data:`_LAYOUT` with ``windows`` bypass windows, in the order of their offsets."""
+    layout = [(name, offset, list(fields), doc) for name, offset, fields, doc in _LAYOUT]
+    layout[0][2].extend((f"bypass__{i}__enable", WINDOW_ENABLE_LSB + i, "rw", 0)
+                        for i in range(windows))
+    for i in range(windows):
+        base = WINDOWS_OFFSET + 8 * i
+        layout += [(f"BYPASS{i}_BASE", base, [(f"bypass__{i}__base", 0, "rw", 0)],
+                    f"bypass window {i}'s first address"),
+                   (f"BYPASS{i}_LIMIT", base + 4, [(f"bypass__{i}__limit", 0, "rw", 0)],
+                    f"bypass window {i}'s last address")]
+    return layout
 
 
 def member_shapes(signature):
-    """``{name: shape}`` of the plain members (not the streams) of a compressor's
-    ``signature`` (:func:`design.compressor.signature`)."""
-    return {name: member.shape for name, member in signature.members.items() if member.is_port}
+    """``{port name: shape}`` of the plain members (not the streams) of a compressor's
+    ``signature`` (:func:`design.compressor.signature`), the bypass windows' by their port
+    names (:func:`design.params.port_name`)."""
+    streams = {"grad_in", "dram_out"}
+    return {name: shape for name, shape in port_shapes(signature).items()
+            if name.split("__")[0] not in streams}
 
 
 def register_map(signature):
     """The registers of a compressor of ``signature`` (:func:`design.compressor.signature`,
     or a :class:`~design.GradientCompressor`'s): each field as wide as its member (at most 32
     bits of it)."""
-    members = signature.members
+    members = member_shapes(signature)
+    windows = sum(name.endswith("__enable") and name.startswith("bypass__") for name in members)
     registers = []
-    for name, offset, fields, doc in _LAYOUT:
+    for name, offset, fields, doc in _layout(windows):
         placed = []
         for member, lsb, access, member_lsb in fields:
-            shape = Shape.cast(members[member].shape)
+            shape = Shape.cast(members[member])
             total = shape.width
             width = min(total - member_lsb, 32 - lsb)
             if width <= 0:
@@ -252,10 +271,11 @@ class CompressorWithRegisters(wiring.Component):
         self.registers = RegisterFile(register_map(self.compressor.signature),
                                       member_shapes(self.compressor.signature))
         own = self.compressor.signature.members
+        ports = member_shapes(self.compressor.signature)
         super().__init__({
             "grad_in": own["grad_in"], "dram_out": own["dram_out"],
             **{name: member for name, member in self.registers.signature.members.items()
-               if name not in own},
+               if name not in ports},
         })
 
     def elaborate(self, platform):
@@ -264,10 +284,11 @@ class CompressorWithRegisters(wiring.Component):
         m.submodules.registers = r = self.registers
         wiring.connect(m, wiring.flipped(self.grad_in), c.grad_in)
         wiring.connect(m, c.dram_out, wiring.flipped(self.dram_out))
+        compressor_ports = member_shapes(c.signature)
         for name, member in r.signature.members.items():
-            if name in c.signature.members:          # a field: the register drives an input
+            if name in compressor_ports:             # a field: the register drives an input
                 source, sink = (r, c) if member.flow == Out else (c, r)
-                m.d.comb += getattr(sink, name).eq(getattr(source, name))
+                m.d.comb += port(sink, name).eq(port(source, name))
             elif member.flow == In:                  # an AXI input
                 m.d.comb += getattr(r, name).eq(getattr(self, name))
             else:
@@ -279,12 +300,20 @@ def _bits(field):
     return (f"{field.lsb}" if field.width == 1 else f"{field.lsb + field.width - 1}:{field.lsb}")
 
 
+def _configuration(params):
+    return (f"addr_width {params['addr_width']}, grad_width {params['grad_width']}, "
+            f"{params['bypass_windows']} bypass windows")
+
+
 def render_markdown(registers, params):
     lines = [f"# Register map", "",
              f"Made by `python -m gradient_compressor.design.registers --format md` for "
-             f"addr_width {params['addr_width']}, grad_width {params['grad_width']}. AXI4-Lite, 32-bit "
+             f"{_configuration(params)}. AXI4-Lite, 32-bit "
              f"data, {ADDR_BITS}-bit byte addresses; an address that holds no register "
-             f"answers SLVERR; bits no field holds read 0. Every `rw` field is 0 after reset.",
+             f"answers SLVERR; bits no field holds read 0. Every `rw` field is 0 after reset. "
+             f"Bypass window i (`--bypass-windows`, up to {BYPASS_WINDOWS_MAX}) has its base and "
+             f"limit at 0x{WINDOWS_OFFSET:02X} + 8i and 4 above, its enable in CONTROL's bit "
+             f"{WINDOW_ENABLE_LSB} + i.",
              "", "| offset | register | bits | field | access | what |",
              "| --- | --- | --- | --- | --- | --- |"]
     for r in registers:
@@ -308,14 +337,14 @@ def render_json(registers, params):
 
 def render_c_header(registers, params):
     lines = ["/* Gradient compressor register map: made by "
-             "`python -m gradient_compressor.design.registers --format h`", f" * for addr_width {params['addr_width']}, grad_width "
-             f"{params['grad_width']}. AXI4-Lite, 32-bit registers. */",
+             "`python -m gradient_compressor.design.registers --format h`",
+             f" * for {_configuration(params)}. AXI4-Lite, 32-bit registers. */",
              "#ifndef GRADIENT_COMPRESSOR_REGS_H", "#define GRADIENT_COMPRESSOR_REGS_H", ""]
     for r in registers:
         lines.append(f"#define GC_{r.name}_OFFSET 0x{r.offset:02X}u  /* {r.access}: {r.doc} */")
         for f in r.fields:
-            stem = f"GC_{r.name}_{f.member.upper()}" + (f"_{f.member_lsb}" if f.member_lsb
-                                                       else "")
+            member = f.member.replace("__", "_").upper()
+            stem = f"GC_{r.name}_{member}" + (f"_{f.member_lsb}" if f.member_lsb else "")
             lines.append(f"#define {stem}_SHIFT {f.lsb}u")
             lines.append(f"#define {stem}_MASK 0x{((1 << f.width) - 1) << f.lsb:08X}u")
         lines.append("")
@@ -327,7 +356,7 @@ RENDER = {"md": render_markdown, "json": render_json, "h": render_c_header}
 
 
 def main(argv=None):
-    from .params import DEFAULTS, Config
+    from .params import BYPASS_WINDOWS, DEFAULTS, Config
     parser = argparse.ArgumentParser(prog="python -m gradient_compressor.design.registers",
                                      description="Write the register map.")
     parser.add_argument("--format", choices=sorted(RENDER), default="md")
@@ -335,8 +364,10 @@ def main(argv=None):
                         help="write here (default: standard output)")
     parser.add_argument("--addr-width", type=int, default=DEFAULTS["addr_width"])
     parser.add_argument("--grad-width", type=int, default=DEFAULTS["grad_width"])
+    parser.add_argument("--bypass-windows", type=int, default=BYPASS_WINDOWS)
     args = parser.parse_args(argv)
-    params = {"addr_width": args.addr_width, "grad_width": args.grad_width}
+    params = {"addr_width": args.addr_width, "grad_width": args.grad_width,
+              "bypass_windows": args.bypass_windows}
     try:
         config = Config(**params)
     except (ValueError, TypeError) as error:

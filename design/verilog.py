@@ -7,8 +7,10 @@
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
 ``dram_valid``, ``dram_ready``, ``dram_addr``, ``dram_value``, ``flush``, ``idle``, the
 event outputs under their member names (``direct_write``, ..., ``dram_write_count``), and the
-run-time modes' inputs and outputs under their member names (``small_threshold``, ...,
-``bypass1_enable``, ``lfsr_seed``, ``lfsr_load``; ``current_threshold``, ..., ``bypassed``).
+run-time modes' inputs and outputs under their port names (``small_threshold``, ...,
+``ema_max``, then bypass window ``i``'s ``bypass__<i>__base``, ``bypass__<i>__limit`` and
+``bypass__<i>__enable`` for each of the ``--bypass-windows``, ``lfsr_seed``, ``lfsr_load``;
+``current_threshold``, ..., ``bypassed``).
 On lines (``--lanes N``, N > 1) a beat is ``in_addr`` (lane 0's address), ``in_grads`` (lane
 ``i`` in bits ``[i*grad_width +: grad_width]``, AXI4-Stream's TDATA) and ``in_mask`` (a bit per
 lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in bits
@@ -34,7 +36,7 @@ from amaranth.back import rtlil
 
 from .compressor import GradientCompressor
 from .registers import CompressorWithRegisters
-from .params import DEFAULTS, MODE_INPUTS
+from .params import BYPASS_WINDOWS, DEFAULTS, MODE_INPUTS, mode_inputs, port
 
 __all__ = ["flat_ports", "convert", "main", "LINT_WAIVERS"]
 
@@ -62,7 +64,9 @@ LINE_PORTS = {
     "dram_values": ("dram_out", "payload", "values"),
     "dram_mask":   ("dram_out", "payload", "mask"),
 }
-INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush", *MODE_INPUTS)
+#: The flat input ports (with the default number of bypass windows: :func:`inputs`).
+STREAM_INPUTS = ("in_valid", "in_addr", "in_grad", "threshold", "dram_ready", "flush")
+INPUTS = (*STREAM_INPUTS, *MODE_INPUTS)
 LINE_INPUTS = ("in_grads", "in_mask")
 EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "flush_write",
           "l1_hit", "l1_miss", "l1_valid_count", "l2_level", "burst_active",
@@ -72,7 +76,8 @@ EVENTS = ("direct_write", "accum_write", "max_updates_write", "evict_write", "fl
           "discard_error", "discard_count", "discard_sum", "bypassed")
 
 
-#: The AXI4-Lite channels of :class:`~design.registers.CompressorWithRegisters`, as ``s_axi_<name>``.
+#: The AXI4-Lite channels of :class:`~design.registers.CompressorWithRegisters`, as
+#: ``s_axi_<name>``.
 AXI = ("awaddr", "awvalid", "awready", "wdata", "wstrb", "wvalid", "wready", "bresp", "bvalid",
        "bready", "araddr", "arvalid", "arready", "rdata", "rresp", "rvalid", "rready")
 AXI_INPUTS = ("awaddr", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arvalid",
@@ -88,6 +93,7 @@ def flat_ports(dut):
     sync = m.domains.sync = ClockDomain("sync")
     ports = [sync.clk, sync.rst]
     compressor = dut.compressor if isinstance(dut, CompressorWithRegisters) else dut
+    modes = mode_inputs(compressor.bypass_windows)
     streams = PORTS
     if compressor.lanes > 1:
         streams = {name: path for name, path in PORTS.items()
@@ -97,18 +103,18 @@ def flat_ports(dut):
         members = {name: path for name, path in streams.items()
                    if path[0] in ("grad_in", "dram_out")}
         members.update({f"s_axi_{name}": (name,) for name in AXI})
-        inputs = (*INPUTS, *LINE_INPUTS, *(f"s_axi_{name}" for name in AXI_INPUTS))
+        inputs = (*STREAM_INPUTS, *LINE_INPUTS, *(f"s_axi_{name}" for name in AXI_INPUTS))
     else:
-        members = dict(streams, **{name: (name,) for name in (*MODE_INPUTS, *EVENTS)})
-        inputs = (*INPUTS, *LINE_INPUTS)
+        members = dict(streams, **{name: (name,) for name in (*modes, *EVENTS)})
+        inputs = (*STREAM_INPUTS, *modes, *LINE_INPUTS)
     for name, path in members.items():
         member = dut
         for step in path:
-            member = getattr(member, step)
+            member = port(member, step)
         member = Value.cast(member)
-        port = Signal(member.shape(), name=name)
-        m.d.comb += (member.eq(port) if name in inputs else port.eq(member))
-        ports.append(port)
+        pin = Signal(member.shape(), name=name)
+        m.d.comb += (member.eq(pin) if name in inputs else pin.eq(member))
+        ports.append(pin)
     return m, ports
 
 
@@ -162,6 +168,8 @@ def main(argv=None):
                             default=default, help=f"default: {default}")
     parser.add_argument("--lanes", type=int, default=1,
                         help="gradients per beat (a line): 1, 2, 4, ..., 32 (default: 1)")
+    parser.add_argument("--bypass-windows", type=int, default=BYPASS_WINDOWS,
+                        help=f"run-time bypass windows, 0 to 8 (default: {BYPASS_WINDOWS})")
     args = parser.parse_args(argv)
     params = {k: v for k, v in vars(args).items() if k not in ("output", "name", "registers")}
     try:

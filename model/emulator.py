@@ -90,8 +90,8 @@ NO_CAUSE = 255
 
 #: The run-time mode settings in the kernel's order (its ``SMALL_THRESHOLD`` ... enum).
 _KERNEL_MODES = ("small_threshold", "stochastic", "ema_enable", "ema_per_step", "ema_shift",
-                 "ema_scale", "ema_min", "ema_max", "bypass0_base", "bypass0_limit",
-                 "bypass0_enable", "bypass1_base", "bypass1_limit", "bypass1_enable")
+                 "ema_scale", "ema_min", "ema_max", "bypass__0__base", "bypass__0__limit",
+                 "bypass__0__enable", "bypass__1__base", "bypass__1__limit", "bypass__1__enable")
 if set(_KERNEL_MODES) != set(MODES_OFF):   # a new mode must be taught to the kernel first
     raise ImportError(f"model.emulator knows the modes {sorted(_KERNEL_MODES)}, design.params "
                       f"has {sorted(MODES_OFF)}: update the emulator's kernel")
@@ -550,8 +550,8 @@ class LineEmulator:
     def in_bypass_window(self, addr):
         """Whether ``addr`` lies in an enabled bypass window (``base <= addr <= limit``)."""
         modes = self.modes
-        return any(modes[f"bypass{i}_enable"] and
-                   modes[f"bypass{i}_base"] <= addr <= modes[f"bypass{i}_limit"]
+        return any(modes[f"bypass__{i}__enable"] and
+                   modes[f"bypass__{i}__base"] <= addr <= modes[f"bypass__{i}__limit"]
                    for i in range(BYPASS_WINDOWS))
 
     # -- settings ---------------------------------------------------------------------------

@@ -36,7 +36,8 @@ one gradient and a line write one write (tests check it write for write).
 
 from collections import namedtuple
 
-from gradient_compressor.design.params import (DEFAULTS, EMA_LINE_LAG, EMA_SCALE_FRACTION_BITS,
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, EMA_LINE_LAG,
+                                               EMA_SCALE_FRACTION_BITS,
                                                LANES, check_int, check_lanes, ema_fraction_bits)
 from .reference import ReferenceModel, Write, lfsr_step
 
@@ -86,12 +87,14 @@ class LineModel(ReferenceModel):
     (per address: a discard names a lane's address).
     """
 
+    CONFIG_PARAMS = ("lanes", *ReferenceModel.CONFIG_PARAMS)
+
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"]):
+                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
         check_lanes(lanes)
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
-                         addr_width=addr_width)
+                         addr_width=addr_width, bypass_windows=bypass_windows)
         self.lanes = lanes
         # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
         # (lines: a beat is judged by the oldest).

@@ -8,11 +8,11 @@ use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts)
 
 from collections import namedtuple
 
-from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, LFSR_TAPS,
-                                               LFSR_RESET, EMA_FRACTION_BITS,
-                                               EMA_SCALE_FRACTION_BITS, BYPASS_WINDOWS,
+from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
+                                               EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
+                                               BYPASS_WINDOWS, BYPASS_WINDOWS_MAX,
                                                DISCARD_COUNT_WIDTH, check_int, check_power_of_two,
-                                               check_modes)
+                                               Config, check_modes, modes_off)
 
 __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
@@ -46,6 +46,8 @@ class ReferenceModel:
         Gradient width; gradients must lie in ``[-2**(grad_width-1), 2**(grad_width-1))``.
     addr_width : int
         Address width (only to check the bypass windows' settings).
+    bypass_windows : int
+        Number of bypass windows (mode settings ``bypass__<i>__base``, ...).
 
     Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
     {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or
@@ -57,19 +59,21 @@ class ReferenceModel:
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"]):
+                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
         if sets is not None:
             check_power_of_two("sets", sets)
             check_power_of_two("ways", ways)
         check_int("max_updates", max_updates, minimum=1)
         check_int("grad_width", grad_width, minimum=2)
+        check_int("bypass_windows", bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)
         self.sets, self.ways = sets, ways
         self.max_updates = max_updates
         self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
         self.threshold_max = 2 ** grad_width - 1
         self.grad_width, self.addr_width = grad_width, addr_width
-        self.modes = dict(MODES_OFF)
+        self.bypass_windows = bypass_windows
+        self.modes = modes_off(bypass_windows)
         self.lfsr = LFSR_RESET
         self.ema = 0           # EMA of |grad| with EMA_FRACTION_BITS fraction bits
         self.ema_latched = 0   # its value at the last flush barrier
@@ -82,6 +86,17 @@ class ReferenceModel:
         else:
             self._rows = [[None] * ways for _ in range(sets)]   # way -> [tag, sum, count]
             self._victim = [0] * sets
+
+    #: The :class:`~design.params.Config` parameters the model takes.
+    CONFIG_PARAMS = ("sets", "ways", "max_updates", "grad_width", "addr_width", "bypass_windows")
+
+    @classmethod
+    def of(cls, config=None, /, **params):
+        """The model of a compressor configuration: ``config`` (a
+        :class:`~design.params.Config`, a mapping of some of its parameters, or ``None`` for
+        the defaults) with ``params`` in place of its own, checked as the RTL checks it."""
+        config = Config.of(config, **params)
+        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS})
 
     @property
     def valid_count(self):
@@ -102,9 +117,10 @@ class ReferenceModel:
     # -- run-time modes -------------------------------------------------------------------
 
     def set_modes(self, **modes):
-        """Change run-time mode settings (keys of :data:`design.params.MODES_OFF`); those not
+        """Change run-time mode settings (keys of :func:`design.params.modes_off`); those not
         given keep their values. They apply to the gradients that follow."""
-        check_modes(modes, addr_width=self.addr_width, grad_width=self.grad_width)
+        check_modes(modes, addr_width=self.addr_width, grad_width=self.grad_width,
+                    bypass_windows=self.bypass_windows)
         self.modes.update(modes)
 
     def seed(self, value):
@@ -132,9 +148,9 @@ class ReferenceModel:
 
     def in_bypass_window(self, addr):
         """Whether ``addr`` lies in an enabled bypass window (``base <= addr <= limit``)."""
-        return any(self.modes[f"bypass{i}_enable"] and
-                   self.modes[f"bypass{i}_base"] <= addr <= self.modes[f"bypass{i}_limit"]
-                   for i in range(BYPASS_WINDOWS))
+        return any(self.modes[f"bypass__{i}__enable"] and
+                   self.modes[f"bypass__{i}__base"] <= addr <= self.modes[f"bypass__{i}__limit"]
+                   for i in range(self.bypass_windows))
 
     def _update_ema(self, grad):
         diff = (abs(grad) << EMA_FRACTION_BITS) - self.ema

@@ -74,7 +74,7 @@ def generate(job, outdir):
     with open(os.path.join(outdir, "design.il"), "w") as f:
         f.write(text)
     props = {f"{k[0]}:{k[1]}": v for k, v in harness.props.by_src().items()}
-    meta = {"props": props, "bound": harness.bound, "config": harness.config,
+    meta = {"props": props, "bound": harness.bound, "config": dict(harness.config),
             "design": os.path.dirname(sys.modules["gradient_compressor.design"].__file__),
             "solver": solver(job)}
     with open(os.path.join(outdir, "props.json"), "w") as f:

@@ -307,7 +307,7 @@ LINE_L1_GROUPS = {"safety": [g for g in L1_GROUPS if g != "conservation"] + ["st
 #: The line L1's small geometry: small's (2 x 2 lines, max_updates 3, 4-bit gradients) with
 #: a 2-bit tag, so that a set can be full and miss (on small's 3-bit addresses, a line of 2
 #: lanes and 2 sets leave a tag of one bit: two lines per set, never an eviction).
-LINE_SMALL = dict(CONFIGS["small"], addr_width=4)
+LINE_SMALL = CONFIGS["small"].replace(addr_width=4)
 
 
 def _line_l1_jobs(lanes, config, geometry=None, whole=False):

@@ -26,6 +26,7 @@ from amaranth import Value
 from amaranth.lib.wiring import In
 
 from .trace_table import TraceError, read_vcd
+from gradient_compressor.design.params import port_name
 
 __all__ = ["input_port_names", "input_ports", "read_port_steps", "simulate_line_steps",
            "check_line_steps", "table_rows", "l1_input_names", "read_l1_steps",
@@ -36,14 +37,15 @@ def input_port_names(config):
     """The names of the input ports of ``GradientCompressor(**config)``, as in the RTLIL, from
     its signature alone (no compressor is built)."""
     from gradient_compressor.design.compressor import signature
-    return ["__".join(map(str, path)) for path, member in signature(**config).members.flatten()
-            if member.is_port and member.flow == In]
+    sig = signature(**config)
+    return [port_name(path) for path, member, _ in sig.flatten(sig.create())
+            if member.flow == In]
 
 
 def input_ports(dut):
     """``{name: value}`` of the compressor's input ports, named as in the RTLIL
-    (``grad_in__payload``, ``threshold``, ``bypass0_base``, ...)."""
-    return {"__".join(map(str, path)): Value.cast(value)
+    (``grad_in__payload``, ``threshold``, ``bypass__0__base``, ...)."""
+    return {port_name(path): Value.cast(value)
             for path, member, value in dut.signature.flatten(dut) if member.flow == In}
 
 

@@ -343,12 +343,12 @@ MUTANTS = {
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
         "bypass-window-limit",
-        "at_most(addr, getattr(self, f\"bypass{i}_limit\"))",
-        "~at_most(getattr(self, f\"bypass{i}_limit\"), addr)"),
+        "at_most(addr, window.limit)",
+        "~at_most(window.limit, addr)"),
     "bypass_ignores_enable": (
         "bypass", "a window applies even when its enable bit is low",
         "bypass-window-enable",
-        "getattr(self, f\"bypass{i}_enable\") &",
+        "window.enable &",
         "1 &"),
     # the register interface (proven alone: properties/registers.py)
     "register_write_ignores_strobes": (

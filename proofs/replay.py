@@ -22,7 +22,7 @@ import json
 import os
 import sys
 
-from gradient_compressor.design.params import MODE_INPUTS
+from gradient_compressor.design.params import MODE_INPUTS, port
 from gradient_compressor.cli import UsageError, check_writable, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
@@ -172,7 +172,7 @@ def simulate_steps(dut_factory, steps, *, drain=200, vcd=None):
             else:   # drain: no new gradient, flush high, DRAM always ready
                 inp = dict(rst=0, valid=0, addr=0, grad=0, thresh=0, flush=1, ready=1)
             for name, value in modes.items():
-                ctx.set(getattr(dut, name), value)
+                ctx.set(port(dut, name), value)
             ctx.set(random.source, rand)
             ctx.set(cd.rst, inp["rst"])
             _drive(ctx, dut, inp)
@@ -316,7 +316,7 @@ def _l1_factory(config, design_path=None):
     (``properties.harness.L1Alone``), around the ``LineAccumulator`` of ``design_path``."""
     def make():
         from gradient_compressor.properties.harness import L1Alone
-        return L1Alone(l1_class=_load_design(design_path).LineAccumulator, **config)
+        return L1Alone.of(config, l1_class=_load_design(design_path).LineAccumulator)
     return make
 
 
@@ -377,7 +377,7 @@ LINE_TESTS = {
         imports="from gradient_compressor.properties.harness import L1Alone\n"
                 "from gradient_compressor.design import LineAccumulator",
         inputs="The line L1's free inputs",
-        factory="L1Alone(l1_class=LineAccumulator, **CONFIG)"),
+        factory="L1Alone.of(CONFIG, l1_class=LineAccumulator)"),
 }
 
 

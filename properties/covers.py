@@ -160,7 +160,7 @@ STIMULI = {
 MODES = {
     "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
     "stochastic_rounding": {"small_threshold": 2, "stochastic": 1},
-    "bypass_window": {"bypass0_enable": 1, "bypass0_base": 0, "bypass0_limit": 0},
+    "bypass_window": {"bypass__0__enable": 1, "bypass__0__base": 0, "bypass__0__limit": 0},
     "ema_threshold": {"ema_enable": 1, "ema_shift": 0, "ema_scale": 16, "ema_min": 0,
                       "ema_max": 3},
 }

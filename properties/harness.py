@@ -24,8 +24,8 @@ from gradient_compressor.design import GradientCompressor, L1Accumulator, L1Stat
 from gradient_compressor.design.compressor import connect_random
 from gradient_compressor.design.compare import at_most
 from gradient_compressor.design.layouts import value_width
-from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, LFSR_WIDTH, MODE_INPUTS,
-                                               ema_fraction_bits)
+from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, MODE_INPUTS, Config,
+                                               ema_fraction_bits, mode_inputs, port)
 
 from .base import PropertySet
 from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
@@ -34,14 +34,14 @@ from .queue import contract as queue_contract
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
-__all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "L1Alone", "L1_GROUPS", "mode_inputs",
+__all__ = ["FormalHarness", "CONFIGS", "FreeRandom", "L1Alone", "L1_GROUPS", "mode_widths",
            "flush_bound", "progress_bound", "measure_max"]
 
 
-def mode_inputs(dut):
-    """``{name: width}`` of the design's run-time mode inputs
-    (:data:`design.params.MODE_INPUTS`)."""
-    return {name: len(getattr(dut, name)) for name in MODE_INPUTS}
+def mode_widths(dut):
+    """``{port name: width}`` of the design's run-time mode inputs
+    (:func:`design.params.mode_inputs`)."""
+    return {name: len(port(dut, name)) for name in mode_inputs(dut.bypass_windows)}
 
 
 class FreeRandom(Elaboratable):
@@ -83,6 +83,12 @@ class L1Alone(Elaboratable):
     from a :class:`FreeRandom` that loads only while L1 is idle (what L1 requires of its
     random source; the system's ``idle`` group proves the compressor does so)."""
 
+    @classmethod
+    def of(cls, config, *, l1_class=L1Accumulator):
+        """L1 alone of ``config`` (a :class:`~design.params.Config` or a mapping of its
+        parameters, ``lanes`` among them, else one lane)."""
+        return cls(l1_class=l1_class, lanes=config.get("lanes", 1), **geometry(config))
+
     def __init__(self, *, addr_width, grad_width, sets, ways, max_updates, fifo_depth,
                  burst_size, l1_class=L1Accumulator, lanes=1):
         self.addr_width, self.grad_width = addr_width, grad_width
@@ -107,34 +113,41 @@ class L1Alone(Elaboratable):
         return m
 
 
-#: Named configurations (keyword arguments of GradientCompressor).
+#: Named configurations (:class:`~design.params.Config`, one lane; a harness takes its lanes).
 CONFIGS = {
     # 2 sets x 2 ways: hits, misses, free ways, eviction with round-robin victim, threshold and
     # max_updates writes, L2 full / bursts, flush scan over several sets.
-    "small":   dict(addr_width=3, grad_width=4, sets=2, ways=2, max_updates=3,
-                    fifo_depth=4, burst_size=2),
+    "small":   Config(addr_width=3, grad_width=4, sets=2, ways=2, max_updates=3,
+                      fifo_depth=4, burst_size=2),
     # direct-mapped, max_updates == 1 (every small gradient written at once), L2 depth that
     # is not a power of two (pointer wrap), burst of 1.
-    "dm":      dict(addr_width=3, grad_width=3, sets=4, ways=1, max_updates=1,
-                    fifo_depth=3, burst_size=1),
+    "dm":      Config(addr_width=3, grad_width=3, sets=4, ways=1, max_updates=1,
+                      fifo_depth=3, burst_size=1),
     # 1 set x 4 ways, max_updates 2, L2 depth 2 (fills at once), burst = depth.
-    "assoc":   dict(addr_width=3, grad_width=3, sets=1, ways=4, max_updates=2,
-                    fifo_depth=2, burst_size=2),
+    "assoc":   Config(addr_width=3, grad_width=3, sets=1, ways=4, max_updates=2,
+                      fifo_depth=2, burst_size=2),
     # 4 sets x 2 ways, wider tags, L2 of 8 with bursts of 4, max_updates 4.
-    "mid":     dict(addr_width=4, grad_width=4, sets=4, ways=2, max_updates=4,
-                    fifo_depth=8, burst_size=4),
+    "mid":     Config(addr_width=4, grad_width=4, sets=4, ways=2, max_updates=4,
+                      fifo_depth=8, burst_size=4),
     # The default configuration of the product.
-    "default": dict(DEFAULTS),
+    "default": Config(),
     # A large one: L1 in block RAM (1024 x 4), L2 of 64 with bursts of 32.
-    "large":   dict(DEFAULTS, sets=1024, fifo_depth=64, burst_size=32),
+    "large":   Config(sets=1024, fifo_depth=64, burst_size=32),
 }
+
+
+def geometry(config):
+    """The parameters of ``config`` that every component of the compressor reads (no lanes,
+    no bypass windows): :data:`design.params.DEFAULTS`' keys."""
+    return {name: config[name] for name in DEFAULTS}
 
 
 class FormalHarness(Elaboratable):
     """Parameters
     ----------
-    config : dict
-        GradientCompressor keyword arguments.
+    config : Config or dict
+        The configuration (:class:`~design.params.Config`, or its keyword arguments), of one
+        lane: ``lanes`` is given apart.
     focus : set of str or None
         Property groups (or single ``"group/name"`` properties) asserted, ``"-group/name"``
         excepted (others assumed for the past cycles); ``None``: all.
@@ -178,43 +191,19 @@ class FormalHarness(Elaboratable):
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
                  lanes=1):
-        self.stimulus = check_stimulus(stimulus)
-        if simulate and stimulus is None and not driven:
-            raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
-                             "that drives them (driven=True; else every input stays 0)")
+        self._check_arguments(simulate=simulate, stimulus=stimulus, driven=driven,
+                              alone=alone, fairness=fairness, covers=covers, lanes=lanes)
+        self.stimulus = stimulus
         self.simulate = simulate
         self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read
-        self.config = dict(config)
+        self.config = Config.of(config, lanes=lanes)
         self.system = not alone
-        if alone and (fairness is not None or stimulus is not None or
-                      (covers and lanes == 1)):
-            self._MustUse__silence = True       # never elaborated
-            raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
-        if lanes > 1 and not alone:
-            self._MustUse__silence = True       # never elaborated
-            raise ValueError("lanes: only L1 alone (the line L1's contract) takes lines here; "
-                             "the compressor on lines is properties.line_harness's")
         # Lanes of a beat (> 1: the line L1, design.LineAccumulator); the tracked address is
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
-        if alone and lanes > 1:
-            l1_class = LineAccumulator if design is None else design.LineAccumulator
-            self.dut = L1Alone(l1_class=l1_class, lanes=lanes, **self.config)
-        elif alone:
-            l1_class = L1Accumulator if design is None else design.L1Accumulator
-            self.dut = L1Alone(l1_class=l1_class, **self.config)
-        else:
-            cls = GradientCompressor if design is None else design.GradientCompressor
-            self.dut = cls(**self.config)
-        # The random bits are free in the proofs (elaborate() drives them): the LFSR is replaced
-        # before the design is elaborated (L1Alone has a FreeRandom already).
-        if self.system:
-            self.dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
-            self.dut.lfsr = FreeRandom()
-        if lanes > 1:
-            self.config["lanes"] = lanes
+        self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
@@ -234,21 +223,54 @@ class FormalHarness(Elaboratable):
             self.bound = flush_bound(d.sets, d.ways, d.fifo_depth, fairness)
             self.progress = progress_bound(d.sets, d.ways, fairness, d.fifo_depth,
                                            d.burst_size)
+        self._add_read_ports()
 
-        # Read ports: added here, before the design is elaborated.
+    def _check_arguments(self, *, simulate, stimulus, driven, alone, fairness, covers, lanes):
+        """The combinations of arguments a harness refuses (before any part of it is built)."""
+        check_stimulus(stimulus)
+        if simulate and stimulus is None and not driven:
+            raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
+                             "that drives them (driven=True; else every input stays 0)")
+        if alone and (fairness is not None or stimulus is not None or
+                      (covers and lanes == 1)):
+            self._MustUse__silence = True       # never elaborated
+            raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
+        if lanes > 1 and not alone:
+            self._MustUse__silence = True       # never elaborated
+            raise ValueError("lanes: only L1 alone (the line L1's contract) takes lines here; "
+                             "the compressor on lines is properties.line_harness's")
+
+    def _design_under_test(self, design):
+        """The compressor, or L1 alone (one lane or lines), of ``design`` (a mutant copy of the
+        design package, or ``None``: the project's own). The system's LFSR is replaced by
+        free random bits (elaborate() drives them) before the design is elaborated (L1Alone
+        has a FreeRandom already)."""
+        if not self.system:
+            l1_class = ((L1Accumulator, LineAccumulator) if design is None else
+                        (design.L1Accumulator, design.LineAccumulator))[self.lanes > 1]
+            return L1Alone.of(self.config, l1_class=l1_class)
+        dut = (GradientCompressor if design is None else design.GradientCompressor)(**self.config)
+        dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
+        dut.lfsr = FreeRandom()
+        return dut
+
+    def _add_read_ports(self):
+        """The storage's read ports the properties read: added here, before the design is
+        elaborated."""
+        d = self.dut
         l1 = d.l1
         self.l1_track_port = l1.storage.read_port(domain="comb")   # the tracked set
         self.l1_s2_port    = l1.storage.read_port(domain="comb")   # the set s2 or the scan has
         self.l1_s3_port    = l1.storage.read_port(domain="comb")   # the set s3 decides on
         self.l1_write_port = l1.storage.read_port(domain="comb")   # the set being written
         self.l1_ports = ([l1.storage.read_port(domain="comb") for _ in range(d.sets)]
-                         if whole_storage else [])
+                         if self.whole_storage else [])
         self.l2_ports = []
         if self.system:
             wb = d.writeback
             self.l2_track_port = wb.storage.read_port(domain="comb")   # the tracked L2 entry
             self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
-                             if whole_storage else [])
+                             if self.whole_storage else [])
         # L1's output queue is small (QUEUE_DEPTH writes): every entry is read in every job.
         self.queue_ports = [l1.queue.storage.read_port(domain="comb")
                             for _ in range(l1.queue.depth)]
@@ -313,11 +335,11 @@ class FormalHarness(Elaboratable):
         # to 0, and a proof would then pass for nothing: tests/test_properties.py checks that
         # every input of the design is driven from here.
         self.in_modes = {}
-        for name, width in (mode_inputs(d) if self.system else {}).items():
+        for name, width in (mode_widths(d) if self.system else {}).items():
             sig = Signal(width, name=f"in_{name}")
             self.in_modes[name] = sig
             self.free(m, sig)
-            m.d.comb += getattr(d, name).eq(sig)
+            m.d.comb += port(d, name).eq(sig)
         # The stochastic mode's random bits: a free input in place of the LFSR's next state,
         # which __init__ swapped for FreeRandom. What is proven for any bits holds for the
         # LFSR's; the LFSR itself is checked against the reference model in tests.
@@ -372,10 +394,10 @@ class FormalHarness(Elaboratable):
         self.in_window = Signal()
         if self.system:
             m.d.comb += self.in_window.eq(Cat(
-                self.in_modes[f"bypass{i}_enable"] &
-                at_most(self.in_modes[f"bypass{i}_base"], self.in_addr) &
-                at_most(self.in_addr, self.in_modes[f"bypass{i}_limit"])
-                for i in range(BYPASS_WINDOWS)).any())
+                self.in_modes[f"bypass__{i}__enable"] &
+                at_most(self.in_modes[f"bypass__{i}__base"], self.in_addr) &
+                at_most(self.in_addr, self.in_modes[f"bypass__{i}__limit"])
+                for i in range(d.bypass_windows)).any())
 
         layout = l1.grad_in.payload.shape()
         self.stage_valid = [None]

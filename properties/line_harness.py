@@ -18,7 +18,7 @@ from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
 from gradient_compressor.design.compressor import GradientCompressor
-from gradient_compressor.design.params import log2
+from gradient_compressor.design.params import Config, log2
 
 from .base import PropertySet, past
 
@@ -31,10 +31,10 @@ class LineHarness(Elaboratable):
     ``lines`` group asserted (and its covers emitted if ``covers``)."""
 
     def __init__(self, config, lanes, *, covers=False):
-        self.dut = GradientCompressor(lanes=lanes, **config)
+        self.config, self.bound = Config.of(config, lanes=lanes), None
+        self.dut = GradientCompressor(self.config)
         self.lanes, self.covers = lanes, covers
         self.props = PropertySet()
-        self.config, self.bound = dict(config, lanes=lanes), None
 
     def elaborate(self, platform):
         m = Module()

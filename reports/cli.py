@@ -169,8 +169,7 @@ def phase_writes(trace, params, threshold=None):
     cause, from the reference model of the same geometry (equal to the RTL's writes, as the
     cross-check shows); the final flush's writes are listed as their own phase."""
     from gradient_compressor.model import ReferenceModel
-    model = ReferenceModel(sets=params["sets"], ways=params["ways"],
-                           max_updates=params["max_updates"])
+    model = ReferenceModel.of(params)
     thresholds = trace.thresholds().tolist() if threshold is None else [threshold] * len(trace)
     addr, grad = trace.addr.tolist(), trace.grad.tolist()
     rows = []

@@ -63,15 +63,14 @@ def mode_settings(threshold, small_threshold, addr_low, addr_high):
         "stochastic":    [("seed", 1), ("modes", dict(dual, stochastic=1))],
         "ema":           [("modes", ema)],
         "ema per step":  [("modes", dict(ema, ema_per_step=1))],
-        "bypass":        [("modes", {"bypass0_base": addr_low, "bypass0_limit": window_top,
-                                     "bypass0_enable": 1})],
+        "bypass":        [("modes", {"bypass__0__base": addr_low, "bypass__0__limit": window_top,
+                                     "bypass__0__enable": 1})],
     }
 
 
 def _run(ops, prefix, params):
     """Writes, discards and the per-step per-address DRAM contents of one setting."""
-    model = ReferenceModel(sets=params["sets"], ways=params["ways"],
-                           max_updates=params["max_updates"])
+    model = ReferenceModel.of(params)
     model.run(prefix)
     dram, accepted = defaultdict(int), defaultdict(int)
     writes, steps = 0, []

@@ -65,8 +65,8 @@ def mode_operations(mode, threshold, layout):
                          f"ranges, and the compressor has 2 bypass windows")
     modes = {}
     for i, (low, high) in enumerate(windows):
-        modes.update({f"bypass{i}_base": low, f"bypass{i}_limit": high,
-                      f"bypass{i}_enable": 1})
+        modes.update({f"bypass__{i}__base": low, f"bypass__{i}__limit": high,
+                      f"bypass__{i}__enable": 1})
     return settings["drop"] + [("modes", modes)]
 
 

@@ -58,7 +58,8 @@ from pathlib import Path
 from amaranth.back import rtlil
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import DEFAULTS, MODES_OFF, check_lanes, check_modes
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
+                                               check_modes)
 from gradient_compressor.model import CAUSES, native
 from gradient_compressor.model.native import CompilerMissing, compiler_available, default_cache_dir
 
@@ -91,16 +92,25 @@ def _cxxrtl_include():
 
 
 def _params_of(dut_or_params):
-    """The constructor parameters of a configuration, each named, ``lanes`` last."""
+    """The constructor parameters of a configuration, each named, ``lanes`` last. The mode
+    inputs the driver sets are those of the default number of bypass windows."""
     if isinstance(dut_or_params, GradientCompressor):
+        _check_bypass_windows(dut_or_params.bypass_windows)
         return {**{name: getattr(dut_or_params, name) for name in PARAMS},
                 "lanes": dut_or_params.lanes}
     params = dict(dut_or_params or {})
     lanes = check_lanes(params.pop("lanes", 1))
+    _check_bypass_windows(params.pop("bypass_windows", BYPASS_WINDOWS))
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
     return {**{name: params.get(name, DEFAULTS[name]) for name in PARAMS}, "lanes": lanes}
+
+
+def _check_bypass_windows(count):
+    if count != BYPASS_WINDOWS:
+        raise ValueError(f"the compiled simulator takes {BYPASS_WINDOWS} bypass windows (the "
+                         f"Amaranth simulator takes any number), not {count}")
 
 
 class CompiledSimulator:

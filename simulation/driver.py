@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
-from gradient_compressor.design.params import check_modes
+from gradient_compressor.design.params import check_modes, port
 from gradient_compressor.model import CAUSES
 
 __all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
@@ -349,9 +349,10 @@ class _Testbench:
     def set_modes(self, settings):
         dut = self.dut
         for name, value in check_modes(settings, addr_width=dut.addr_width,
-                                       grad_width=dut.grad_width).items():
+                                       grad_width=dut.grad_width,
+                                       bypass_windows=dut.bypass_windows).items():
             if name in settings:
-                self.ctx.set(getattr(dut, name), value)
+                self.ctx.set(port(dut, name), value)
 
     async def seed(self, value):
         """``lfsr_seed`` and ``lfsr_load`` held until idle, then for the cycle the LFSR loads."""

@@ -19,7 +19,7 @@ from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import MODE_INPUTS, MODES_OFF, Config
+from gradient_compressor.design.params import MODES_OFF, Config, mode_inputs
 from gradient_compressor.design.verilog import LINE_INPUTS, flat_ports, yosys_command
 
 from .depth import depth_summary
@@ -74,7 +74,8 @@ def fpga_top(dut, modes=True):
     The mode outputs stay observed (the EMA's average still follows the gradients).
     """
     m, ports = flat_ports(dut)
-    settings = [p for p in ports if p.name in MODE_INPUTS]
+    mode_ports = mode_inputs(dut.bypass_windows)
+    settings = [p for p in ports if p.name in mode_ports]
     outputs = [p for p in ports if p.name in MODE_OUTPUTS]
     settings_in, mode_out = Signal(name="settings_in"), Signal(name="mode_out")
     m.d.sync += mode_out.eq(Cat(*outputs).xor())
@@ -84,7 +85,7 @@ def fpga_top(dut, modes=True):
         m.d.comb += Cat(*settings).eq(chain)
     else:   # settings_in stays a pin, unused, so that both forms have the same ports
         m.d.comb += [p.eq(MODES_OFF.get(p.name, 0)) for p in settings]
-    kept = [p for p in ports if p.name not in MODE_INPUTS and p.name not in MODE_OUTPUTS]
+    kept = [p for p in ports if p.name not in mode_ports and p.name not in MODE_OUTPUTS]
     pins = [settings_in, mode_out]
     if dut.lanes > 1:
         beat = [p for p in kept if p.name in LINE_INPUTS]

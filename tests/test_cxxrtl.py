@@ -61,9 +61,9 @@ def random_mode_ops(seed, params, n):
         lambda: {"ema_enable": rng.randint(0, 1), "ema_per_step": rng.randint(0, 1),
                  "ema_shift": rng.randint(0, 7), "ema_scale": rng.randint(0, 255),
                  "ema_min": rng.randint(0, tmax // 8), "ema_max": rng.randint(tmax // 8, tmax)},
-        lambda: dict(zip(("bypass0_base", "bypass0_limit"),
+        lambda: dict(zip(("bypass__0__base", "bypass__0__limit"),
                          sorted(rng.randint(low, high) for _ in range(2))),
-                     bypass0_enable=1, bypass1_enable=rng.randint(0, 1)),
+                     bypass__0__enable=1, bypass__1__enable=rng.randint(0, 1)),
         lambda: {"small_threshold": rng.randint(0, tmax // 64), "stochastic": 0},
     ]
     mixed = []
@@ -291,13 +291,13 @@ def random_line_mode_ops(seed, params, n):
         lambda: {"ema_enable": rng.randint(0, 1), "ema_per_step": rng.randint(0, 1),
                  "ema_shift": rng.randint(0, 7), "ema_scale": rng.randint(0, 255),
                  "ema_min": rng.randint(0, tmax // 8), "ema_max": rng.randint(tmax // 8, tmax)},
-        lambda: {**dict(zip(("bypass0_base", "bypass0_limit"),
+        lambda: {**dict(zip(("bypass__0__base", "bypass__0__limit"),
                             sorted(rng.randint(low, high) for _ in range(2)))),
-                 **dict(zip(("bypass1_base", "bypass1_limit"),
+                 **dict(zip(("bypass__1__base", "bypass__1__limit"),
                             sorted(rng.randint(low, high) for _ in range(2)))),
-                 "bypass0_enable": 1, "bypass1_enable": rng.randint(0, 1)},
+                 "bypass__0__enable": 1, "bypass__1__enable": rng.randint(0, 1)},
         lambda: {"small_threshold": rng.randint(0, tmax // 16), "stochastic": 0,
-                 "ema_enable": 0, "bypass0_enable": rng.randint(0, 1)},
+                 "ema_enable": 0, "bypass__0__enable": rng.randint(0, 1)},
     ]
     mixed = []
     for op in ops:

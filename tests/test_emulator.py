@@ -153,9 +153,9 @@ def random_modes(rng, grad_width, lines_span):
         "ema_max": lambda: rng.choice([1, rng.randint(0, top), top]),
     }
     for i in range(2):
-        choices[f"bypass{i}_enable"] = lambda: rng.randint(0, 1)
-        choices[f"bypass{i}_base"] = lambda: rng.randrange(lines_span)
-        choices[f"bypass{i}_limit"] = lambda: rng.randrange(lines_span)
+        choices[f"bypass__{i}__enable"] = lambda: rng.randint(0, 1)
+        choices[f"bypass__{i}__base"] = lambda: rng.randrange(lines_span)
+        choices[f"bypass__{i}__limit"] = lambda: rng.randrange(lines_span)
     names = rng.sample(sorted(MODES_OFF), rng.randint(1, 5))
     return {name: choices[name]() for name in names}
 
@@ -278,8 +278,8 @@ def test_the_widest_addresses_and_gradients():
     top, low, high = 2 ** 64, -2 ** 31, 2 ** 31 - 1
     for lanes in (1, 4):
         rng = random.Random(lanes)
-        ops = [("modes", {"bypass0_enable": 1, "bypass0_base": top - 64,
-                          "bypass0_limit": top - 33, "ema_scale": 255, "ema_shift": 0,
+        ops = [("modes", {"bypass__0__enable": 1, "bypass__0__base": top - 64,
+                          "bypass__0__limit": top - 33, "ema_scale": 255, "ema_shift": 0,
                           "ema_max": 2 ** 32 - 1})]
         for step in range(6):
             if step == 2:

@@ -8,6 +8,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.params import port
 from gradient_compressor.model import LineModel
 
 from .line_helpers import line_write, offer, set_line
@@ -21,8 +22,8 @@ MODES = {
     "ema": dict(ema_enable=1, ema_shift=2, ema_scale=24, ema_min=4, ema_max=100),
     "ema_per_step": dict(ema_enable=1, ema_per_step=1, ema_shift=1, ema_scale=16, ema_min=2,
                          ema_max=120),
-    "bypass": dict(bypass0_base=5, bypass0_limit=11, bypass0_enable=1, bypass1_base=30,
-                   bypass1_limit=30, bypass1_enable=1, small_threshold=6),
+    "bypass": dict(bypass__0__base=5, bypass__0__limit=11, bypass__0__enable=1, bypass__1__base=30,
+                   bypass__1__limit=30, bypass__1__enable=1, small_threshold=6),
 }
 
 
@@ -54,7 +55,7 @@ def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
             cycle += 1
 
         for name, value in modes.items():
-            ctx.set(getattr(dut, name), value)
+            ctx.set(port(dut, name), value)
         for beats in steps:
             for line, grads, mask, threshold in beats:
                 set_line(ctx, dut.grad_in.p, line, grads, mask)

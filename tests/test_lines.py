@@ -34,7 +34,7 @@ MODES = [None,
          dict(small_threshold=3),                           # drop
          dict(small_threshold=4, stochastic=1),             # stochastic rounding
          dict(ema_enable=1, ema_shift=2, ema_scale=24, ema_min=2, ema_max=50),
-         dict(bypass0_enable=1, bypass0_base=8, bypass0_limit=13)]
+         dict(bypass__0__enable=1, bypass__0__base=8, bypass__0__limit=13)]
 
 
 @pytest.mark.parametrize("modes", MODES)

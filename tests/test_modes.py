@@ -10,6 +10,7 @@ from amaranth import Module, Signal
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.compressor import signature
 from gradient_compressor.design.modes import ema_update
 from gradient_compressor.design.params import (MODES_OFF, LFSR_TAPS, LFSR_RESET, EMA_FRACTION_BITS,
                                                EMA_SHIFT_WIDTH, check_modes)
@@ -115,7 +116,7 @@ def test_ema_arithmetic():
 
 def test_ema_ignores_bypassed_gradients():
     model = ReferenceModel(sets=1, ways=1)
-    model.set_modes(bypass1_base=8, bypass1_limit=9, bypass1_enable=1, ema_shift=0)
+    model.set_modes(bypass__1__base=8, bypass__1__limit=9, bypass__1__enable=1, ema_shift=0)
     assert model.write(9, 1, 50) == [Write(9, 1, "DIRECT")]   # in the window (limit included)
     assert model.ema == 0
     assert model.write(10, 1, 50) == []
@@ -127,7 +128,7 @@ def test_ema_ignores_bypassed_gradients():
     ({"small_threshold": 65536}, ValueError, "small_threshold must be at most 65535, not 65536"),
     ({"ema_shift": 8}, ValueError, "ema_shift must be at most 7, not 8"),
     ({"stochastic": True}, TypeError, "stochastic must be an integer, not True"),
-    ({"bypass0_limit": -1}, ValueError, "bypass0_limit must be at least 0, not -1"),
+    ({"bypass__0__limit": -1}, ValueError, "bypass__0__limit must be at least 0, not -1"),
 ])
 def test_bad_modes(modes, error, message):
     with pytest.raises(error) as info:
@@ -152,7 +153,8 @@ def run_and_compare(config, ops, *, dram_ready=always, gap=None, max_cycles=200_
     dut = GradientCompressor(**config)
     result = simulate(dut, ops, dram_ready=dram_ready, gap=gap, max_cycles=max_cycles)
     model = ReferenceModel(sets=dut.sets, ways=dut.ways, max_updates=dut.max_updates,
-                           grad_width=dut.grad_width, addr_width=dut.addr_width)
+                           grad_width=dut.grad_width, addr_width=dut.addr_width,
+                           bypass_windows=dut.bypass_windows)
     expected, thresholds = [], []
     for op in ops:
         if op[0] == "grad":
@@ -178,9 +180,9 @@ def window_settings(draw, addr_max):
     settings_ = {}
     for i in range(2):
         base = draw(st.integers(0, addr_max))
-        settings_.update({f"bypass{i}_base": base,
-                          f"bypass{i}_limit": draw(st.integers(0, addr_max)),
-                          f"bypass{i}_enable": draw(st.integers(0, 1))})
+        settings_.update({f"bypass__{i}__base": base,
+                          f"bypass__{i}__limit": draw(st.integers(0, addr_max)),
+                          f"bypass__{i}__enable": draw(st.integers(0, 1))})
     return settings_
 
 
@@ -416,8 +418,8 @@ def test_ema_stability_under_random_gradients():
 def test_bypass_windows_write_through_once():
     """Gradients in an enabled window leave as they are, once each, even tiny ones under the
     drop mode; outside it they accumulate or drop as usual; a disabled window does nothing."""
-    windows = {"bypass0_base": 0x100, "bypass0_limit": 0x10f, "bypass0_enable": 1,
-               "bypass1_base": 0x200, "bypass1_limit": 0x2ff, "bypass1_enable": 0,
+    windows = {"bypass__0__base": 0x100, "bypass__0__limit": 0x10f, "bypass__0__enable": 1,
+               "bypass__1__base": 0x200, "bypass__1__limit": 0x2ff, "bypass__1__enable": 0,
                "small_threshold": 4}
     ops = [("modes", windows)]
     ops += [("grad", 0x0f8 + i % 32, (i % 7) - 3, 50) for i in range(200)]
@@ -430,6 +432,24 @@ def test_bypass_windows_write_through_once():
     # (every write enters L2 and leaves in order, so writes and causes line up)
     assert direct == [(a, g) for _, a, g, _ in in_window]
     assert all(not 0x100 <= a <= 0x10f for a, _ in result.discards)
+
+
+@pytest.mark.parametrize("windows", [0, 4])
+def test_the_number_of_bypass_windows_is_a_parameter(windows):
+    """With 4 windows the last one works as the first does; with none there is no window
+    input and nothing is bypassed. The RTL and the model agree write for write."""
+    members = signature(bypass_windows=windows).members
+    assert (members["bypass"].dimensions == (windows,) if windows else "bypass" not in members)
+    settings = {}
+    if windows:
+        settings = {f"bypass__{windows - 1}__base": 0x40, f"bypass__{windows - 1}__limit": 0x47,
+                    f"bypass__{windows - 1}__enable": 1}
+    with pytest.raises(ValueError, match=f"unknown mode setting 'bypass__{windows}__base'"):
+        check_modes({f"bypass__{windows}__base": 1}, bypass_windows=windows)
+    ops = [("modes", settings)] + [("grad", 0x3c + i % 16, 2, 50) for i in range(64)]
+    ops += [("flush",)]
+    result, _ = run_and_compare(dict(DEFAULT, bypass_windows=windows), ops)
+    assert result.bypassed == (32 if windows else 0)
 
 
 def test_seed_waits_for_idle():

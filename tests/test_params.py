@@ -54,14 +54,16 @@ def test_config_is_frozen_checked_once_and_a_mapping_of_its_parameters():
     import dataclasses
     from gradient_compressor.design.params import DEFAULTS, Config
     config = Config(sets=64, lanes=8)
-    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8)
+    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8, bypass_windows=2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.sets = 128
     with pytest.raises(ValueError, match=r"^sets must be a power of two .*, not 3$"):
         config.replace(sets=3)
     assert Config.of(config, ways=8) == Config(sets=64, ways=8, lanes=8)
-    with pytest.raises(TypeError, match=r"^config must be a Config, not \{'sets': 64\}$"):
-        GradientCompressor({"sets": 64})
+    with pytest.raises(TypeError, match=r"^config must be a Config or a mapping of its "
+                                        r"parameters, not 64$"):
+        GradientCompressor(64)
+    assert Config.of({"sets": 64}, ways=8) == Config(sets=64, ways=8)
 
 
 def test_a_compressor_made_from_a_config_is_the_one_made_from_its_parameters():
@@ -78,18 +80,19 @@ def test_a_compressor_made_from_a_config_is_the_one_made_from_its_parameters():
 def test_the_mode_inputs_are_one_signature_that_every_list_derives_from():
     from gradient_compressor.design.compressor import signature
     from gradient_compressor.design.params import (LFSR_LOAD_INPUTS, MODE_INPUTS, MODES_OFF,
-                                                   check_modes, modes_signature)
+                                                   check_modes, modes_signature, port_shapes)
     from gradient_compressor.design.verilog import INPUTS
     from gradient_compressor.proofs.replay import INPUTS as WITNESS_INPUTS
     modes = modes_signature(addr_width=12, grad_width=6).members
     members = signature(addr_width=12, grad_width=6).members
     assert all(members[name] == member for name, member in modes.items())
-    assert set(MODE_INPUTS) == set(modes) == set(MODES_OFF) | set(LFSR_LOAD_INPUTS)
+    ports = port_shapes(modes_signature(addr_width=12, grad_width=6))
+    assert set(MODE_INPUTS) == set(ports) == set(MODES_OFF) | set(LFSR_LOAD_INPUTS)
     assert set(MODE_INPUTS) <= set(INPUTS)
     assert {f"in_{name}" for name in MODE_INPUTS} <= set(WITNESS_INPUTS)
     # A setting's range is its member's width.
     assert check_modes({"ema_min": 63}, addr_width=12, grad_width=6)["ema_min"] == 63
     with pytest.raises(ValueError, match=r"^ema_min must be at most 63, not 64$"):
         check_modes({"ema_min": 64}, addr_width=12, grad_width=6)
-    with pytest.raises(ValueError, match=r"^bypass1_limit must be at most 4095, not 4096$"):
-        check_modes({"bypass1_limit": 4096}, addr_width=12, grad_width=6)
+    with pytest.raises(ValueError, match=r"^bypass__1__limit must be at most 4095, not 4096$"):
+        check_modes({"bypass__1__limit": 4096}, addr_width=12, grad_width=6)

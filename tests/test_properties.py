@@ -492,7 +492,7 @@ def test_stimulus_modes():
     assert covers.MODES == {
         "discard_then_flush": {"small_threshold": 2, "stochastic": 0},
         "stochastic_rounding": {"small_threshold": 2, "stochastic": 1},
-        "bypass_window": {"bypass0_enable": 1, "bypass0_base": 0, "bypass0_limit": 0},
+        "bypass_window": {"bypass__0__enable": 1, "bypass__0__base": 0, "bypass__0__limit": 0},
         "ema_threshold": {"ema_enable": 1, "ema_shift": 0, "ema_scale": 16, "ema_min": 0,
                           "ema_max": 3}}
     assert all(set(modes) <= set(MODES_OFF) and name in covers.STIMULI
@@ -574,7 +574,7 @@ def test_witness_inputs_under_the_names_of_wires_they_drive(tmp_path):
     paths = {"in_flush": ["\\dut", "\\ema", "\\latch"],
              "in_ema_min": ["\\dut", "\\ema", "\\minimum"],
              "in_random": ["\\dut", "\\lfsr", "\\random_next_bits"],
-             "in_bypass0_base": ["\\dut", "\\bypass0_base"],
+             "in_bypass__0__base": ["\\dut", "\\bypass__0__base"],
              "in_lfsr_load": ["\\dut", "\\lfsr_load$56"]}
     yw = tmp_path / "trace.yw"
     yw.write_text(json.dumps({
@@ -603,17 +603,18 @@ def test_every_input_of_the_design_is_free(config):
     # held off and its proofs would pass for nothing. Every In member must be driven by the
     # harness from a free input, the mode inputs included, and the LFSR replaced by free bits.
     from amaranth.lib import wiring
-    from gradient_compressor.design.params import MODES_OFF
-    from gradient_compressor.properties.harness import FreeRandom, mode_inputs
+    from gradient_compressor.design.params import MODES_OFF, port_name
+    from gradient_compressor.properties.harness import FreeRandom, mode_widths
     harness = FormalHarness(CONFIGS[config])
     text = rtlil.convert(harness, ports=[])
     d = harness.dut
-    inputs = {".".join(map(str, path)) for path, member in d.signature.members.flatten()
-              if member.is_port and member.flow == wiring.In}
-    modes = set(mode_inputs(d))
+    inputs = {port_name(path) for path, member, _ in d.signature.flatten(d)
+              if member.flow == wiring.In}
+    modes = set(mode_widths(d))
     assert set(MODES_OFF) | {"lfsr_seed", "lfsr_load"} == modes
-    assert inputs == modes | {"grad_in.valid", "grad_in.payload", "threshold", "flush",
-                              "dram_out.ready"}
+    assert {"bypass__1__limit", "bypass__0__enable"} <= modes
+    assert inputs == modes | {"grad_in__valid", "grad_in__payload", "threshold", "flush",
+                              "dram_out__ready"}
     assert isinstance(d.lfsr, FreeRandom)
     for name in modes:
         assert f"in_{name}" in harness.INPUTS and f"\\in_{name}" in text

@@ -24,19 +24,22 @@ def offsets(params=SMALL):
     return {r.name: r.offset for r in register_map(signature(**params))}
 
 
-def test_map_reaches_every_setting_and_shows_every_status():
-    sig = signature()
+@pytest.mark.parametrize("windows", [0, 2, 8])
+def test_map_reaches_every_setting_and_shows_every_status(windows):
+    from gradient_compressor.design.params import port_name
+    sig = signature(bypass_windows=windows)
     registers = register_map(sig)
     assert len({r.offset for r in registers}) == len(registers)
     assert all(r.offset % 4 == 0 and r.offset < 256 for r in registers)
     for r in registers:
         bits = [b for f in r.fields for b in range(f.lsb, f.lsb + f.width)]
         assert len(bits) == len(set(bits)) and max(bits) < 32, r.name
-    members = sig.members
     written = {f.member for r in registers for f in r.fields if f.access == "rw"}
     shown = {f.member for r in registers for f in r.fields if f.access == "ro"}
-    inputs = {n for n, m in members.items() if m.is_port and m.flow.name == "In"}
+    inputs = {port_name(path) for path, member, _ in sig.flatten(sig.create())
+              if member.flow.name == "In" and path[0] not in ("grad_in", "dram_out")}
     assert written == inputs                 # every setting, the flush barrier included
+    assert sum(name.startswith("BYPASS") for name in (r.name for r in registers)) == 2 * windows
     assert {"idle", "accepted_count", "dram_write_count", "discard_count", "discard_sum",
             "l1_valid_count", "l2_level", "current_threshold"} <= shown
 

@@ -161,7 +161,8 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     ("3x4", "configuration '3x4': sets must be a power of two (1, 2, 4, ...), not 3"),
     ("ways=x", "ways must be an integer, not 'x'"),
     ("128x4,depth=8", "unknown parameter 'depth' in '128x4,depth=8': use one of addr_width, "
-                      "grad_width, sets, ways, max_updates, fifo_depth, burst_size, lanes"),
+                      "grad_width, sets, ways, max_updates, fifo_depth, burst_size, lanes, "
+                      "bypass_windows"),
     ("burst_size=64", "configuration 'burst_size=64': burst_size must be at most fifo_depth "
                       "(32), not 64"),
 ])

@@ -194,8 +194,8 @@ def test_bypass_keeps_the_exact_tensors_exact_and_drops_elsewhere():
     layout = TensorLayout([("emb", 700), ("mid", 700), ("head", 300)], exact=("emb", "head"))
     ops = mode_operations("drop+bypass", 400, layout)
     windows = ops[-1][1]
-    assert (windows["bypass0_base"], windows["bypass0_limit"]) == (0, 699)
-    assert (windows["bypass1_base"], windows["bypass1_limit"]) == (1408, 1707)
+    assert (windows["bypass__0__base"], windows["bypass__0__limit"]) == (0, 699)
+    assert (windows["bypass__1__base"], windows["bypass__1__limit"]) == (1408, 1707)
     path = CompressedWritePath("drop+bypass", lanes=1, sets=16, ways=1, keep_dram=True)
     path.start(layout, 400)
     addr, grad = _stream(5, 20000, layout.total)

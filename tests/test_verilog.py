@@ -16,7 +16,7 @@ def test_verilog_has_flat_ports_and_reads_back(tmp_path):
         assert re.search(rf"input (signed )?(\[\d+:0\] )?{name};", text), name
     assert re.search(r"output signed \[17:0\] dram_value;", text)
     assert re.search(r"output signed \[48:0\] discard_sum;", text)
-    assert re.search(r"input \[31:0\] bypass1_limit;", text)
+    assert re.search(r"input \[31:0\] bypass__1__limit;", text)
     # Yosys reads the file back and finds a complete, well-formed design.
     script = "read_verilog gc.v; hierarchy -check -top gradient_compressor; proc; check -assert"
     subprocess.run([yosys_command(), "-q", "-p", script], cwd=tmp_path, check=True)
@@ -52,3 +52,15 @@ def test_bad_lanes_is_a_usage_error(capsys):
     assert main(["--lanes", "2", "--addr-width", "5", "--sets", "16"]) == 2
     assert "addr_width must be greater than log2(sets) + log2(lanes) = 5" in (
         capsys.readouterr().err)
+
+
+def test_the_bypass_windows_are_counted_by_a_parameter(tmp_path, capsys):
+    from gradient_compressor.design.params import mode_inputs
+    path = tmp_path / "gc.v"
+    main(["-o", str(path), "--sets", "4", "--ways", "2", "--bypass-windows", "3"])
+    header = re.search(r"module gradient_compressor\((.*?)\);", path.read_text(), re.S).group(1)
+    ports = {name.strip() for name in header.split(",")}
+    assert ports == {"clk", "rst", *PORTS, *mode_inputs(3), *EVENTS}
+    assert {"bypass__2__base", "bypass__2__limit", "bypass__2__enable"} <= ports
+    assert main(["-o", str(path), "--bypass-windows", "9"]) == 2
+    assert "bypass_windows must be at most 8, not 9" in capsys.readouterr().err
