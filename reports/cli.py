@@ -11,6 +11,10 @@ Checks, each of which makes the command exit non-zero (status 1) instead of prin
 * the RTL's writes (and their causes) equal :class:`model.ReferenceModel`'s with the same
   geometry, write for write.
 
+With ``--lanes N`` (N > 1) each workload also runs packed into beats of N lanes through the
+RTL on lines, with its own checks and the DRAM cost of three ways of writing
+(:mod:`reports.line_report`).
+
 A bad argument or trace file exits with status 2 and a one-line message.
 """
 
@@ -25,6 +29,8 @@ from gradient_compressor.design.params import DEFAULTS, Config, check_threshold
 from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
+from .line_costs import FORMAT as LINE_FORMAT
+from .line_report import run_lines
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
 from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
@@ -92,6 +98,13 @@ def _add_geometry_options(parser):
                           help="L2 buffer depth (default: %(default)s)")
     geometry.add_argument("--burst-size", type=integer, default=DEFAULTS["burst_size"],
                           help="L2 level that starts a DRAM burst (default: %(default)s)")
+    geometry.add_argument("--lanes", type=integer, default=1,
+                          help="gradients per beat (a line): with N > 1, each workload also "
+                               "runs packed into beats of N lanes through the RTL on lines "
+                               "(sets x ways lines), checked against the line model, with "
+                               "the DRAM cost of dense write-through, per-gradient records "
+                               "and masked line writes; with --train, the lanes of the "
+                               "compressor in the loop (default: %(default)s)")
 
 
 def _add_run_options(parser):
@@ -257,8 +270,8 @@ def _train(args):
     out = os.path.join(args.out, "training.md")
     training = argparse.Namespace(
         models=[LIVE_WORKLOADS[name][0] for name in names], modes=list(RUN_MODES),
-        seeds=args.seeds, steps=None, lanes=1, sets=args.sets, ways=args.ways, sizing=False,
-        out=None, plots=None, quiet=args.quiet)
+        seeds=args.seeds, steps=None, lanes=args.lanes, sets=args.sets, ways=args.ways,
+        sizing=False, out=None, plots=None, quiet=args.quiet)
     check_arguments(training)
     prepare_out(args.out)
     training.out, training.plots = out, None if args.no_plots else args.out
@@ -270,9 +283,10 @@ def _train(args):
 def _report(args, argv, result_filter):
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
-    check_params(params, args.threshold)
+    check_params(dict(params, lanes=args.lanes), args.threshold)
     if args.train:
         return _train(args)
+    _check_lanes_options(args)
     traces = _checked_traces(args)
     prepare_out(args.out)
     backend = resolve_backend(args.sim)
@@ -286,8 +300,25 @@ def _report(args, argv, result_filter):
     _write_and_announce(report, args)
     bad = [m for m in report["workloads"]
            if not m["conservation"]["ok"] or not m["cross_check"]["match"]
-           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))]
+           or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))
+           or not _lines_ok(m)]
     return 1 if bad else 0
+
+
+def _lines_ok(metrics):
+    """Whether a workload's run on lines (if there was one) passed its checks."""
+    lines = metrics.get("lines")
+    return lines is None or (lines["conservation"]["ok"] and lines["cross_check"]["match"])
+
+
+def _check_lanes_options(args):
+    """Refuse the options that take one lane only, with ``--lanes`` above 1."""
+    if args.lanes == 1:
+        return
+    one_lane = [option for option, given in (("--modes", args.modes), ("--vcd", args.vcd))
+                if given]
+    if one_lane:
+        raise UsageError(f"{one_lane[0]} runs on one lane only: not with --lanes {args.lanes}")
 
 
 def _checked_traces(args):
@@ -327,11 +358,17 @@ def _report_header(args, argv, params, backend):
             **provenance(),
             "backend": backend,
             "configuration": dict(params, dram=args.dram, threshold=args.threshold,
-                                  limit=args.limit),
+                                  limit=args.limit, **_lanes_key(args.lanes)),
             "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
                               "bytes_per_write": BYTES_PER_WRITE,
                               "description": RECORD_FORMAT},
+            **({"line_format": LINE_FORMAT} if args.lanes > 1 else {}),
             "workloads": []}
+
+
+def _lanes_key(lanes):
+    """``{"lanes": lanes}`` on lines; nothing for one lane, whose report is as it always was."""
+    return {"lanes": lanes} if lanes > 1 else {}
 
 
 def _workload_metrics(trace, args, params, backend, result_filter):
@@ -351,6 +388,11 @@ def _workload_metrics(trace, args, params, backend, result_filter):
     except RuntimeError as error:    # e.g. the compiled simulator failed to build or run
         print(f"compressor-report: error: {trace.name}: {error}", file=sys.stderr)
         return None
+    if args.lanes > 1:
+        lines = _line_metrics(trace, args, params, backend, metrics.get("dram_writes"))
+        if lines is None:
+            return None
+        metrics["lines"] = lines
     if args.modes:
         from .mode_comparison import compare_modes
         try:
@@ -359,6 +401,22 @@ def _workload_metrics(trace, args, params, backend, result_filter):
         except ValueError as error:
             raise UsageError(f"--modes: {error}") from None
     return metrics
+
+
+def _line_metrics(trace, args, params, backend, records):
+    """The workload's run on lines of ``--lanes`` (:func:`reports.line_report.run_lines`);
+    None, the error printed, as for :func:`_workload_metrics`."""
+    try:
+        return run_lines(trace, params, args.lanes, backend=backend, dram=args.dram,
+                         threshold=args.threshold, progress=not args.quiet, records=records)
+    except ValueError as error:
+        raise UsageError(f"{trace.name}: {error}") from None
+    except AssertionError as error:
+        print(f"compressor-report: {trace.name}: the RTL on lines broke the DRAM stream "
+              f"protocol: {error}", file=sys.stderr)
+    except RuntimeError as error:
+        print(f"compressor-report: error: {trace.name}: lines: {error}", file=sys.stderr)
+    return None
 
 
 def _print_workload_summary(name, metrics):
@@ -371,6 +429,18 @@ def _print_workload_summary(name, metrics):
               file=sys.stderr)
     else:
         print(f"{name}: {metrics['conservation']['message']}", file=sys.stderr)
+    lines = metrics.get("lines")
+    if lines is None:
+        return
+    if not lines["conservation"]["ok"]:
+        print(f"{name} on {lines['lanes']} lanes: {lines['conservation']['message']}",
+              file=sys.stderr)
+        return
+    dense, masked = lines["costs"]["dense"], lines["costs"]["lines"]
+    print(f"{name} on {lines['lanes']} lanes: {lines['beats']} beats -> "
+          f"{masked['transfers']} DRAM line writes ({fmt(masked['bytes'])} bytes, dense "
+          f"{fmt(dense['bytes'])}), line-model check "
+          f"{'ok' if lines['cross_check']['match'] else 'MISMATCH'}", file=sys.stderr)
 
 
 def _write_and_announce(report, args):

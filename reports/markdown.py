@@ -29,9 +29,9 @@ def fmt(value, kind="int"):
 
 def render_markdown(report):
     """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
-    lines = _header(report) + _summary(report["workloads"])
+    lines = _header(report) + _summary(report["workloads"]) + _lines_summary(report)
     for m in report["workloads"]:
-        lines += _workload(m)
+        lines += _workload(m) + _lines_section(m)
     return "\n".join(lines + _modes(report["workloads"]) + _checks(report["workloads"]))
 
 
@@ -43,6 +43,7 @@ def _header(report):
             f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
             f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
             f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
+            + (f"; lines of {cfg['lanes']} lanes" if "lanes" in cfg else "")
             + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
                else ""), "",
             f"All figures are after the final flush (a flush ends every training step). "
@@ -174,4 +175,92 @@ def _checks(workloads):
     model = ("MISMATCH for " + ", ".join(mismatch)) if mismatch \
         else "identical for every workload"
     return ["## Checks", "", f"- conservation: {conservation}",
-            f"- RTL vs reference model: {model}", ""]
+            f"- RTL vs reference model: {model}", *_lines_checks(workloads), ""]
+
+
+# -- the runs on lines (``--lanes N``) ------------------------------------------------------------
+
+_WAYS = (("dense", "dense write-through"), ("records", "per-gradient records"),
+         ("lines", "masked line writes"))
+
+
+def _lines_summary(report):
+    """The DRAM cost of the three ways of writing, per workload, on lines."""
+    ok = [m for m in report["workloads"]
+          if m.get("lines") and m["lines"]["conservation"]["ok"]]
+    if not ok:
+        return []
+    lanes = report["configuration"]["lanes"]
+    rows = []
+    for m in ok:
+        costs = m["lines"]["costs"]
+        rows.append([m["workload"], fmt(m["lines"]["gradients"]), fmt(m["lines"]["beats"]),
+                     *(fmt(costs[way][key]) for way, _ in _WAYS
+                       for key in ("transfers", "bytes")),
+                     _versus(costs["lines"]["bytes"], costs["dense"]["bytes"])])
+    headers = ["workload", "gradients", "beats"] + [f"{name}: {key}" for _, name in _WAYS
+                                                    for key in ("transfers", "bytes")]
+    return [f"## On lines of {lanes} lanes", "",
+            f"Each workload packed into beats of {lanes} lanes (a run of gradients to one "
+            f"line, each lane at most once, one threshold; a flush ends a beat) and run "
+            f"through the RTL on lines ({report['configuration']['sets']} x "
+            f"{report['configuration']['ways']} lines). DRAM transfers and bytes three ways: "
+            f"dense write-through of the beats, per-gradient records (the one-lane RTL "
+            f"above, its DRAM writes), masked line writes (the RTL on lines, its DRAM "
+            f"writes). Bytes: {report['line_format']}.", "",
+            table(rows, headers + ["line bytes saved vs dense"]), ""]
+
+
+def _versus(cost, dense):
+    return f"{100 * (1 - cost / dense):+.1f} %" if dense else "n/a"
+
+
+def _lines_section(m):
+    """A workload's run on lines: its costs, its lane writes by cause, its checks."""
+    lines = m.get("lines")
+    if lines is None:
+        return []
+    head = [f"### {m['workload']} on lines of {lines['lanes']} lanes", ""]
+    if not lines["conservation"]["ok"]:
+        return head + [f"**{lines['conservation']['message']}**", "",
+                       "No figure is reported for this workload on lines.", ""]
+    rows = [[name, fmt(lines["costs"][way]["transfers"]), fmt(lines["costs"][way]["bytes"])]
+            for way, name in _WAYS]
+    causes = [[cause, fmt(lines["lane_writes_by_cause"][cause]),
+               fmt(lines["line_writes_by_cause"][cause])] for cause in CAUSES]
+    check = lines["cross_check"]
+    return head + [
+        table(rows, ["way of writing", "DRAM transfers", "bytes"]), "",
+        table(causes, ["cause", "lanes written (line model)",
+                       "line writes into L2 with a lane of it (RTL)"]), "",
+        f"- {fmt(lines['beats'])} beats of {fmt(lines['gradients'])} gradients; the line "
+        f"model's {fmt(lines['model_line_writes'])} line writes left L2 as "
+        f"{fmt(lines['costs']['lines']['transfers'])} DRAM line writes (L2 combines a "
+        f"write into the newest it holds for the same line), {fmt(lines['lane_writes'])} "
+        f"lanes written",
+        f"- cycles: {fmt(lines['cycles'])} ({fmt(lines['cycles_per_beat'], 'float')} per "
+        f"beat), {fmt(lines['flush_cycles_total'])} in flushes; DRAM stalled "
+        f"{fmt(lines['dram_stall_cycles'])} cycles",
+        f"- {lines['conservation']['message']}",
+        "- line model check: " + ("the causes of the line writes into L2 match write for "
+                                  "write; DRAM's writes match in order, run by run of "
+                                  "writes to one line, up to L2's combining"
+                                  if check["match"] else
+                                  f"**DIFFERS from the line model**: {check}"),
+        f"- simulated with {lines['simulation']['backend']} in "
+        f"{lines['simulation']['seconds']} s", ""]
+
+
+def _lines_checks(workloads):
+    """The checks' lines for the runs on lines (none without ``--lanes``)."""
+    runs = [m for m in workloads if m.get("lines")]
+    if not runs:
+        return []
+    failed = [m["workload"] for m in runs if not m["lines"]["conservation"]["ok"]]
+    mismatch = [m["workload"] for m in runs if m["lines"]["conservation"]["ok"]
+                and not m["lines"]["cross_check"]["match"]]
+    return [f"- on lines, conservation per address: "
+            + (("FAILED for " + ", ".join(failed)) if failed else "holds for every workload"),
+            f"- on lines, RTL vs line model: "
+            + (("MISMATCH for " + ", ".join(mismatch)) if mismatch
+               else "equal for every workload (causes write for write, DRAM run by run)")]

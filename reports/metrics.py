@@ -16,7 +16,8 @@ from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import CAUSES, ReferenceModel
 
 __all__ = ["BYTES_PER_GRADIENT", "BYTES_PER_WRITE", "Conservation", "check_conservation",
-           "bursts", "cross_check", "reference_points", "compute_metrics", "split_by_step"]
+           "conservation_json", "bursts", "cross_check", "reference_points", "compute_metrics",
+           "split_by_step"]
 
 BYTES_PER_GRADIENT = 4 + 2
 BYTES_PER_WRITE = 4 + 4
@@ -77,6 +78,14 @@ def check_conservation(accepted, writes, offered=None, show=5, discards=()):
     return Conservation(ok=not bad and not problem, addresses=len(set(sums) | set(written)),
                         mismatches=[(a, sums.get(a, 0), written.get(a, 0)) for a in bad[:show]],
                         mismatch_count=len(bad), problem=problem)
+
+
+def conservation_json(conservation):
+    """A :class:`Conservation` as the report's JSON holds it (every field and its message)."""
+    return {"ok": conservation.ok, "addresses": conservation.addresses,
+            "mismatch_count": conservation.mismatch_count,
+            "mismatches": [list(m) for m in conservation.mismatches],
+            "problem": conservation.problem, "message": conservation.message()}
 
 
 def bursts(write_cycles):
@@ -179,12 +188,7 @@ def compute_metrics(trace, result, ops, *, sets, ways, max_updates=DEFAULTS["max
         conservation = check_conservation(result.accepted, result.writes,
                                           offered=zip(trace.addr.tolist(), trace.grad.tolist()))
     out = {"workload": trace.name, "description": trace.description,
-           "trace": trace.summary(),
-           "conservation": {"ok": conservation.ok, "addresses": conservation.addresses,
-                            "mismatch_count": conservation.mismatch_count,
-                            "mismatches": [list(m) for m in conservation.mismatches],
-                            "problem": conservation.problem,
-                            "message": conservation.message()}}
+           "trace": trace.summary(), "conservation": conservation_json(conservation)}
     if not conservation.ok:
         return out
     causes = Counter(result.causes)

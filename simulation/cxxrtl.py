@@ -458,9 +458,10 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
             try:
                 if not binary.exists():
                     # Said before it starts: a progress bar around it would show no progress.
+                    lines = f" lines of {params['lanes']} lanes" if params["lanes"] > 1 else ""
                     print(f"building the compiled simulator of {params['sets']} x "
-                          f"{params['ways']} (first use of this configuration: seconds to a "
-                          f"few minutes; cached in {cache})", file=sys.stderr, flush=True)
+                          f"{params['ways']}{lines} (first use of this configuration: seconds "
+                          f"to a few minutes; cached in {cache})", file=sys.stderr, flush=True)
                     _compile(il_text, script, folder, include, defines, verbose)
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
