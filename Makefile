@@ -51,7 +51,7 @@ lint: verilog
 		build/gradient_compressor.vlt build/gradient_compressor.v && echo "lint: clean"
 
 bench: $(STAMP)
-	$(PYTHON) -m gradient_compressor.reports.throughput
+	$(PYTHON) -m gradient_compressor.reports.cycles
 	$(PYTHON) -m gradient_compressor.simulation.bench
 
 report: $(STAMP)

@@ -27,12 +27,12 @@ import sys
 import time
 
 from .jobs import PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, all_jobs, job_by_name, slowest_first
-from .sweep import DEPTHS, SETS, WAYS, sweep_jobs
+from .geometry_sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from gradient_compressor.cli import (ArgumentParser, UsageError, positive_integer, table,
+from gradient_compressor.console import (ArgumentParser, UsageError, positive_integer, table,
                                      usage_error)
 
 
@@ -87,7 +87,8 @@ def build_parser():
     s.add_argument("--design", default=None,
                    help="run against a copy of design/ in this directory (e.g. a mutant)")
     sub.add_parser("list")
-    s = sub.add_parser("sweep", help="the geometry sweep, or a slice of it (proofs/sweep.py)")
+    s = sub.add_parser("sweep", help="the geometry sweep, or a slice of it "
+                                     "(proofs/geometry_sweep.py)")
     s.add_argument("--sets", type=power_of_two, nargs="+", default=SETS, metavar="N")
     s.add_argument("--ways", type=power_of_two, nargs="+", default=WAYS, metavar="N")
     s.add_argument("--depths", type=positive_integer, nargs="+", default=DEPTHS, metavar="N",

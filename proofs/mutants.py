@@ -32,7 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from gradient_compressor.cli import (ArgumentParser, positive_integer, table, usage_error)
+from gradient_compressor.console import (ArgumentParser, positive_integer, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC

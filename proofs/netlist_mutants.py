@@ -44,7 +44,7 @@ from amaranth.back import rtlil
 
 from gradient_compressor.properties.component import COMPONENTS, ComponentHarness
 from gradient_compressor.properties.harness import CONFIGS
-from gradient_compressor.cli import ArgumentParser, positive_integer, table
+from gradient_compressor.console import ArgumentParser, positive_integer, table
 from .gen import solver
 from gradient_compressor.provenance import write_results
 from .run import _run_group, read_sby_outcome, tool_args, work_dir

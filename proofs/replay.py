@@ -23,7 +23,7 @@ import os
 import sys
 
 from gradient_compressor.design.params import MODE_INPUTS, port
-from gradient_compressor.cli import UsageError, check_writable, table
+from gradient_compressor.console import UsageError, check_writable, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
@@ -418,7 +418,7 @@ def _failed(jobdir, props):
 
 def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=False):
     """``python -m gradient_compressor.proofs replay``: returns the exit status; a bad file raises
-    :class:`WitnessError` or :class:`~cli.UsageError`. ``pytest_path`` is written
+    :class:`WitnessError` or :class:`~gradient_compressor.console.UsageError`. ``pytest_path`` is written
     only if the replay shows a violation (the test asserts there is none: it fails until the
     bug is fixed), and never over an existing file unless ``force``."""
     _check_arguments(path, vcd, pytest_path, force)

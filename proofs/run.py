@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
 
-from gradient_compressor.cli import table
+from gradient_compressor.console import table
 from .trace_table import read_vcd, print_table
 
 __all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]

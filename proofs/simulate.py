@@ -130,7 +130,7 @@ def simulate_job(job, outdir):
 
 
 def main(argv=None):
-    from gradient_compressor.cli import ArgumentParser, usage_error
+    from gradient_compressor.console import ArgumentParser, usage_error
     p = ArgumentParser(prog="python -m gradient_compressor.proofs.simulate",
                        description="Run a proof job of mode sim (proofs/jobs.py) and write "
                                    "OUTDIR/result.json. `python -m gradient_compressor.proofs "

@@ -108,7 +108,7 @@ def print_table(trace, columns=COLUMNS, file=None, start=0):
     """Print ``trace`` one cycle a line, from cycle ``start``: the :data:`COLUMNS` it has
     (``|`` marks the first column of a group), states and causes by name, ``?`` unknown."""
     import sys
-    from gradient_compressor.cli import table
+    from gradient_compressor.console import table
     cols = []
     for head, key, signed in columns:
         vals = trace.values(key, signed)

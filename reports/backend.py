@@ -62,7 +62,7 @@ def run_rtl(backend, params, ops, *, dram_ready=always, progress=None, vcd=None,
     """Run ``ops`` through the RTL of the :class:`design.GradientCompressor` ``params`` with
     ``backend`` and return the :class:`~simulation.driver.SimResult`; write the first
     ``vcd_cycles`` cycles to the waveform ``vcd`` (and a .gtkw beside it) if given.
-    ``progress``, if given, is a progress bar (:func:`gradient_compressor.cli.progress`) over
+    ``progress``, if given, is a progress bar (:func:`gradient_compressor.console.progress`) over
     ``len(ops)`` operations: both simulators advance it as they go, and it is closed at the
     end."""
     def advance(done):

@@ -33,10 +33,10 @@ from .line_costs import FORMAT as LINE_FORMAT
 from .line_report import run_lines
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
-from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
+from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
                                      integer, interrupted, parse_params, positive_integer,
                                      prepare_out, usage_error)
-from gradient_compressor.cli import progress as console_progress
+from gradient_compressor.console import progress as console_progress
 from .markdown import fmt, render_markdown
 from gradient_compressor.provenance import provenance
 

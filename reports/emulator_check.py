@@ -182,7 +182,7 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients):
 
 
 def build_parser():
-    from gradient_compressor.cli import ArgumentParser, int_list, positive_integer
+    from gradient_compressor.console import ArgumentParser, int_list, positive_integer
     parser = ArgumentParser(prog="python -m gradient_compressor.reports.emulator_check",
                             description="Check the emulator against the reference models on "
                                         "whole workloads (--check) and measure its speed "
@@ -217,8 +217,8 @@ def build_parser():
 
 def _params(items):
     """The ``--param`` items as the generators' keyword arguments (as ``compressor-report``
-    reads them: :func:`gradient_compressor.cli.parse_params`)."""
-    from gradient_compressor.cli import UsageError, parse_params
+    reads them: :func:`gradient_compressor.console.parse_params`)."""
+    from gradient_compressor.console import UsageError, parse_params
     try:
         return parse_params(items)
     except ValueError as error:
@@ -227,12 +227,12 @@ def _params(items):
 
 def main(argv=None):
     """The command; returns its exit status (0 equal, 1 a difference, 2 a bad argument)."""
-    from gradient_compressor.cli import run_command
+    from gradient_compressor.console import run_command
     return run_command(build_parser(), _run, argv)
 
 
 def _run(args):
-    from gradient_compressor.cli import UsageError, check_writable, table
+    from gradient_compressor.console import UsageError, check_writable, table
     if not (args.check or args.bench):
         raise UsageError("give --check, --bench or both")
     if args.workloads and not args.check:
@@ -275,7 +275,7 @@ def _run(args):
 
 
 def _check(args, modes, table):
-    from gradient_compressor.cli import UsageError
+    from gradient_compressor.console import UsageError
     from gradient_compressor.workloads import (DEFAULT_WORKLOADS, GENERATORS, TraceError,
                                                get_workload)
     names = args.workloads or DEFAULT_WORKLOADS

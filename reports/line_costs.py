@@ -27,7 +27,7 @@ import numpy as np
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
                                      positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 

@@ -27,7 +27,7 @@ counted from the RTL's DRAM writes; and the causes of the lanes written.
 import time
 from collections import Counter
 
-from gradient_compressor.cli import progress as console_progress
+from gradient_compressor.console import progress as console_progress
 from gradient_compressor.model import CAUSES, LineModel
 
 from .backend import parse_dram, run_rtl

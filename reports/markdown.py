@@ -5,7 +5,7 @@ tables, and the checks."""
 
 from gradient_compressor.model import CAUSES
 
-from gradient_compressor.cli import table
+from gradient_compressor.console import table
 from .metrics import RECORD_FORMAT
 from .mode_comparison import mode_table
 from gradient_compressor.provenance import describe

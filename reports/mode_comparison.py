@@ -42,7 +42,7 @@ from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from gradient_compressor.cli import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
+from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
                                      table, usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
 from gradient_compressor.provenance import describe, provenance

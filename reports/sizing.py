@@ -20,7 +20,7 @@ import sys
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
                                      positive_integer, progress, run_command, table)
 from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
 from gradient_compressor.provenance import write_results

@@ -24,16 +24,16 @@ from gradient_compressor.model import CAUSES, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
-from gradient_compressor.cli import (ArgumentParser, UsageError, int_list, integer, interrupted,
+from gradient_compressor.console import (ArgumentParser, UsageError, int_list, integer, interrupted,
                                      positive_integer, prepare_out, table, usage_error)
-from gradient_compressor import cli
-from gradient_compressor.cli import progress as console_progress
+from gradient_compressor import console
+from gradient_compressor.console import progress as console_progress
 from .metrics import check_conservation, cross_check
 from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["main", "sweep"]
 
-DEFAULT_OUT = os.path.join(cli.DEFAULT_OUT, "sweep")
+DEFAULT_OUT = os.path.join(console.DEFAULT_OUT, "sweep")
 
 
 def build_parser():

@@ -32,7 +32,7 @@ import numpy as np
 
 from gradient_compressor.design.params import check_lanes
 
-from gradient_compressor.cli import (ArgumentParser, UsageError, check_writable, int_list,
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
                                      positive_integer, progress, run_command, table)
 from .line_costs import FORMAT
 from gradient_compressor.provenance import write_results

@@ -17,7 +17,7 @@ import time
 import warnings
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.cli import ArgumentParser, positive_integer, table
+from gradient_compressor.console import ArgumentParser, positive_integer, table
 
 from .cxxrtl import build, compiler_available
 from .driver import always, every_other, random_ready, simulate

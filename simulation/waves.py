@@ -193,7 +193,7 @@ def gtkw_path_for(vcd_path):
 
 def main(argv=None):
     import argparse
-    from gradient_compressor.cli import ArgumentParser, usage_error
+    from gradient_compressor.console import ArgumentParser, usage_error
     parser = ArgumentParser(prog="python -m gradient_compressor.simulation.waves",
                             description=__doc__,
                             formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -35,7 +35,7 @@ Exit status: 0 done, 2 bad argument or input file.
 import sys
 from collections import Counter, defaultdict, deque
 
-from gradient_compressor.cli import ArgumentParser, positive_integer, usage_error
+from gradient_compressor.console import ArgumentParser, positive_integer, usage_error
 from .netlist import Netlist
 
 __all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",

@@ -414,7 +414,7 @@ def test_line_operations_checked():
 
 
 def test_throughput_refuses_an_unwritable_out_before_simulating(capsys, tmp_path):
-    from gradient_compressor.reports.throughput import main
+    from gradient_compressor.reports.cycles import main
     assert main(["--out", str(tmp_path / "no" / "such.md")]) == 2
     err = capsys.readouterr().err
     assert "--out" in err and "no such folder" in err and len(err.splitlines()) == 1

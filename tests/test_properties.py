@@ -283,7 +283,7 @@ def test_counterexample_replays(tmp_path):
 
     # --pytest: written only where the replay shows a violation, never over a file unless
     # --force; the written test fails on the mutant and passes on the design.
-    from gradient_compressor.cli import UsageError
+    from gradient_compressor.console import UsageError
     test_file = tmp_path / "test_cex.py"
     assert replay_main(yw, pytest_path=str(test_file)) == 1
     text = test_file.read_text()
@@ -892,7 +892,7 @@ def test_geometry_sweep_jobs_generate(tmp_path):
     # A point of the sweep is no named configuration: its parameters travel in the job.
     from gradient_compressor.design.params import Config
     from gradient_compressor.proofs.gen import generate
-    from gradient_compressor.proofs.sweep import DEPTHS, SETS, WAYS, sweep_jobs
+    from gradient_compressor.proofs.geometry_sweep import DEPTHS, SETS, WAYS, sweep_jobs
     jobs = sweep_jobs()
     # L1 alone once per sets x ways (two jobs), the system and L2 per depth (four).
     assert len(jobs) == len(SETS) * len(WAYS) * (2 + 4 * len(DEPTHS))

@@ -272,7 +272,7 @@ def test_report_with_modes(tmp_path):
 def test_markdown_table_escapes_a_bar_in_a_cell():
     # A planted bug's text such as "|g| == small_threshold" must stay one cell of the
     # Markdown table (make mutants prints one), not end it.
-    from gradient_compressor.cli import table
+    from gradient_compressor.console import table
     text = table([["tiny_bound_inclusive", "a miss with |g| == t"]], ["mutant", "bug"])
     row = text.splitlines()[2]
     assert row.count("|") - row.count("\\|") == 3

@@ -48,7 +48,7 @@ def test_workflow_runs_make_test_caches_and_uploads_failures():
 
 
 def test_sweep_workflow_runs_prove_and_the_geometry_matrix():
-    from gradient_compressor.proofs.sweep import SETS, WAYS
+    from gradient_compressor.proofs.geometry_sweep import SETS, WAYS
     flow = YAML(typ="safe").load(SWEEP.read_text())
     assert "schedule" in flow["on"] and "workflow_dispatch" in flow["on"]
     prove = [s.get("run", "") for s in flow["jobs"]["prove"]["steps"]]

@@ -22,7 +22,7 @@ import random
 import sys
 
 from gradient_compressor.design.params import DEFAULTS
-from gradient_compressor.cli import table
+from gradient_compressor.console import table
 from gradient_compressor.simulation import always, every_other
 
 __all__ = ["streams", "measure", "main"]
@@ -73,8 +73,8 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
 
 def main(argv=None):
     """The command; its exit status (0 done, 2 a bad argument, 130 interrupted)."""
-    from gradient_compressor.cli import ArgumentParser, run_command
-    parser = ArgumentParser(prog="python -m gradient_compressor.reports.throughput",
+    from gradient_compressor.console import ArgumentParser, run_command
+    parser = ArgumentParser(prog="python -m gradient_compressor.reports.cycles",
                             description=__doc__.strip().splitlines()[0])
     parser.add_argument("--out", default=None, metavar="FILE.md",
                         help="also write the tables here, with the command, commit and date")
@@ -88,7 +88,7 @@ def main(argv=None):
 
 def _throughput(args):
     from gradient_compressor.reports.backend import resolve_backend
-    from gradient_compressor.cli import check_writable
+    from gradient_compressor.console import check_writable
     from gradient_compressor.provenance import write_results
     if args.out:        # before minutes of simulation
         check_writable("--out", args.out)
