@@ -1,6 +1,7 @@
 """Run proof jobs with SymbiYosys, in parallel, and summarise them."""
 
 import glob
+import hashlib
 import io
 import json
 import multiprocessing
@@ -10,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
@@ -148,28 +150,53 @@ def _generate(job, jobdir):
     text, or ``None``. A job on a mutant copy of ``design/`` is generated in a subprocess with
     that copy in place of the project's (:func:`module_command`); the others in
     :data:`_generators`' processes while :func:`run_jobs` runs (the same RTLIL, byte for byte,
-    without an interpreter's start and imports for each job), else in a subprocess too."""
+    without an interpreter's start and imports for each job; a harness's netlist once for
+    all of its jobs, :func:`_harness`), else in a subprocess too."""
     if job.design_path is None and _generators:
-        return _generators[0].submit(_generate_here, job.to_dict(), jobdir).result()
+        folder, error = _harness(job, os.path.dirname(jobdir))
+        return error or _generators[0].submit(_generate_here, "job", job.to_dict(), jobdir,
+                                              folder).result()
     gen = subprocess.run(module_command("gradient_compressor.proofs.gen", job.design_path)
                          + ["job.json", "."], cwd=jobdir, env=_env(), capture_output=True,
                          text=True)
     return gen.stderr if gen.returncode != 0 else None
 
 
-def _generate_here(job, jobdir):
-    """:func:`proofs.gen.generate` in this process; returns the error text, or ``None``."""
+def _harness(job, work):
+    """The folder of the job's harness's netlist (:func:`proofs.gen.generate_harness`) in this
+    :func:`run_jobs` call, and the error text or ``None``: the first job of a harness has it
+    generated (in ``work/.harnesses/``), the others wait for it. Most of a job's generation
+    is Amaranth's ``rtlil.convert`` of the harness, which the jobs that differ only in their
+    choice of assertions share (``proofs/gen.py``)."""
+    from .gen import harness_key
+    key = harness_key(job.to_dict())
+    with _harnesses_lock:
+        if key not in _harnesses:
+            folder = os.path.join(work, ".harnesses",
+                                  hashlib.sha1(key.encode()).hexdigest()[:16])
+            _harnesses[key] = folder, _generators[0].submit(_generate_here, "harness",
+                                                            job.to_dict(), folder)
+        folder, future = _harnesses[key]
+    return folder, future.result()
+
+
+def _generate_here(step, job, *folders):
+    """:func:`proofs.gen.generate_harness` (``step`` "harness") or ``generate_job`` ("job")
+    in this process; returns the error text, or ``None``."""
     import traceback
-    from .gen import generate
+    from . import gen
     try:
-        generate(job, jobdir)
+        {"harness": gen.generate_harness, "job": gen.generate_job}[step](job, *folders)
     except Exception:
         return traceback.format_exc()
     return None
 
 
-#: The generator processes of the :func:`run_jobs` call running now (none, or one pool).
+#: The generator processes of the :func:`run_jobs` call running now (none, or one pool) ...
 _generators = []
+#: ... and the harnesses generated in it: harness key -> (folder, future of the error text).
+_harnesses = {}
+_harnesses_lock = threading.Lock()
 
 
 def _check_from_reset(job, work, result):
@@ -349,6 +376,13 @@ def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
     finally:
         _generators.remove(generators)
         generators.shutdown(cancel_futures=True)
+        for folder, _ in _harnesses.values():    # each job has a copy of what it needs
+            shutil.rmtree(folder, ignore_errors=True)
+            try:
+                os.rmdir(os.path.dirname(folder))
+            except OSError:
+                pass
+        _harnesses.clear()
     return results
 
 

@@ -172,12 +172,17 @@ class FormalHarness(Elaboratable):
     driven : bool
         Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
         recorded run, ``proofs/simulate.py``).
+    shared : bool
+        Emit the properties for every focus at once (:meth:`.base.PropertySet.emit_shared`):
+        each job then chooses its assertions in a module of its own (``proofs/gen.py``), so
+        that the jobs that differ only in ``focus`` and ``assume_others`` share one netlist.
+        ``focus`` and ``assume_others`` are ignored.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
-                 lanes=1):
+                 lanes=1, shared=False):
         self.stimulus = check_stimulus(stimulus)
         if simulate and stimulus is None and not driven:
             raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
@@ -219,6 +224,7 @@ class FormalHarness(Elaboratable):
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
         self.assume_others = assume_others
+        self.shared = shared
         self.props = PropertySet()
 
         d = self.dut
@@ -713,8 +719,11 @@ class FormalHarness(Elaboratable):
                 self.sim_props.append((prop, sig))
             return m
         # No assertion is checked in a reset cycle.
-        P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
-               assume_others=self.assume_others)
+        if self.shared:
+            P.emit_shared(m, covers=bool(self.covers), guard=self.rst)
+        else:
+            P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
+                   assume_others=self.assume_others)
         return m
 
     def _free_l1_inputs(self, m):
