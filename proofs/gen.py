@@ -16,8 +16,9 @@ import shutil
 import sys
 
 from amaranth.back import rtlil
+from amaranth.hdl import Fragment
 
-from gradient_compressor.properties.base import JobProperties, PropertySet
+from gradient_compressor.properties.base import JobProperties, PropertySet, forms
 from gradient_compressor.properties.component import ComponentHarness
 from gradient_compressor.properties.harness import CONFIGS, FormalHarness
 from gradient_compressor.properties.line_harness import LineHarness
@@ -84,36 +85,53 @@ def sby_text(job):
 def shares_netlist(job):
     """Whether the job's netlist is its harness's, shared with the jobs of the same harness,
     and its choice of assertions a module of its own (``job_properties.il``): the jobs of
-    :class:`FormalHarness` (the system, L1 alone). A component's or the compressor on lines'
-    harness asserts everything, in its own netlist."""
-    return not job.get("component") and not (job.get("lanes", 1) > 1 and not job.get("alone"))
+    :class:`FormalHarness` on one lane (the system, L1 alone). A component's or the
+    compressor on lines' harness asserts everything, in its own netlist; the line L1 alone's
+    jobs keep a netlist of their own too, made for their focus: on
+    ``l1-lines2-small-conservation`` the shared netlist came out of ``prep`` with two of the
+    harness's muxes a bit wider (3 bits for 2), where every one-lane job's was the same."""
+    return not job.get("component") and job.get("lanes", 1) == 1
 
 
-def harness_key(job):
-    """What the job's harness is made of (a string): jobs with the same key and
-    :func:`shares_netlist` share :func:`generate_harness`'s files."""
-    return json.dumps(_harness_arguments(job), sort_keys=True)
+def manifest(job):
+    """The properties of the job's harness, without their tests
+    (:meth:`PropertySet.manifest`), where :func:`shares_netlist`; else ``None``. From an
+    elaboration of the harness, a tenth of the time of its netlist."""
+    kind, arguments = harness_arguments(job)
+    if kind != "system":
+        return None
+    harness = FormalHarness(**arguments)
+    Fragment.get(harness, None)
+    return harness.props.manifest()
+
+
+def harness_key(job, manifest):
+    """What the job's netlist is made of (a string), given its harness's ``manifest``
+    (:func:`manifest`): the jobs with the same key share :func:`generate_harness`'s files."""
+    return json.dumps([harness_arguments(job), _forms(job, manifest)], sort_keys=True)
 
 
 def generate(job, outdir):
     """Write the job's files into ``outdir``: its harness's (:func:`generate_harness`) and its
     own (:func:`generate_job`)."""
-    generate_harness(job, outdir)
+    generate_harness(job, outdir, manifest(job))
     generate_job(job, outdir, outdir)
 
 
-def generate_harness(job, folder):
+def generate_harness(job, folder, manifest):
     """Write the netlist of the job's harness (``design.il``) and what the jobs made from it
     need (``harness.json``: the property map and, for :func:`shares_netlist`, the properties
-    without their tests) into ``folder``."""
+    without their tests) into ``folder``; ``manifest``: :func:`manifest`'s."""
     os.makedirs(folder, exist_ok=True)
-    kind, arguments = _harness_arguments(job)
+    kind, arguments = harness_arguments(job)
     if kind == "component":
         harness = ComponentHarness(**arguments)
     elif kind == "lines":
         harness = LineHarness(**arguments)
-    else:
+    elif kind == "own":
         harness = FormalHarness(**arguments)
+    else:
+        harness = FormalHarness(**arguments, shared=_forms(job, manifest))
     text = rtlil.convert(harness, ports=[])
     with open(os.path.join(folder, "design.il"), "w") as f:
         f.write(text)
@@ -123,6 +141,21 @@ def generate_harness(job, folder):
             "manifest": harness.props.manifest() if kind == "system" else None}
     with open(os.path.join(folder, "harness.json"), "w") as f:
         json.dump(meta, f)
+
+
+def _roles(job, manifest):
+    """The job's :class:`PropertySet` of ``manifest`` and its assertions' roles."""
+    props = PropertySet.from_manifest(manifest)
+    return props, props.roles(job["focus"], job.get("assume_others", True))
+
+
+def _forms(job, manifest):
+    """The tests the job's shared netlist holds (:func:`properties.base.forms`); ``None``
+    where the job does not share one."""
+    if manifest is None:
+        return None
+    props, roles = _roles(job, manifest)
+    return forms(props.assertions(), roles)
 
 
 def generate_job(job, outdir, folder):
@@ -138,8 +171,7 @@ def generate_job(job, outdir, folder):
         meta = json.load(f)
     manifest = meta.pop("manifest")
     if shares_netlist(job):
-        props = PropertySet.from_manifest(manifest)
-        roles = props.roles(job["focus"], job.get("assume_others", True))
+        props, roles = _roles(job, manifest)
         with open(os.path.join(outdir, "job_properties.il"), "w") as f:
             f.write(JobProperties(props.assertions(), roles).rtlil())
     meta["solver"] = solver(job)
@@ -153,21 +185,25 @@ def _parameters(job):
     return job.get("geometry") or CONFIGS[job["config"]]
 
 
-def _harness_arguments(job):
-    """The kind of the job's harness ("component", "lines" or "system", the last
-    :class:`FormalHarness`, also of L1 alone) and its constructor's arguments."""
+def harness_arguments(job):
+    """The kind of the job's harness ("component", "lines", "system": :class:`FormalHarness`
+    shared by jobs, also of L1 alone, or "own": one for the job's focus alone) and its
+    constructor's arguments."""
     if job.get("component"):
         return "component", dict(name=job["component"], config=_parameters(job),
                                  covers=job["covers"], reset=job["reset"])
     if job.get("lanes", 1) > 1 and not job.get("alone"):
         return "lines", dict(config=_parameters(job), lanes=job["lanes"],
                              covers=bool(job["covers"]))
-    return "system", dict(config=_parameters(job), shared=True,
-                          fairness=job["fairness"], whole_storage=job["whole_storage"],
-                          reset=job["reset"], covers=job["covers"],
-                          stimulus=job.get("stimulus"),
-                          shared_read=job.get("shared_read", False),
-                          alone=job.get("alone", False), lanes=job.get("lanes", 1))
+    arguments = dict(config=_parameters(job), fairness=job["fairness"],
+                     whole_storage=job["whole_storage"], reset=job["reset"],
+                     covers=job["covers"], stimulus=job.get("stimulus"),
+                     shared_read=job.get("shared_read", False), alone=job.get("alone", False),
+                     lanes=job.get("lanes", 1))
+    if shares_netlist(job):
+        return "system", arguments
+    return "own", dict(arguments, focus=job["focus"],
+                       assume_others=job.get("assume_others", True))
 
 
 if __name__ == "__main__":

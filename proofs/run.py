@@ -154,8 +154,8 @@ def _generate(job, jobdir):
     all of its jobs, :func:`_harness`), else in a subprocess too."""
     if job.design_path is None and _generators:
         folder, error = _harness(job, os.path.dirname(jobdir))
-        return error or _generators[0].submit(_generate_here, "job", job.to_dict(), jobdir,
-                                              folder).result()
+        return error or _generators[0].submit(_here, "job", job.to_dict(), jobdir,
+                                              folder).result()[1]
     gen = subprocess.run(module_command("gradient_compressor.proofs.gen", job.design_path)
                          + ["job.json", "."], cwd=jobdir, env=_env(), capture_output=True,
                          text=True)
@@ -164,39 +164,51 @@ def _generate(job, jobdir):
 
 def _harness(job, work):
     """The folder of the job's harness's netlist (:func:`proofs.gen.generate_harness`) in this
-    :func:`run_jobs` call, and the error text or ``None``: the first job of a harness has it
+    :func:`run_jobs` call, and the error text or ``None``: the first job of a netlist has it
     generated (in ``work/.harnesses/``), the others wait for it. Most of a job's generation
     is Amaranth's ``rtlil.convert`` of the harness, which the jobs that differ only in their
     choice of assertions share (``proofs/gen.py``)."""
-    from .gen import harness_key
-    key = harness_key(job.to_dict())
-    with _harnesses_lock:
-        if key not in _harnesses:
-            folder = os.path.join(work, ".harnesses",
-                                  hashlib.sha1(key.encode()).hexdigest()[:16])
-            _harnesses[key] = folder, _generators[0].submit(_generate_here, "harness",
-                                                            job.to_dict(), folder)
-        folder, future = _harnesses[key]
-    return folder, future.result()
+    from .gen import harness_arguments, harness_key
+    job = job.to_dict()
+    manifest, error = _once(("manifest", json.dumps(harness_arguments(job), sort_keys=True)),
+                            _here, "manifest", job)
+    if error:
+        return None, error
+    key = harness_key(job, manifest)
+    folder = os.path.join(work, ".harnesses", hashlib.sha1(key.encode()).hexdigest()[:16])
+    return folder, _once(("harness", key), _here, "harness", job, folder, manifest)[1]
 
 
-def _generate_here(step, job, *folders):
-    """:func:`proofs.gen.generate_harness` (``step`` "harness") or ``generate_job`` ("job")
-    in this process; returns the error text, or ``None``."""
+def _once(key, *call):
+    """``call`` (a function and its arguments) in :data:`_generators`' processes, once per
+    ``key`` in this :func:`run_jobs` call: a call with a key made already waits for that
+    one's result."""
+    with _once_lock:
+        if key not in _done_once:
+            _done_once[key] = _generators[0].submit(*call)
+        future = _done_once[key]
+    return future.result()
+
+
+def _here(step, job, *args):
+    """:func:`proofs.gen.manifest` (``step`` "manifest"), ``generate_harness`` ("harness") or
+    ``generate_job`` ("job") in this process: ``(its result, None)``, or ``(None, the error
+    text)``."""
     import traceback
     from . import gen
     try:
-        {"harness": gen.generate_harness, "job": gen.generate_job}[step](job, *folders)
+        return {"manifest": gen.manifest, "harness": gen.generate_harness,
+                "job": gen.generate_job}[step](job, *args), None
     except Exception:
-        return traceback.format_exc()
-    return None
+        return None, traceback.format_exc()
 
 
 #: The generator processes of the :func:`run_jobs` call running now (none, or one pool) ...
 _generators = []
-#: ... and the harnesses generated in it: harness key -> (folder, future of the error text).
-_harnesses = {}
-_harnesses_lock = threading.Lock()
+#: ... and what they made once in it: ("manifest" or "harness", key) -> future of :func:`_here`'s
+#: result.
+_done_once = {}
+_once_lock = threading.Lock()
 
 
 def _check_from_reset(job, work, result):
@@ -376,13 +388,9 @@ def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
     finally:
         _generators.remove(generators)
         generators.shutdown(cancel_futures=True)
-        for folder, _ in _harnesses.values():    # each job has a copy of what it needs
-            shutil.rmtree(folder, ignore_errors=True)
-            try:
-                os.rmdir(os.path.dirname(folder))
-            except OSError:
-                pass
-        _harnesses.clear()
+        _done_once.clear()
+        # Each job has a copy of what it needs of its harness's files.
+        shutil.rmtree(os.path.join(work or work_dir(), ".harnesses"), ignore_errors=True)
     return results
 
 

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from amaranth import Cat, ClockSignal, Elaboratable, Instance, Module, ResetSignal, Signal, Value
+from amaranth import C, Cat, ClockSignal, Elaboratable, Instance, Module, ResetSignal, Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
 
 __all__ = ["PropertySet", "Prop", "GROUPS", "COMPONENT_GROUPS", "past"]
@@ -240,17 +240,21 @@ class PropertySet:
         asserted, held = self._emit_common(m, covers, guard)
         emit_chosen(m, self.assertions(), roles, asserted, held)
 
-    def emit_shared(self, m, *, covers=True, guard=None):
-        """Add the statements of every job focused on these properties at once, but for the
-        job's own choice: the assumptions and covers as :meth:`emit` does, and each assertion
-        as its two tests, in the ports ``asserted`` and ``held`` of an instance of the module
+    def emit_shared(self, m, *, forms, covers=True, guard=None):
+        """Add the statements of the jobs that differ only in their choice of assertions, but
+        for that choice: the assumptions and covers as :meth:`emit` does, and the assertions'
+        tests into the ports ``asserted`` and ``held`` of an instance of the module
         ``job_properties``, which each job defines (:class:`JobProperties`, with the roles of
-        :meth:`roles`): bit ``i`` of ``asserted`` is what a job asserting assertion ``i``
-        asserts (its same-cycle lemmas imply it, ``guard`` or it), bit ``i`` of ``held`` what a
-        job assuming it for the past cycles assumes. Flattened, a job's netlist is the one
-        :meth:`emit` makes for its focus, with the logic of every other job's choice unused
-        (Yosys' ``opt_clean`` removes it)."""
+        :meth:`roles`). Bit ``i`` of ``asserted`` is what a job asserting assertion ``i``
+        asserts (its same-cycle lemmas imply it, ``guard`` or it), bit ``i`` of ``held`` what
+        a job assuming it for the past cycles assumes; ``forms[i]`` (:func:`forms`) says which
+        of the two are emitted (the others are 0, and no job reads them). Flattened, a job's
+        netlist is the one :meth:`emit` makes for its focus, and the other tests unused (Yosys'
+        ``opt_clean`` removes them)."""
         asserted, held = self._emit_common(m, covers, guard)
+        assert len(forms) == len(asserted)
+        asserted = [a if f[0] else C(0, 1) for a, f in zip(asserted, forms)]
+        held = [h if f[1] else C(0, 1) for h, f in zip(held, forms)]
         if asserted:
             m.submodules.job = Instance(JobProperties.NAME, i_clk=ClockSignal(),
                                         i_rst=ResetSignal(), i_asserted=Cat(*asserted),
@@ -321,6 +325,24 @@ class PropertySet:
 
 def _all(tests):
     return Cat(*[t.bool() for t in tests]).all()
+
+
+def forms(assertions, roles):
+    """Which tests of each assertion a netlist shared by jobs must hold for a job of these
+    ``roles`` (:meth:`PropertySet.emit_shared`): ``(asserted, held)`` per assertion, so that
+    the netlist reads from the design what a netlist made for the job alone reads, no more
+    (where it read more, e.g. a read port of a memory inside the design, the signals would be
+    ports of the design's modules, and the logic behind them stay after Yosys' ``prep``).
+
+    Where each assertion the job asserts or assumes uses in the same cycle only assertions it
+    asserts or assumes, both tests of every one of those, which then read the tests of those
+    assertions alone, as the job's own do: the forms depend only on which assertions the job
+    drops, and every job that drops the same ones shares the netlist. Otherwise the job's own:
+    the asserted test of those it asserts, the held one of those it assumes."""
+    kept = {p.full_name for p, role in zip(assertions, roles) if role is not None}
+    if all(set(p.now) <= kept for p, role in zip(assertions, roles) if role is not None):
+        return [(role is not None, role is not None) for role in roles]
+    return [(role == "assert", role == "past") for role in roles]
 
 
 def emit_chosen(m, assertions, roles, asserted, held):

@@ -172,17 +172,17 @@ class FormalHarness(Elaboratable):
     driven : bool
         Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
         recorded run, ``proofs/simulate.py``).
-    shared : bool
-        Emit the properties for every focus at once (:meth:`.base.PropertySet.emit_shared`):
-        each job then chooses its assertions in a module of its own (``proofs/gen.py``), so
-        that the jobs that differ only in ``focus`` and ``assume_others`` share one netlist.
-        ``focus`` and ``assume_others`` are ignored.
+    shared : list or None
+        Emit the properties for the jobs that differ only in ``focus`` and ``assume_others``
+        at once (:meth:`.base.PropertySet.emit_shared`, with these :func:`.base.forms`): each
+        job then chooses its assertions in a module of its own (``proofs/gen.py``), and they
+        share one netlist. ``focus`` and ``assume_others`` are then ignored.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
-                 lanes=1, shared=False):
+                 lanes=1, shared=None):
         self.stimulus = check_stimulus(stimulus)
         if simulate and stimulus is None and not driven:
             raise ValueError("simulate: needs a stimulus to drive the inputs, or a testbench "
@@ -719,8 +719,8 @@ class FormalHarness(Elaboratable):
                 self.sim_props.append((prop, sig))
             return m
         # No assertion is checked in a reset cycle.
-        if self.shared:
-            P.emit_shared(m, covers=bool(self.covers), guard=self.rst)
+        if self.shared is not None:
+            P.emit_shared(m, forms=self.shared, covers=bool(self.covers), guard=self.rst)
         else:
             P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
                    assume_others=self.assume_others)

@@ -915,13 +915,13 @@ def test_a_shared_harness_makes_each_job_its_own_netlist(tmp_path, name):
     # and each adds its choice in a module of its own (proofs/gen.py): after the job's
     # script its netlist is the one a harness emitted for its focus alone makes, the same
     # cells (type and width) and the same assertions and assumptions.
-    from gradient_compressor.proofs.gen import _harness_arguments, generate, sby_text
+    from gradient_compressor.proofs.gen import generate, harness_arguments, sby_text
     from gradient_compressor.proofs.jobs import job_by_name
     job = job_by_name(name).to_dict()
     shared, alone = tmp_path / "shared", tmp_path / "alone"
     generate(job, str(shared))
-    kind, arguments = _harness_arguments(job)
-    assert kind == "system" and arguments.pop("shared")
+    kind, arguments = harness_arguments(job)
+    assert kind == "system"
     harness = FormalHarness(**arguments, focus=job["focus"], assume_others=job["assume_others"])
     alone.mkdir()
     (alone / "design.il").write_text(rtlil.convert(harness, ports=[]))
