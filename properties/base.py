@@ -334,15 +334,14 @@ def forms(assertions, roles):
     (where it read more, e.g. a read port of a memory inside the design, the signals would be
     ports of the design's modules, and the logic behind them stay after Yosys' ``prep``).
 
-    Where each assertion the job asserts or assumes uses in the same cycle only assertions it
-    asserts or assumes, both tests of every one of those, which then read the tests of those
-    assertions alone, as the job's own do: the forms depend only on which assertions the job
-    drops, and every job that drops the same ones shares the netlist. Otherwise the job's own:
-    the asserted test of those it asserts, the held one of those it assumes."""
+    The held test of every assertion the job keeps (asserts or assumes), and the asserted one
+    of those whose same-cycle lemmas it keeps, or that it asserts: either way they read the
+    kept assertions' tests and those of the lemmas of what it asserts, as the job's own tests
+    do. The forms depend only on which assertions the job drops (and asserts, of those whose
+    lemmas it drops), and every job with the same forms shares the netlist."""
     kept = {p.full_name for p, role in zip(assertions, roles) if role is not None}
-    if all(set(p.now) <= kept for p, role in zip(assertions, roles) if role is not None):
-        return [(role is not None, role is not None) for role in roles]
-    return [(role == "assert", role == "past") for role in roles]
+    return [(role is not None and (set(p.now) <= kept or role == "assert"), role is not None)
+            for p, role in zip(assertions, roles)]
 
 
 def emit_chosen(m, assertions, roles, asserted, held):
