@@ -4,10 +4,11 @@ copy of ``design/`` can stand in for the real one: ``proofs.run.module_command``
     python -m gradient_compressor.proofs.gen JOB.json OUTDIR
 
 A job of the system or of L1 alone (:func:`shares_netlist`) is generated in two parts: its
-harness's netlist (:func:`generate_harness`, ``design.il``: every assertion's test, for every
-focus at once) and its own choice of them (:func:`generate_job`, ``job_properties.il``: which
-it asserts, which it assumes for the past cycles). The jobs that differ only in that choice
-(e.g. ``l1-default-policy-0`` ... ``-6``) share the first, which ``proofs.run`` makes once.
+harness's netlist (:func:`generate_harness`, ``design.il``: the tests of the assertions it
+keeps, :func:`properties.base.forms`) and its own choice of them (:func:`generate_job`,
+``job_properties.il``: which it asserts, which it assumes for the past cycles). The jobs that
+differ only in that choice and drop the same assertions (e.g. ``l1-default-policy-0`` ...
+``-6``) share the first, which ``proofs.run`` makes once.
 """
 
 import json
