@@ -80,14 +80,10 @@ TUNING = {("large", "conservation/model_decision_conserves_the_tracked_address")
 #: others within a few seconds). The choice does not carry over between harnesses or depths:
 #: on L1 alone l1-large-policy-0 takes 28 s with it and 50 without, where on the system it was
 #: the other way round (30 against 53); large-termination-K2-0 was quicker without it at the
-#: progress depth, and is quicker with it at its own (11 s against 21). Measured later side
-#: by side, each job with and without it at the same time, CPU seconds: large-progress-K2 54
-#: against 59, l1-default-policy-0 45 against 48, l1-default-forwarding 32.5 against 34
-#: (default-progress-K2 the same either way).
+#: progress depth, and is quicker with it at its own (11 s against 21).
 NO_UNROLL = {"l1-default-pipeline", "l1-large-policy-3", "l1-default-policy-2",
              "l1-large-forwarding", "l1-default-policy-1", "l1-default-conservation-2",
-             "large-termination-K2-3", "large-progress-K2", "l1-default-policy-0",
-             "l1-default-forwarding"}
+             "large-termination-K2-3"}
 #: Jobs that smtbmc proves quicker with ``--stbv`` (the state of a step as bit vectors, not
 #: uninterpreted functions), measured one at a time on this machine, CPU seconds against
 #: themselves without it: the progress inductions (default-progress-K2 26 against 50,

@@ -1,7 +1,6 @@
 """Run proof jobs with SymbiYosys, in parallel, and summarise them."""
 
 import glob
-import hashlib
 import io
 import json
 import multiprocessing
@@ -11,7 +10,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
@@ -150,65 +148,28 @@ def _generate(job, jobdir):
     text, or ``None``. A job on a mutant copy of ``design/`` is generated in a subprocess with
     that copy in place of the project's (:func:`module_command`); the others in
     :data:`_generators`' processes while :func:`run_jobs` runs (the same RTLIL, byte for byte,
-    without an interpreter's start and imports for each job; a harness's netlist once for
-    all of its jobs, :func:`_harness`), else in a subprocess too."""
+    without an interpreter's start and imports for each job), else in a subprocess too."""
     if job.design_path is None and _generators:
-        folder, error = _harness(job, os.path.dirname(jobdir))
-        return error or _generators[0].submit(_here, "job", job.to_dict(), jobdir,
-                                              folder).result()[1]
+        return _generators[0].submit(_generate_here, job.to_dict(), jobdir).result()
     gen = subprocess.run(module_command("gradient_compressor.proofs.gen", job.design_path)
                          + ["job.json", "."], cwd=jobdir, env=_env(), capture_output=True,
                          text=True)
     return gen.stderr if gen.returncode != 0 else None
 
 
-def _harness(job, work):
-    """The folder of the job's harness's netlist (:func:`proofs.gen.generate_harness`) in this
-    :func:`run_jobs` call, and the error text or ``None``: the first job of a netlist has it
-    generated (in ``work/.harnesses/``), the others wait for it. Most of a job's generation
-    is Amaranth's ``rtlil.convert`` of the harness, which the jobs that differ only in their
-    choice of assertions share (``proofs/gen.py``)."""
-    from .gen import harness_arguments, harness_key
-    job = job.to_dict()
-    manifest, error = _once(("manifest", json.dumps(harness_arguments(job), sort_keys=True)),
-                            _here, "manifest", job)
-    if error:
-        return None, error
-    key = harness_key(job, manifest)
-    folder = os.path.join(work, ".harnesses", hashlib.sha1(key.encode()).hexdigest()[:16])
-    return folder, _once(("harness", key), _here, "harness", job, folder, manifest)[1]
-
-
-def _once(key, *call):
-    """``call`` (a function and its arguments) in :data:`_generators`' processes, once per
-    ``key`` in this :func:`run_jobs` call: a call with a key made already waits for that
-    one's result."""
-    with _once_lock:
-        if key not in _done_once:
-            _done_once[key] = _generators[0].submit(*call)
-        future = _done_once[key]
-    return future.result()
-
-
-def _here(step, job, *args):
-    """:func:`proofs.gen.manifest` (``step`` "manifest"), ``generate_harness`` ("harness") or
-    ``generate_job`` ("job") in this process: ``(its result, None)``, or ``(None, the error
-    text)``."""
+def _generate_here(job, jobdir):
+    """:func:`proofs.gen.generate` in this process; returns the error text, or ``None``."""
     import traceback
-    from . import gen
+    from .gen import generate
     try:
-        return {"manifest": gen.manifest, "harness": gen.generate_harness,
-                "job": gen.generate_job}[step](job, *args), None
+        generate(job, jobdir)
     except Exception:
-        return None, traceback.format_exc()
+        return traceback.format_exc()
+    return None
 
 
-#: The generator processes of the :func:`run_jobs` call running now (none, or one pool) ...
+#: The generator processes of the :func:`run_jobs` call running now (none, or one pool).
 _generators = []
-#: ... and what they made once in it: ("manifest" or "harness", key) -> future of :func:`_here`'s
-#: result.
-_done_once = {}
-_once_lock = threading.Lock()
 
 
 def _check_from_reset(job, work, result):
@@ -388,9 +349,6 @@ def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
     finally:
         _generators.remove(generators)
         generators.shutdown(cancel_futures=True)
-        _done_once.clear()
-        # Each job has a copy of what it needs of its harness's files.
-        shutil.rmtree(os.path.join(work or work_dir(), ".harnesses"), ignore_errors=True)
     return results
 
 

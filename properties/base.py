@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 
-from amaranth import C, Cat, ClockSignal, Elaboratable, Instance, Module, ResetSignal, Signal, Value
+from amaranth import Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
 
 __all__ = ["PropertySet", "Prop", "GROUPS", "COMPONENT_GROUPS", "past"]
@@ -206,26 +206,6 @@ class PropertySet:
                                       not any(fnmatchcase(full, f) for f in excluded)))
         return in_focus
 
-    def roles(self, focus=None, assume_others=True):
-        """Each assertion's role in a job focused on ``focus`` (see :meth:`emit`), in the
-        order of :attr:`props`: ``"assert"`` (asserted), ``"past"`` (assumed for the past
-        cycles) or ``None`` (dropped). Checks the same-cycle lemmas (:meth:`_check_now`)."""
-        in_focus = self.focused(focus)
-        self._check_now()
-        roles = []
-        for prop in self.props:
-            if prop.kind != "assert":
-                continue
-            if in_focus(prop):
-                roles.append("assert")
-            elif assume_others and (prop.only_for is None or focus is None or
-                                    any(g in focus or any(f.startswith(g + "/") for f in focus)
-                                        for g in prop.only_for)):
-                roles.append("past")
-            else:
-                roles.append(None)
-        return roles
-
     def emit(self, m, *, focus=None, covers=True, guard=None, assume_others=True):
         """Add the statements to module ``m``.
 
@@ -236,39 +216,9 @@ class PropertySet:
         (it is then assumed for the past cycles, like every property outside the focus).
         ``guard``: a signal that, when high, disables every assertion (e.g. the reset cycle).
         """
-        roles = self.roles(focus, assume_others)
-        asserted, held = self._emit_common(m, covers, guard)
-        emit_chosen(m, self.assertions(), roles, asserted, held)
-
-    def emit_shared(self, m, *, forms, covers=True, guard=None):
-        """Add the statements of the jobs that differ only in their choice of assertions, but
-        for that choice: the assumptions and covers as :meth:`emit` does, and the assertions'
-        tests into the ports ``asserted`` and ``held`` of an instance of the module
-        ``job_properties``, which each job defines (:class:`JobProperties`, with the roles of
-        :meth:`roles`). Bit ``i`` of ``asserted`` is what a job asserting assertion ``i``
-        asserts (its same-cycle lemmas imply it, ``guard`` or it), bit ``i`` of ``held`` what
-        a job assuming it for the past cycles assumes; ``forms[i]`` (:func:`forms`) says which
-        of the two are emitted (the others are 0, and no job reads them). Flattened, a job's
-        netlist is the one :meth:`emit` makes for its focus, and the other tests unused (Yosys'
-        ``opt_clean`` removes them)."""
-        asserted, held = self._emit_common(m, covers, guard)
-        assert len(forms) == len(asserted)
-        asserted = [a if f[0] else C(0, 1) for a, f in zip(asserted, forms)]
-        held = [h if f[1] else C(0, 1) for h, f in zip(held, forms)]
-        if asserted:
-            m.submodules.job = Instance(JobProperties.NAME, i_clk=ClockSignal(),
-                                        i_rst=ResetSignal(), i_asserted=Cat(*asserted),
-                                        i_held=Cat(*held))
-
-    def assertions(self):
-        """The assertions, in order (those :meth:`roles` gives a role each)."""
-        return [p for p in self.props if p.kind == "assert"]
-
-    def _emit_common(self, m, covers, guard):
-        """Add the assumptions and (if ``covers``) the covers to ``m``; returns, for each
-        assertion, its test as asserted and as assumed for the past cycles (1 bit each)."""
+        in_focus = self.focused(focus)
         by_name = self._check_now()
-        asserted, held = [], []
+        past = []
         for prop in self.props:
             if prop.kind == "assume":
                 stmt = Assume(prop.test)
@@ -276,36 +226,27 @@ class PropertySet:
                 if not covers:
                     continue
                 stmt = Cover(prop.test)
-            else:
+            elif in_focus(prop):
                 test = prop.test
                 if prop.now:
                     # Same-cycle lemmas: proven here under the lemmas of this cycle.
                     lemmas = [q.test for u in prop.now for q in by_name[u]]
                     test = ~_all(lemmas if guard is None else [guard | t for t in lemmas]) | test
-                asserted.append((test if guard is None else (guard | test)).bool())
-                held.append((prop.test if guard is None else (guard | prop.test)).bool())
+                stmt = Assert(test if guard is None else (guard | test))
+            else:
+                if assume_others and (prop.only_for is None or focus is None or
+                                      any(g in focus or any(f.startswith(g + "/") for f in focus)
+                                          for g in prop.only_for)):
+                    past.append(prop.test if guard is None else (guard | prop.test))
                 continue
             stmt.src_loc = self.src_loc(prop)
             m.d.comb += stmt
-        return asserted, held
-
-    def manifest(self):
-        """The properties without their tests (JSON): what :meth:`from_manifest` needs to give
-        a job's assertions their roles and :class:`JobProperties` their source locations."""
-        return [dict(kind=p.kind, group=p.group, name=p.name, src=list(p.src), now=list(p.now),
-                     only_for=None if p.only_for is None else list(p.only_for))
-                for p in self.props]
-
-    @classmethod
-    def from_manifest(cls, manifest):
-        """A property set of :meth:`manifest`'s properties, without tests: for :meth:`roles`
-        and :meth:`assertions`, never :meth:`emit`."""
-        props = cls()
-        props.props = [Prop(p["kind"], p["group"], p["name"], None, tuple(p["src"]),
-                            tuple(p["now"]),
-                            None if p["only_for"] is None else tuple(p["only_for"]))
-                       for p in manifest]
-        return props
+        if past:
+            others_ok = Signal(init=1, name="others_held_last_cycle")
+            m.d.sync += others_ok.eq(Value.cast(1).all() if not past else
+                                     _all(past))
+            stmt = Assume(others_ok)
+            m.d.comb += stmt
 
     @staticmethod
     def src_loc(prop):
@@ -324,65 +265,5 @@ class PropertySet:
 
 
 def _all(tests):
+    from amaranth import Cat
     return Cat(*[t.bool() for t in tests]).all()
-
-
-def forms(assertions, roles):
-    """Which tests of each assertion a netlist shared by jobs must hold for a job of these
-    ``roles`` (:meth:`PropertySet.emit_shared`): ``(asserted, held)`` per assertion, so that
-    the netlist reads from the design what a netlist made for the job alone reads, no more
-    (where it read more, e.g. a read port of a memory inside the design, the signals would be
-    ports of the design's modules, and the logic behind them stay after Yosys' ``prep``).
-
-    The held test of every assertion the job keeps (asserts or assumes), and the asserted one
-    of those whose same-cycle lemmas it keeps, or that it asserts: either way they read the
-    kept assertions' tests and those of the lemmas of what it asserts, as the job's own tests
-    do. The forms depend only on which assertions the job drops (and asserts, of those whose
-    lemmas it drops), and every job with the same forms shares the netlist."""
-    kept = {p.full_name for p, role in zip(assertions, roles) if role is not None}
-    return [(role is not None and (set(p.now) <= kept or role == "assert"), role is not None)
-            for p, role in zip(assertions, roles)]
-
-
-def emit_chosen(m, assertions, roles, asserted, held):
-    """Add a job's choice to ``m``: assert ``asserted[i]`` where ``roles[i]`` is
-    ``"assert"``; assume the ``held[i]`` whose role is ``"past"`` for the past cycles, through
-    one register of their conjunction (1 at power-up and after a reset)."""
-    past = []
-    for prop, role, test, hold in zip(assertions, roles, asserted, held):
-        if role == "assert":
-            stmt = Assert(test)
-            stmt.src_loc = PropertySet.src_loc(prop)
-            m.d.comb += stmt
-        elif role == "past":
-            past.append(hold)
-    if past:
-        others_ok = Signal(init=1, name="others_held_last_cycle")
-        m.d.sync += others_ok.eq(_all(past))
-        m.d.comb += Assume(others_ok)
-
-
-class JobProperties(Elaboratable):
-    """A job's own part of a harness emitted by :meth:`PropertySet.emit_shared`: the module
-    ``job_properties``, which asserts the assertions of role ``"assert"`` and assumes those of
-    role ``"past"`` for the past cycles (:func:`emit_chosen`, as :meth:`PropertySet.emit`
-    does), from the harness's ``asserted`` and ``held`` bits.
-
-    ``assertions``: :meth:`PropertySet.assertions`; ``roles``: :meth:`PropertySet.roles`."""
-
-    NAME = "job_properties"
-
-    def __init__(self, assertions, roles):
-        self.assertions, self.roles = assertions, roles
-        self.asserted = Signal(len(assertions), name="asserted")
-        self.held = Signal(len(assertions), name="held")
-
-    def elaborate(self, platform):
-        m = Module()
-        emit_chosen(m, self.assertions, self.roles, list(self.asserted), list(self.held))
-        return m
-
-    def rtlil(self):
-        """The module's RTLIL text."""
-        from amaranth.back import rtlil
-        return rtlil.convert(self, name=self.NAME, ports=[self.asserted, self.held])

@@ -185,17 +185,12 @@ class FormalHarness(Elaboratable):
     driven : bool
         Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
         recorded run, ``proofs/simulate.py``).
-    shared : list or None
-        Emit the properties for the jobs that differ only in ``focus`` and ``assume_others``
-        at once (:meth:`.base.PropertySet.emit_shared`, with these :func:`.base.forms`): each
-        job then chooses its assertions in a module of its own (``proofs/gen.py``), and they
-        share one netlist. ``focus`` and ``assume_others`` are then ignored.
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
-                 lanes=1, shared=None):
+                 lanes=1):
         self._check_arguments(simulate=simulate, stimulus=stimulus, driven=driven,
                               alone=alone, fairness=fairness, covers=covers, lanes=lanes)
         self.stimulus = stimulus
@@ -213,7 +208,6 @@ class FormalHarness(Elaboratable):
         self.whole_storage = whole_storage
         self.reset, self.covers = reset, covers
         self.assume_others = assume_others
-        self.shared = shared
         self.props = PropertySet()
 
         d = self.dut
@@ -741,11 +735,8 @@ class FormalHarness(Elaboratable):
                 self.sim_props.append((prop, sig))
             return m
         # No assertion is checked in a reset cycle.
-        if self.shared is not None:
-            P.emit_shared(m, forms=self.shared, covers=bool(self.covers), guard=self.rst)
-        else:
-            P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
-                   assume_others=self.assume_others)
+        P.emit(m, focus=self.focus, covers=bool(self.covers), guard=self.rst,
+               assume_others=self.assume_others)
         return m
 
     def _free_l1_inputs(self, m):

@@ -888,52 +888,6 @@ def test_a_cti_is_followed_by_a_check_from_reset():
     assert l2.component == "l2" and l2.mode == "bmc"
 
 
-def _model(folder, script):
-    """Cell counts (type and width) and formal cells (kind, source) of the netlist in
-    ``folder`` after the Yosys ``script`` lines."""
-    import collections
-    import re
-    import subprocess
-    from gradient_compressor.design.verilog import yosys_command
-    result = subprocess.run([yosys_command(), "-q", "-p", "; ".join(
-        script + ["tee -q -o stat.txt stat -width", "write_rtlil final.il"])],
-        cwd=folder, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    cells = collections.Counter()
-    for count, kind in re.findall(r"^\s+(\d+)\s+(\$\S+)$", (folder / "stat.txt").read_text(),
-                                  re.M):
-        if kind != "$scopeinfo":      # hierarchy's metadata, no logic
-            cells[kind] += int(count)
-    checks = collections.Counter(re.findall(
-        r'attribute \\src "([^"]*)"\n  cell \$check \S+\n(?:    parameter .*\n)*?'
-        r'    parameter \\FLAVOR "(\w+)"', (folder / "final.il").read_text()))
-    return cells, checks
-
-
-@pytest.mark.parametrize("name", ["l1-small-conservation", "small-progress-K2"])
-def test_a_shared_harness_makes_each_job_its_own_netlist(tmp_path, name):
-    # The jobs that differ only in their choice of assertions share their harness's netlist,
-    # and each adds its choice in a module of its own (proofs/gen.py): after the job's
-    # script its netlist is the one a harness emitted for its focus alone makes, the same
-    # cells (type and width) and the same assertions and assumptions.
-    from gradient_compressor.proofs.gen import generate, harness_arguments, sby_text
-    from gradient_compressor.proofs.jobs import job_by_name
-    job = job_by_name(name).to_dict()
-    shared, alone = tmp_path / "shared", tmp_path / "alone"
-    generate(job, str(shared))
-    kind, arguments = harness_arguments(job)
-    assert kind == "system"
-    harness = FormalHarness(**arguments, focus=job["focus"], assume_others=job["assume_others"])
-    alone.mkdir()
-    (alone / "design.il").write_text(rtlil.convert(harness, ports=[]))
-    script = sby_text(job).split("[script]\n")[1].split("\n\n")[0].splitlines()
-    assert script[:3] == ["read_rtlil design.il", "read_rtlil job_properties.il",
-                          "flatten top/t:job_properties"]
-    one, two = _model(shared, script), _model(alone, [script[0]] + script[3:])
-    assert one == two
-    assert any(flavor == "assert" for _, flavor in one[1])
-
-
 def test_geometry_sweep_jobs_generate(tmp_path):
     # A point of the sweep is no named configuration: its parameters travel in the job.
     from gradient_compressor.design.params import Config
