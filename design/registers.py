@@ -146,7 +146,7 @@ def register_map(signature):
     or a :class:`~design.GradientCompressor`'s): each field as wide as its member (at most 32
     bits of it)."""
     members = member_shapes(signature)
-    windows = sum(name.endswith("__enable") and name.startswith("bypass__") for name in members)
+    windows = signature.members["bypass"].dimensions[0] if "bypass" in signature.members else 0
     registers = []
     for name, offset, fields, doc in _layout(windows):
         placed = []
