@@ -201,25 +201,40 @@ def loop_components(graph):
 def loop_registers(graph, component, start, end):
     """The fewest registers on a loop through a path from bit ``start`` to the flip-flop whose
     output is bit ``end`` (that flip-flop included), or None if the path is on no loop: the
-    number of clock cycles the loop's whole computation is spread over. A 0-1 breadth-first
-    search from ``end`` back to ``start`` within their component."""
-    if start not in component or component[start] != component.get(end):
-        return None
+    number of clock cycles the loop's whole computation is spread over."""
+    return loops_through(reversed_graph(graph), component, start).get(end)
+
+
+def reversed_graph(graph):
+    """``graph`` (:func:`cell_graph`) with every arc turned round."""
+    reverse = defaultdict(list)
+    for bit, successors in graph.items():
+        for succ, registers in successors:
+            reverse[succ].append((bit, registers))
+    return reverse
+
+
+def loops_through(reverse, component, start):
+    """:func:`loop_registers` for every end at once: ``{end: registers}`` for each bit ``end``
+    from which a loop runs back to ``start``, by a 0-1 breadth-first search from ``start`` on
+    the reversed graph (``reverse``, :func:`reversed_graph`) within its component. The paths
+    deeper than 5 ns start from a few dozen bits, so one search per start is what the summary
+    needs, where one per end is thousands on a netlist of 16 lanes."""
+    if start not in component:
+        return {}
     loop = component[start]
-    distance = {end: 0}
-    queue = deque([end])
+    distance = {start: 0}
+    queue = deque([start])
     while queue:
         bit = queue.popleft()
-        if bit == start:
-            return distance[bit] + 1
-        for succ, registers in graph.get(bit, ()):
-            if component.get(succ) != loop:
+        for pred, registers in reverse.get(bit, ()):
+            if component.get(pred) != loop:
                 continue
             d = distance[bit] + registers
-            if d < distance.get(succ, d + 1):
-                distance[succ] = d
-                (queue.append if registers else queue.appendleft)(succ)
-    return None
+            if d < distance.get(pred, d + 1):
+                distance[pred] = d
+                (queue.append if registers else queue.appendleft)(pred)
+    return {bit: d + 1 for bit, d in distance.items()}
 
 
 #: The limits (ns) the summary counts flip-flops beyond: 5 ns is 200 MHz, the goal of issue 8.
@@ -242,12 +257,13 @@ def depth_summary(netlist, count=20):
     ends = path_estimates(netlist)
     graph = cell_graph(netlist)
     component = loop_components(graph)
-    loops = {}                 # (start, end) -> loop_registers, each searched once
+    reverse = reversed_graph(graph)
+    loops = {}                 # start -> loops_through, each start searched once
 
     def loop(start, end):
-        if (start, end) not in loops:
-            loops[start, end] = loop_registers(graph, component, start, end)
-        return loops[start, end]
+        if start not in loops:
+            loops[start] = loops_through(reverse, component, start)
+        return loops[start].get(end)
 
     deepest = {}
     for delay, register, start, end in ends:
