@@ -66,9 +66,13 @@ train: $(STAMP)
 	$(PYTHON) -m gradient_compressor.reports.training --out docs/results/training.md --plots docs/img
 	$(PYTHON) -m gradient_compressor.reports.training --sizing --out docs/results/training-sizing.md
 
-# ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ (docs/synth.md).
+# ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ and the table
+# docs/results/synth.md (docs/synth.md): 1, 4, 8 and 16 lanes at 32 x 4 and 1024 x 4, three seeds,
+# two place-and-route runs at once (about three hours on two cores).
 # Other configurations or seeds: make synth SYNTH_ARGS="1024x4 --seeds 1 2 3 4 5".
-SYNTH_ARGS ?= default 128x4 1024x4 --seeds 1 2 3
+SYNTH_CONFIGS = default default,lanes=4 default,lanes=8 default,lanes=16 \
+	1024x4 1024x4,lanes=4 1024x4,lanes=8 1024x4,lanes=16
+SYNTH_ARGS ?= $(SYNTH_CONFIGS) --seeds 1 2 3 --jobs 2 --results docs/results/synth.md
 synth: $(STAMP)
 	$(PYTHON) -m gradient_compressor.synth $(SYNTH_ARGS)
 

@@ -49,14 +49,16 @@ def describe(info):
     return text
 
 
-def write_results(path, title, summary, body):
+def write_results(path, title, summary, body, command=None):
     """A measured table as Markdown at ``path`` (docs/results/), headed by the command that
-    made it (this process's), the code (version, commit) and the date."""
-    spec = getattr(sys.modules["__main__"], "__spec__", None)
-    # python -m MODULE, or a console script (compressor-report) by its name
-    program = ("python -m " + spec.name.removesuffix(".__main__") if spec
-               else os.path.basename(sys.argv[0]))
-    command = " ".join([program] + sys.argv[1:])
+    made it (``command``, by default this process's), the code (version, commit) and the
+    date."""
+    if command is None:
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        # python -m MODULE, or a console script (compressor-report) by its name
+        program = ("python -m " + spec.name.removesuffix(".__main__") if spec
+                   else os.path.basename(sys.argv[0]))
+        command = " ".join([program] + sys.argv[1:])
     code = describe(provenance())     # before the file is opened: writing it is a change
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:

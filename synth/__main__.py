@@ -1,14 +1,15 @@
 """Synthesise, place and route GradientCompressor for a Lattice ECP5-85F and report the result.
 
     python -m gradient_compressor.synth [CONFIG ...] [--seeds 1 2 3] [--freq 200]
-        [--out build/synth] [--synth-only]
+        [--out build/synth] [--synth-only] [--jobs 2] [--results docs/results/synth.md]
 
 For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
 speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
 cell counts, Fmax per seed and their median, gradients per second at that Fmax (a beat of
 ``lanes`` gradients per clock), the critical path named by the Amaranth signals on it, the
 flip-flops per Amaranth signal and the outputs that an input reaches through combinational
-logic only.
+logic only. ``--results`` also writes the summary table, headed by the command, the commit and
+the date, where the docs link it.
 """
 
 import argparse
@@ -20,8 +21,10 @@ import warnings
 
 from amaranth.hdl import UnusedElaboratable
 
-from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run
-from .report import render_markdown, tool_versions, write_report
+from gradient_compressor.console import positive_integer
+from gradient_compressor.provenance import write_results
+from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run_all
+from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
 
@@ -64,6 +67,11 @@ def build_parser():
                         help="folder for the report and the build files (default: %(default)s)")
     parser.add_argument("--synth-only", action="store_true",
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
+    parser.add_argument("--jobs", "-j", type=positive_integer, default=1, metavar="N",
+                        help="place-and-route runs at once, one core each (default: 1)")
+    parser.add_argument("--results", metavar="FILE.md",
+                        help="also write the summary table there, with the command, commit "
+                             "and date (make synth: docs/results/synth.md)")
     return parser
 
 
@@ -80,6 +88,15 @@ def _make_out(path):
         raise UsageError(f"--out {path}: cannot write there")
 
 
+def _drop(configs):
+    """Let go of the configurations built but not elaborated (after a bad argument or a tool's
+    failure), without Amaranth's warning that they were never used."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        configs.clear()
+        gc.collect()
+
+
 def main(argv=None):
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -90,22 +107,19 @@ def main(argv=None):
         for text in args.configs:
             configs.append(parse_configuration(text))
         _make_out(args.out)      # now, before minutes of synthesis
+        if args.results:
+            _make_out(os.path.dirname(os.path.abspath(args.results)))
     except UsageError as error:
-        # The configurations before the bad one were built and will not be elaborated: let
-        # them go now, without Amaranth's warning that they were never used.
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UnusedElaboratable)
-            configs.clear()
-            gc.collect()
+        _drop(configs)
         parser.error(str(error))
     command = shlex.join(["python", "-m", "gradient_compressor.synth",
                           *(sys.argv[1:] if argv is None else argv)])
     try:
-        results = [run(name, dut, args.out, seeds=args.seeds, freq=args.freq,
-                       place=not args.synth_only, modes=modes,
-                       log=lambda line: print(line, file=sys.stderr))
-                   for name, dut, modes in configs]
+        results = run_all(configs, args.out, seeds=args.seeds, freq=args.freq,
+                          place=not args.synth_only, jobs=args.jobs,
+                          log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is
+        _drop(configs)
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
         return 1
     report = {"command": command, "device": "LFE5U-85F CABGA381 (nextpnr-ecp5 "
@@ -114,6 +128,12 @@ def main(argv=None):
     path = write_report(report, args.out)
     print(render_markdown(report))
     print(f"wrote {path} and {path.with_suffix('.json')}", file=sys.stderr)
+    if args.results:
+        seeds = len(args.seeds) if not args.synth_only else 0
+        write_results(args.results, "ECP5-85F synthesis",
+                      f"{len(results)} configurations, {seeds} placement seeds each",
+                      render_summary(report), command=command)
+        print(f"wrote {args.results}", file=sys.stderr)
     return 0
 
 

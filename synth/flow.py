@@ -14,6 +14,7 @@ import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from amaranth import Cat, Signal
 from amaranth.back import rtlil
@@ -26,7 +27,7 @@ from .depth import depth_summary
 from .netlist import Netlist
 
 __all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
-           "place_and_route", "run"]
+           "place_and_route", "run", "run_all"]
 
 #: The configuration's parameters (:class:`~design.params.Config`), in order, with their
 #: defaults.
@@ -311,28 +312,64 @@ def critical_path(netlist, report):
     return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
 
 
-def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log=print):
-    """Run the flow for one configuration; return everything the report shows.
+def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log=print, jobs=1):
+    """Run the flow for one configuration; return everything the report shows
+    (:func:`run_all` with one configuration)."""
+    (result,) = run_all([(name, dut, modes)], build_root, seeds=seeds, freq=freq, place=place,
+                        log=log, jobs=jobs)
+    return result
+
+
+def run_all(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1):
+    """Run the flow for each configuration; return, for each, everything the report shows.
+
+    Every configuration is synthesised first, one after the other (Yosys, seconds to minutes
+    each); then every (configuration, seed) is placed and routed, ``jobs`` at a time.
 
     Parameters
     ----------
-    name : str
-        The configuration as given (``default``, ``1024x4``, ``sets=4,ways=2``).
-    dut : GradientCompressor
-        The design in that configuration.
+    configs : list of (str, GradientCompressor, bool)
+        As :func:`parse_configuration` returns them: the configuration as given (``default``,
+        ``1024x4``, ``sets=4,ways=2``), the design in it, and ``modes`` (False: the run-time
+        modes' settings tied off, see :func:`fpga_top`).
     build_root : pathlib.Path
-        The configuration's files go into ``build_root / name``.
+        Each configuration's files go into ``build_root / name``.
     seeds : sequence of int
         nextpnr placement seeds, one run each.
     freq : float
         Clock constraint for nextpnr, MHz.
     place : bool
         False: synthesis only (no placement, routing or Fmax).
-    modes : bool
-        False: the run-time modes' settings tied off (see :func:`fpga_top`).
     log : callable
         Called with a line of progress.
+    jobs : int
+        Place-and-route runs at once (each nextpnr run is one process on one core).
     """
+    synthesised = [_synthesise(name, dut, modes, build_root, freq, log)
+                   for name, dut, modes in configs]
+    runs = [(result, netlist, seed) for result, netlist, _ in synthesised
+            for seed in (seeds if place else ())]
+
+    def place_one(run):
+        result, netlist, seed = run
+        routed = place_and_route(result["build"], seed, freq)
+        path = critical_path(netlist, routed["report"])
+        log(f"{result['name']}: seed {seed}: {routed['fmax_mhz']:.2f} MHz "
+            f"({routed['seconds']:.0f} s); critical path {path['delay_ns']:.2f} ns: "
+            f"{path['summary']}")
+        return {"seed": seed, "fmax_mhz": round(routed["fmax_mhz"], 2),
+                "seconds": round(routed["seconds"], 1), "critical_path": path}
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for (result, _, _), routed in zip(runs, pool.map(place_one, runs)):
+            result["seeds"].append(routed)
+    for result, _, lanes in synthesised:
+        _summarise_seeds(result, lanes)
+    return [result for result, _, _ in synthesised]
+
+
+def _synthesise(name, dut, modes, build_root, freq, log):
+    """Synthesise one configuration: ``(result, netlist, lanes)``, the result without seeds."""
     config = {key: getattr(dut, key) for key in PARAMETERS}
     build = pathlib.Path(build_root) / name.replace("=", "-").replace(",", "_")
     log(f"{name}: synth_ecp5 ...")
@@ -354,19 +391,17 @@ def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log
         "seeds": [],
     }
     log(f"{name}: synth_ecp5 {synth['seconds']:.0f} s, {result['cells']}")
-    for seed in seeds if place else ():
-        routed = place_and_route(build, seed, freq)
-        path = critical_path(netlist, routed["report"])
-        result["seeds"].append({"seed": seed, "fmax_mhz": round(routed["fmax_mhz"], 2),
-                                "seconds": round(routed["seconds"], 1), "critical_path": path})
-        log(f"{name}: seed {seed}: {routed['fmax_mhz']:.2f} MHz ({routed['seconds']:.0f} s); "
-            f"critical path {path['delay_ns']:.2f} ns: {path['summary']}")
-    if result["seeds"]:
-        fmax = [s["fmax_mhz"] for s in result["seeds"]]
-        result["fmax_median_mhz"] = round(statistics.median(fmax), 2)
-        # One beat per clock, of ``lanes`` gradients when every lane is valid.
-        result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6 * dut.lanes)
-        # The critical path shown: that of the seed closest to the median.
-        result["median_seed"] = min(result["seeds"], key=lambda s: (
-            abs(s["fmax_mhz"] - result["fmax_median_mhz"]), s["seed"]))["seed"]
-    return result
+    return result, netlist, dut.lanes
+
+
+def _summarise_seeds(result, lanes):
+    """Add the seeds' median Fmax, the gradients per second at it and the median seed."""
+    if not result["seeds"]:
+        return
+    fmax = [s["fmax_mhz"] for s in result["seeds"]]
+    result["fmax_median_mhz"] = round(statistics.median(fmax), 2)
+    # One beat per clock, of ``lanes`` gradients when every lane is valid.
+    result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6 * lanes)
+    # The critical path shown: that of the seed closest to the median.
+    result["median_seed"] = min(result["seeds"], key=lambda s: (
+        abs(s["fmax_mhz"] - result["fmax_median_mhz"]), s["seed"]))["seed"]

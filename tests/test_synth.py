@@ -144,9 +144,19 @@ def test_modes_off_leaves_the_modes_logic_out(tmp_path, capsys):
 
 def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     # A beat of 2 lanes: Yosys keeps the line's pins and nothing else of its data streams.
-    assert main(["--synth-only", SMALL + ",lanes=2", "--out", str(tmp_path)]) == 0
+    results = tmp_path / "results" / "synth.md"
+    assert main(["--synth-only", SMALL + ",lanes=2", "--out", str(tmp_path),
+                 "--results", str(results)]) == 0
     (result,) = json.loads((tmp_path / "synth.json").read_text())["results"]
     assert result["configuration"]["lanes"] == 2
+    # The results table: the command that made it, and the area per lane.
+    text = results.read_text()
+    assert "Made by `python -m gradient_compressor.synth --synth-only" in text
+    cells = result["cells"]
+    assert (f"| {SMALL},lanes=2 | 2 | {cells['LUT4']} | {cells['CCU2C']} | "
+            f"{cells['TRELLIS_FF']} | {cells['TRELLIS_DPR16X4']} | {cells['DP16KD']} | "
+            f"{round(cells['LUT4'] / 2)} | {round(cells['TRELLIS_FF'] / 2)} | (not placed) |"
+            in text)
     assert result["combinational_io_paths"] == {}
     (path,) = tmp_path.glob("*/top.json")
     ports = Netlist(path).module["ports"]
