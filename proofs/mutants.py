@@ -645,9 +645,11 @@ def main(argv=None):
     if args.out:
         write_results(args.out, "Mutation check", summary, text)
     for r in results:
-        if r["caught"] and r["result"].get("witness"):
-            print(f"  {r['mutant']} ({r['config']}): "
-                  f"{replay_command(r['result']['witness'])}")
+        witness = r["result"].get("witness")
+        if r["caught"] and witness:
+            # a component's counterexample: its trace (the replay simulates the compressor)
+            shown = replay_command(witness) or f"trace {os.path.relpath(r['result']['vcd'])}"
+            print(f"  {r['mutant']} ({r['config']}): {shown}")
     if survivors:
         print("surviving mutants: " + ", ".join(survivors))
         return 1

@@ -417,13 +417,19 @@ def _failed(jobdir, props):
 
 
 def replay_main(path, *, pytest_path=None, design_path=None, vcd=None, force=False):
-    """``python -m gradient_compressor.proofs replay``: returns the exit status; a bad file raises
-    :class:`WitnessError` or :class:`~gradient_compressor.console.UsageError`. ``pytest_path`` is written
-    only if the replay shows a violation (the test asserts there is none: it fails until the
-    bug is fixed), and never over an existing file unless ``force``."""
+    """``python -m gradient_compressor.proofs replay``: returns the exit status; a bad file
+    raises :class:`WitnessError` or :class:`~gradient_compressor.console.UsageError`.
+    ``pytest_path`` is written only if the replay shows a violation (the test asserts there is
+    none: it fails until the bug is fixed), and never over an existing file unless
+    ``force``."""
     _check_arguments(path, vcd, pytest_path, force)
     steps = read_witness(path)        # the file is a witness or trace before all else
     jobdir, job, meta = _read_job(path)
+    if job.get("component"):
+        raise UsageError(
+            f"{path}: a counterexample of the {job['component']} contract, proven on the "
+            f"{job['component']} alone (job {job.get('name')}); replay simulates the compressor "
+            f"or the line L1 alone, so read its trace, the VCD in {os.path.relpath(jobdir)}")
     config = meta["config"]
     if design_path is None:
         design_path = job.get("design_path")

@@ -354,10 +354,25 @@ def run_jobs(jobs, *, parallel=2, work=None, on_done=None):
 
 def replay_command(witness):
     """The command that replays ``witness``, runnable as printed from the current directory
-    (through this Python, so no virtual environment needs activating)."""
+    (through this Python, so no virtual environment needs activating); None for a
+    counterexample of a component's contract alone, which the replay cannot simulate (it
+    simulates the compressor, or the line L1 alone): its trace is the job's VCD."""
+    if job_of(witness).get("component"):
+        return None
     python = os.path.relpath(sys.executable) if sys.executable.startswith(os.getcwd()) \
         else sys.executable
     return f"{python} -m gradient_compressor.proofs replay {os.path.relpath(witness)}"
+
+
+def job_of(path):
+    """The ``job.json`` of the proof job whose folder holds ``path`` ({} if none does)."""
+    folder = os.path.dirname(os.path.abspath(path))
+    while folder != os.path.dirname(folder):
+        if os.path.exists(os.path.join(folder, "job.json")):
+            with open(os.path.join(folder, "job.json")) as f:
+                return json.load(f)
+        folder = os.path.dirname(folder)
+    return {}
 
 
 def progress(r):
@@ -416,7 +431,8 @@ def _report_failure(r, file, table):
         yw = r.get("witness")
         if yw and os.path.exists(yw):
             print(f"    witness: {os.path.relpath(yw)}", file=file)
-            print(f"    replay: {replay_command(yw)}", file=file)
+            if replay_command(yw):
+                print(f"    replay: {replay_command(yw)}", file=file)
         if table:
             try:
                 print_table(read_vcd(r["vcd"]), file=file)

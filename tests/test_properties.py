@@ -346,6 +346,27 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
                     not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
                                                     "yowasp-sby")),
                     reason="yowasp-sby not installed")
+def test_counterexample_of_a_component_alone_is_not_replayed_on_the_compressor(tmp_path,
+                                                                             capsys):
+    """A component's counterexample (its contract, proven on it alone) has no compressor
+    inputs: the replay says so in one line and points at the trace, and no replay command is
+    offered for it, where it used to simulate the compressor and find nothing wrong."""
+    from gradient_compressor.console import UsageError
+    from gradient_compressor.proofs.replay import replay_main
+    from gradient_compressor.proofs.run import replay_command, report_failures, run_job
+    dest = apply_mutant("register_write_ignores_strobes", str(tmp_path / "mutant"))
+    job = next(j for j in jobs_for("register_write_ignores_strobes", dest) if j.component)
+    result = run_job(job, work=str(tmp_path / "work"))
+    assert result["status"] == "FAIL", result
+    assert replay_command(result["witness"]) is None
+    with pytest.raises(UsageError, match="a counterexample of the registers contract, proven "
+                                         "on the registers alone .* read its trace"):
+        replay_main(result["witness"])
+    report_failures([dict(result, job=job.name)])
+    out = capsys.readouterr().out
+    assert "VCD: " in out and "replay: " not in out
+
+
 def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
     """A counterexample of the line L1 alone (the lane mutants' first check, whose inputs are
     L1's, not the compressor's ports) replays on L1 alone in the Amaranth simulator: the
