@@ -163,7 +163,7 @@ class LineAccumulator(L1Accumulator):
         # The output register: push's payload and valid come from it, so that L2's merge test
         # starts from registers (not from the queue's RAM and the pick of a pair's write).
         out, out_valid, out_last = self.out, self.out_valid, self.out_last
-        load, released = Signal(), Signal()
+        load, released = Signal(name="load"), Signal(name="released")
         m.d.comb += [
             queue.w.valid.eq(scan_push | (self.s4_valid & (self.s4_push | self.s4_victim))),
             queue.w.payload.own.eq(Mux(scanning, scan_push_p, self.s4_push_p)),
@@ -246,7 +246,7 @@ class LineAccumulator(L1Accumulator):
         (``held_after``), whether the line leaves (``leaves``), and the lanes written at
         ``max_updates`` (``flushed``)."""
         s3, N, vw = self.s3, self.lanes, value_width(self.grad_width)
-        direct, small = Signal(N), Signal(N)
+        direct, small = Signal(N, name="s3_direct_lanes"), Signal(N, name="s3_small_lanes")
         m.d.comb += [direct.eq(Mux(self.s3_valid, s3.mask & self.s3_direct, 0)),
                      small.eq(Mux(self.s3_valid, s3.mask & ~self.s3_direct, 0))]
         entry = Signal(self.entry_layout, name="s3_entry")
@@ -263,7 +263,7 @@ class LineAccumulator(L1Accumulator):
             ]
         held_after = Signal(N)
         fills = entry.count >= self.max_updates - 1
-        leaves, flushed = Signal(), Signal(N)
+        leaves, flushed = Signal(name="s3_leaves"), Signal(N, name="s3_flushed")
         m.d.comb += [
             held_after.eq((entry.held | small) & ~crossed),
             leaves.eq(fills | ~held_after.any()),
@@ -280,7 +280,8 @@ class LineAccumulator(L1Accumulator):
         judged_here = d.small.any()
         c_hit  = judged_here & self.s3_now_hit
         c_miss = judged_here & ~self.s3_now_hit
-        tiny, kept, rounded = Signal(N), Signal(N), Signal(N)
+        tiny, kept, rounded = (Signal(N, name=f"s3_{name}") for name in
+                              ("tiny_lanes", "kept_lanes", "rounded_lanes"))
         # The beat's draw: the random bits in force when it decides (stepped if the beat ahead
         # of it, now in s4, used them).
         chance = Mux(self.s4_valid & self.s4_stepped, self.s3_chance[1], self.s3_chance[0])

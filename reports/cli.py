@@ -123,7 +123,8 @@ def _add_run_options(parser):
                           "amaranth (slow, ~2000 cycles/s)")
     run.add_argument("--vcd", default=None, metavar="FILE",
                      help="write the first --vcd-cycles cycles of the workload (one workload "
-                          "only) as a waveform, with a GTKWave save file (.gtkw) beside it")
+                          "only) as a waveform, with a GTKWave save file (.gtkw) beside it; "
+                          "with --lanes N, of its run on lines")
     run.add_argument("--vcd-cycles", type=positive_integer, default=2000, metavar="N",
                      help="cycles to write with --vcd (default: %(default)s)")
     run.add_argument("--modes", action="store_true",
@@ -315,10 +316,8 @@ def _check_lanes_options(args):
     """Refuse the options that take one lane only, with ``--lanes`` above 1."""
     if args.lanes == 1:
         return
-    one_lane = [option for option, given in (("--modes", args.modes), ("--vcd", args.vcd))
-                if given]
-    if one_lane:
-        raise UsageError(f"{one_lane[0]} runs on one lane only: not with --lanes {args.lanes}")
+    if args.modes:
+        raise UsageError(f"--modes runs on one lane only: not with --lanes {args.lanes}")
 
 
 def _checked_traces(args):
@@ -377,7 +376,9 @@ def _workload_metrics(trace, args, params, backend, result_filter):
     try:
         metrics = run_workload(trace, params, backend=backend, dram=args.dram,
                                threshold=args.threshold, progress=not args.quiet,
-                               result_filter=result_filter, vcd=args.vcd,
+                               result_filter=result_filter,
+                               # with --lanes, the waveform is of the run on lines
+                               vcd=args.vcd if args.lanes == 1 else None,
                                vcd_cycles=args.vcd_cycles)
     except ValueError as error:     # e.g. gradients outside the configured widths
         raise UsageError(f"{trace.name}: {error}") from None
@@ -408,7 +409,8 @@ def _line_metrics(trace, args, params, backend, records):
     None, the error printed, as for :func:`_workload_metrics`."""
     try:
         return run_lines(trace, params, args.lanes, backend=backend, dram=args.dram,
-                         threshold=args.threshold, progress=not args.quiet, records=records)
+                         threshold=args.threshold, progress=not args.quiet, records=records,
+                         vcd=args.vcd, vcd_cycles=args.vcd_cycles)
     except ValueError as error:
         raise UsageError(f"{trace.name}: {error}") from None
     except AssertionError as error:

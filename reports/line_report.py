@@ -38,19 +38,20 @@ __all__ = ["run_lines", "line_metrics", "line_cross_check", "line_runs", "expand
 
 
 def run_lines(trace, params, lanes, *, backend, dram="always", threshold=None, progress=True,
-              records=None):
+              records=None, vcd=None, vcd_cycles=None):
     """Pack ``trace`` into beats of ``lanes``, run them through the RTL with ``params`` (the
     report's geometry) and return :func:`line_metrics`' figures, with the simulation's time.
 
     ``records`` is the one-lane compressor's DRAM writes on the same trace (the report's own
-    run), the per-gradient way of writing; None if that run had none to give."""
+    run), the per-gradient way of writing; None if that run had none to give. ``vcd``: write
+    the run's first ``vcd_cycles`` cycles to this waveform (and a .gtkw beside it)."""
     beats = pack_lines(trace.ops(threshold=threshold), lanes)
     count = sum(op[0] == "line" for op in beats)
     bar = console_progress(len(beats), f"{trace.name} ({count} beats of {lanes} lanes, "
                                        f"{backend})", enabled=progress)
     start = time.monotonic()
     result = run_rtl(backend, dict(params, lanes=lanes), beats, dram_ready=parse_dram(dram),
-                     progress=bar)
+                     progress=bar, vcd=vcd, vcd_cycles=vcd_cycles)
     seconds = time.monotonic() - start
     metrics = line_metrics(beats, result, lanes=lanes, params=params, records=records)
     metrics["simulation"] = {"backend": backend, "seconds": round(seconds, 3)}

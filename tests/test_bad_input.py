@@ -50,7 +50,6 @@ def run_module(module, *args, cwd=None):
     (["--lanes", "3"], "--lanes must be a power of two (1, 2, 4, ...), not 3"),
     (["--lanes", "64"], "--lanes must be one of 1, 2, 4, 8, 16, 32, not 64"),
     (["--lanes", "8", "--modes"], "--modes runs on one lane only: not with --lanes 8"),
-    (["--lanes", "2", "--vcd", "x.vcd"], "--vcd runs on one lane only: not with --lanes 2"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]

@@ -19,6 +19,9 @@ PARAMS = {"sets": 4, "ways": 2, "fifo_depth": 4, "burst_size": 2}
 #: Signals every simulation VCD holds (by the end of their dotted names).
 SIGNALS = ["grad_in__valid", "grad_in__payload.grad", "l1.state", "l1.valid_count",
            "writeback.level", "dram_out__payload.value", "idle"]
+#: ... and every simulation VCD of the compressor on lines.
+LINE_SIGNALS = ["grad_in__valid", "grad_in__payload.grads", "grad_in__payload.mask", "l1.state",
+                "writeback.level", "dram_out__payload.values", "dram_out__payload.mask", "idle"]
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
@@ -31,6 +34,18 @@ def test_report_writes_the_first_cycles_as_a_waveform(tiny, tmp_path, sim):  # n
     _, last_ns = assert_readable_waves(str(vcd), SIGNALS, min_signals=25)
     # 60 cycles of 10 ns, not the whole run (several hundred cycles).
     assert 590 <= last_ns <= 610, last_ns
+
+
+@pytest.mark.parametrize("sim", SIMULATORS)
+def test_report_on_lines_writes_the_run_on_lines_as_a_waveform(tiny, tmp_path, sim):  # noqa: F811
+    vcd = tmp_path / "lines.vcd"
+    status = cli.main([str(tiny), "--sim", sim, "--sets", "4", "--ways", "2", "--burst-size",
+                       "4", "--out", str(tmp_path / "out"), "--no-plots", "-q", "--lanes", "2",
+                       "--vcd", str(vcd), "--vcd-cycles", "40"])
+    assert status == 0
+    # The beats' lanes and the masked line writes: the compressor of 2 lanes, not of one.
+    _, last_ns = assert_readable_waves(str(vcd), LINE_SIGNALS, min_signals=25)
+    assert 390 <= last_ns <= 410, last_ns
 
 
 @pytest.mark.parametrize("sim", SIMULATORS)
