@@ -131,7 +131,8 @@ def _add_run_options(parser):
                      help="add the run-time modes compared on every workload (exact, drop, "
                           "stochastic, EMA, bypass: "
                           "python -m gradient_compressor.reports.mode_comparison), each setting "
-                          "run on the RTL and checked against the reference model")
+                          "run on the RTL and checked against the reference model; with "
+                          "--lanes N, on lines against the line model")
     run.add_argument("--train", action="store_true",
                      help="instead of the RTL report: train the named live workloads' models "
                           "(train-recsys, train-lm, train-digits; default all three) with the "
@@ -287,7 +288,6 @@ def _report(args, argv, result_filter):
     check_params(dict(params, lanes=args.lanes), args.threshold)
     if args.train:
         return _train(args)
-    _check_lanes_options(args)
     traces = _checked_traces(args)
     prepare_out(args.out)
     backend = resolve_backend(args.sim)
@@ -310,14 +310,6 @@ def _lines_ok(metrics):
     """Whether a workload's run on lines (if there was one) passed its checks."""
     lines = metrics.get("lines")
     return lines is None or (lines["conservation"]["ok"] and lines["cross_check"]["match"])
-
-
-def _check_lanes_options(args):
-    """Refuse the options that take one lane only, with ``--lanes`` above 1."""
-    if args.lanes == 1:
-        return
-    if args.modes:
-        raise UsageError(f"--modes runs on one lane only: not with --lanes {args.lanes}")
 
 
 def _checked_traces(args):
@@ -398,7 +390,7 @@ def _workload_metrics(trace, args, params, backend, result_filter):
         from .mode_comparison import compare_modes
         try:
             metrics["modes"] = compare_modes(trace, threshold=args.threshold, params=params,
-                                             backend=backend)
+                                             backend=backend, lanes=args.lanes)
         except ValueError as error:
             raise UsageError(f"--modes: {error}") from None
     return metrics

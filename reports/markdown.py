@@ -159,8 +159,11 @@ def _modes(workloads):
              "discard. Error = DRAM content minus exact, per address after each step.", ""]
     for m in moded:
         w = m["modes"]
+        on_lines = (f", on {w['lanes']} lanes ({w['beats']} beats, line model)"
+                    if w.get("lanes") else "")
         lines += [f"### {m['workload']}: threshold {w['threshold']}, small_threshold "
-                  f"{w['small_threshold']}", "", mode_table(w["rows"]), ""]
+                  f"{w['small_threshold']}{on_lines}", "",
+                  mode_table(w["rows"], w.get("lanes", 1)), ""]
         bad = [r["mode"] for r in w["rows"] if not r["rtl_check"]]
         if bad:
             lines += [f"**RTL check FAILED for {', '.join(bad)}**", ""]

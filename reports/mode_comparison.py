@@ -1,7 +1,7 @@
 """The run-time modes side by side on a workload: exact, drop, stochastic, EMA, bypass.
 
     python -m gradient_compressor.reports.mode_comparison [WORKLOAD ...] [--small-threshold N]
-        [--engine rtl|model] [--sim compiled|amaranth] [--out reports/out]
+        [--engine rtl|model] [--sim compiled|amaranth] [--lanes N] [--out reports/out]
 
 For each workload (a flush after every step) and each mode setting, the figures come from
 :class:`model.ReferenceModel` with the design's default geometry. With ``--engine rtl`` (the
@@ -38,10 +38,12 @@ import sys
 import time
 from collections import defaultdict
 
-from gradient_compressor.design.params import DEFAULTS
-from gradient_compressor.model import ReferenceModel
+from gradient_compressor.design.params import DEFAULTS, check_lanes
+from gradient_compressor.model import LineModel, ReferenceModel
 
 from .backend import BACKENDS, resolve_backend, run_rtl
+from .line_costs import dense_bytes, line_write_bytes, pack_lines
+from .line_report import expand, line_cross_check
 from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
                                      table, usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
@@ -68,39 +70,59 @@ def mode_settings(threshold, small_threshold, addr_low, addr_high):
     }
 
 
-def _run(ops, prefix, params):
-    """Writes, discards and the per-step per-address DRAM contents of one setting."""
-    model = ReferenceModel.of(params)
+def _gradients(op):
+    """The ``(addr, grad)`` an operation offers: a gradient's, or a beat's masked-in lanes."""
+    if op[0] == "grad":
+        return [(op[1], op[2])]
+    return expand([op[1:]]) if op[0] == "line" else []
+
+
+def _run(ops, prefix, params, lanes=1):
+    """Writes (records, or line writes on lines), the model and the per-step per-address DRAM
+    contents of one setting."""
+    model = LineModel.of(dict(params, lanes=lanes)) if lanes > 1 else ReferenceModel.of(params)
     model.run(prefix)
     dram, accepted = defaultdict(int), defaultdict(int)
-    writes, steps = 0, []
+    writes, steps = [], []
     for op in ops:
         out = model.run([op])
-        writes += len(out)
-        for w in out:
+        writes += out
+        for w in (lane for write in out for lane in write.writes()) if lanes > 1 else out:
             dram[w.addr] += w.value
-        if op[0] == "grad":
-            accepted[op[1]] += op[2]
-        else:   # a flush: the step's end
+        for addr, grad in _gradients(op):
+            accepted[addr] += grad
+        if op[0] == "flush":   # the step's end
             steps.append({a: dram[a] - accepted[a] for a in accepted})
     return writes, model, steps
 
 
-def _rtl_check(backend, params, ops):
-    """Run ``ops`` through the RTL; whether it matches the model and conserves every
-    address."""
-    result = run_rtl(backend, params, ops)
-    conservation = check_conservation(result.accepted, result.writes, discards=result.discards)
-    check = cross_check(ops, result, params["sets"], params["ways"], params["max_updates"])
-    return conservation.ok and check["match"]
+def _rtl_check(backend, params, ops, lanes=1, model=None, writes=None):
+    """Run ``ops`` through the RTL; whether it matches the model and conserves every address
+    (on lines: the line model's ``writes`` as :func:`reports.line_report.line_cross_check`
+    compares them, and its discards, lane by lane)."""
+    if lanes == 1:
+        result = run_rtl(backend, params, ops)
+        conservation = check_conservation(result.accepted, result.writes,
+                                          discards=result.discards)
+        check = cross_check(ops, result, params["sets"], params["ways"], params["max_updates"])
+        return conservation.ok and check["match"]
+    result = run_rtl(backend, dict(params, lanes=lanes), ops)
+    conservation = check_conservation(expand(result.accepted), result.writes,
+                                      discards=result.discards)
+    return (conservation.ok and line_cross_check(writes, result, lanes)["match"]
+            and result.discards == [(d.addr, d.error) for d in model.discards])
 
 
-def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, backend=None):
+def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, backend=None,
+                  lanes=1):
     """The figures of every setting on ``trace`` (see the module documentation), with the
     geometry ``params`` (some of :data:`design.params.DEFAULTS`' keys; default: the design's
     defaults); with a ``backend`` (:data:`reports.backend.BACKENDS`), each row's
     ``rtl_check`` says whether the RTL run of the setting matched the model and conserved
-    every address."""
+    every address. With ``lanes`` above 1 the trace runs packed into beats
+    (:func:`reports.line_costs.pack_lines`) through the line model (and the RTL on lines):
+    its writes are line writes, its bytes those of masked line writes and its reduction the
+    bytes saved against dense write-through of the beats."""
     params = dict(DEFAULTS, **(params or {}))
     if threshold is None:
         thresholds = sorted(set(trace.threshold.tolist()))
@@ -110,33 +132,44 @@ def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, b
     if small_threshold is None:
         small_threshold = threshold // 4
     ops = trace.ops(threshold=threshold)
+    if lanes > 1:
+        ops = pack_lines(ops, lanes)
+    beats = sum(op[0] == "line" for op in ops)
     settings = mode_settings(threshold, small_threshold, int(trace.addr.min()),
                              int(trace.addr.max()))
     n = len(trace)
     rows = []
     for name, prefix in settings.items():
-        writes, model, steps = _run(ops, prefix, params)
+        writes, model, steps = _run(ops, prefix, params, lanes)
         errors = [e for step in steps for e in step.values()]
         bias = [sum(step.values()) / len(step) for step in steps if step]
+        if lanes > 1:
+            dram_bytes = line_write_bytes(len(writes), lanes)
+            baseline = dense_bytes(beats, lanes)
+        else:
+            dram_bytes, baseline = len(writes) * BYTES_PER_WRITE, n * BYTES_PER_GRADIENT
         rows.append({
             "mode": name, "settings": [list(op) for op in prefix],
-            "dram_writes": writes, "compression_ratio": n / writes if writes else None,
-            "dram_bytes": writes * BYTES_PER_WRITE,
-            "bandwidth_reduction": 1 - writes * BYTES_PER_WRITE / (n * BYTES_PER_GRADIENT)
-            if n else None,
+            "dram_writes": len(writes),
+            "compression_ratio": n / len(writes) if writes else None,
+            "dram_bytes": dram_bytes,
+            "bandwidth_reduction": 1 - dram_bytes / baseline if n else None,
             "discards": len(model.discards),
             "discarded_mass": sum(abs(d.error) for d in model.discards),
             "error_mean": sum(map(abs, errors)) / len(errors) if errors else 0.0,
             "error_max": max(map(abs, errors), default=0),
             "bias": sum(bias) / len(bias) if bias else 0.0,
-            "rtl_check": None if backend is None else _rtl_check(backend, params, prefix + ops),
+            "rtl_check": None if backend is None else _rtl_check(
+                backend, params, prefix + ops, lanes, model=model, writes=writes),
         })
     return {"workload": trace.name, "gradients": n, "steps": trace.steps,
-            "threshold": threshold, "small_threshold": small_threshold, "rows": rows}
+            "threshold": threshold, "small_threshold": small_threshold, "rows": rows,
+            **({"lanes": lanes, "beats": beats} if lanes > 1 else {})}
 
 
-def mode_table(rows):
-    """The Markdown table of one workload's rows."""
+def mode_table(rows, lanes=1):
+    """The Markdown table of one workload's rows (on ``lanes`` above 1: DRAM writes are line
+    writes, and the reduction is against dense write-through)."""
     return table([[r["mode"], r["dram_writes"],
                    f"{r['compression_ratio']:.2f}x" if r["compression_ratio"] else "-",
                    r["dram_bytes"],
@@ -145,7 +178,8 @@ def mode_table(rows):
                    r["discards"], r["discarded_mass"],
                    f"{r['error_mean']:.3f}", r["error_max"], f"{r['bias']:+.3f}"]
                   for r in rows],
-                 ["mode", "DRAM writes", "ratio", "DRAM bytes", "bandwidth reduction",
+                 ["mode", "DRAM writes" if lanes == 1 else "DRAM line writes", "ratio",
+                  "DRAM bytes", "bandwidth reduction" if lanes == 1 else "saved against dense",
                   "discards", "discarded mass", "mean abs error", "max abs error", "bias"],
                  align=["left"] + ["right"] * 9)
 
@@ -160,9 +194,11 @@ def render_markdown(data):
              f"Error = DRAM content minus exact, per address after each step.",
              ""]
     for w in data["workloads"]:
+        on_lines = (f", on {w['lanes']} lanes ({w['beats']} beats; figures from the line "
+                    f"model, bytes saved against dense write-through)" if w.get("lanes") else "")
         lines += [f"## {w['workload']}: {w['gradients']} gradients, {w['steps']} steps, "
-                  f"threshold {w['threshold']}, small_threshold {w['small_threshold']}", "",
-                  mode_table(w["rows"]), ""]
+                  f"threshold {w['threshold']}, small_threshold {w['small_threshold']}"
+                  f"{on_lines}", "", mode_table(w["rows"], w.get("lanes", 1)), ""]
     return "\n".join(lines)
 
 
@@ -181,6 +217,10 @@ def build_parser():
                              "against the model; model: the model only (faster)")
     parser.add_argument("--sim", choices=BACKENDS, default=None,
                         help="RTL simulator (default: compiled if available)")
+    parser.add_argument("--lanes", type=integer, default=1,
+                        help="gradients per beat: with N > 1 every workload runs packed into "
+                             "beats of N lanes, through the line model and the RTL on lines "
+                             "(default: %(default)s)")
     parser.add_argument("--out", default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     return parser
@@ -191,6 +231,10 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         from gradient_compressor.workloads import TraceError, get_workload
+        try:
+            check_lanes(args.lanes)
+        except ValueError as error:
+            raise UsageError(f"--{error}") from None    # "--lanes must be ..."
         prepare_out(args.out)
         backend = resolve_backend(args.sim) if args.engine == "rtl" else None
         start = time.monotonic()
@@ -203,7 +247,7 @@ def main(argv=None):
             try:
                 results.append(compare_modes(trace, threshold=args.threshold,
                                              small_threshold=args.small_threshold,
-                                             backend=backend))
+                                             backend=backend, lanes=args.lanes))
             except ValueError as error:
                 raise UsageError(error) from None
     except UsageError as error:

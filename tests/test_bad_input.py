@@ -49,7 +49,6 @@ def run_module(module, *args, cwd=None):
     (["--train", "--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
     (["--lanes", "3"], "--lanes must be a power of two (1, 2, 4, ...), not 3"),
     (["--lanes", "64"], "--lanes must be one of 1, 2, 4, 8, 16, 32, not 64"),
-    (["--lanes", "8", "--modes"], "--modes runs on one lane only: not with --lanes 8"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -213,3 +212,11 @@ def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tm
     assert line.startswith(f"compressor-{module.split('.')[1].replace('cli', 'report')}: "
                            f"interrupted"), line
     assert not out.exists() and not vcd.exists()
+
+
+def test_mode_comparison_bad_lanes(capsys):
+    from gradient_compressor.reports.mode_comparison import main
+    assert main(["seed", "--lanes", "3"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "python -m gradient_compressor.reports.mode_comparison: error: --lanes must be a "
+        "power of two (1, 2, 4, ...), not 3")

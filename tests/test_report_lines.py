@@ -142,3 +142,36 @@ def test_bad_lanes_exit_2_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "--lanes must be a power of two" in err
     assert not out.exists()
+
+
+def test_modes_on_lines_are_checked_against_the_line_model(trace_path, tmp_path):
+    """``--lanes 2 --modes``: every mode setting runs packed into beats through the RTL on
+    lines and matches the line model (line writes, causes, discards per lane, conservation);
+    the dual threshold drops and accounts for lanes; bytes are those of masked line writes."""
+    status, data = report(trace_path, tmp_path, "--lanes", "2", "--modes", "--threshold", "40")
+    assert status == 0
+    modes = data["workloads"][0]["modes"]
+    assert (modes["lanes"], modes["beats"]) == (2, data["workloads"][0]["lines"]["beats"])
+    rows = {r["mode"]: r for r in modes["rows"]}
+    assert all(r["rtl_check"] for r in rows.values()), rows
+    exact = rows["exact"]
+    assert exact["dram_writes"] == data["workloads"][0]["lines"]["model_line_writes"]
+    assert exact["dram_bytes"] == line_write_bytes(exact["dram_writes"], 2)
+    assert exact["discards"] == 0 and exact["error_max"] == 0
+    assert rows["drop"]["discards"] > 0 and rows["drop"]["dram_writes"] < exact["dram_writes"]
+    assert "on 2 lanes" in (tmp_path / "report.md").read_text()
+
+
+def test_modes_on_lines_fail_when_the_rtl_loses_a_lane(trace_path, tmp_path, monkeypatch):
+    """An RTL run on lines that loses a write fails the mode check (exit 1)."""
+    from gradient_compressor.reports import mode_comparison as modes
+    real = modes.run_rtl
+
+    def losing(*args, **kwargs):
+        result = real(*args, **kwargs)
+        result.writes = result.writes[1:]
+        return result
+    monkeypatch.setattr(modes, "run_rtl", losing)
+    status, data = report(trace_path, tmp_path, "--lanes", "2", "--modes", "--threshold", "40")
+    assert status == 1
+    assert not any(r["rtl_check"] for r in data["workloads"][0]["modes"]["rows"])
