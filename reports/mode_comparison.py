@@ -38,16 +38,16 @@ import sys
 import time
 from collections import defaultdict
 
+from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, integer,
+                                         prepare_out, table, usage_error)
 from gradient_compressor.design.params import DEFAULTS, check_lanes
 from gradient_compressor.model import LineModel, ReferenceModel
+from gradient_compressor.provenance import describe, provenance
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .line_costs import dense_bytes, line_write_bytes, pack_lines
 from .line_report import expand, line_cross_check
-from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, integer, prepare_out,
-                                     table, usage_error)
 from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
-from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 

@@ -19,17 +19,18 @@ import sys
 import time
 from collections import Counter
 
+from gradient_compressor import console
+from gradient_compressor.console import (ArgumentParser, UsageError, int_list, integer,
+                                         interrupted, positive_integer, prepare_out, table,
+                                         usage_error)
+from gradient_compressor.console import progress as console_progress
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import CAUSES, ReferenceModel
+from gradient_compressor.provenance import describe, provenance
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
-from gradient_compressor.console import (ArgumentParser, UsageError, int_list, integer, interrupted,
-                                     positive_integer, prepare_out, table, usage_error)
-from gradient_compressor import console
-from gradient_compressor.console import progress as console_progress
 from .metrics import check_conservation, cross_check
-from gradient_compressor.provenance import describe, provenance
 
 __all__ = ["main", "sweep"]
 
