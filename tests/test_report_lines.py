@@ -165,13 +165,8 @@ def test_modes_on_lines_are_checked_against_the_line_model(trace_path, tmp_path)
 def test_modes_on_lines_fail_when_the_rtl_loses_a_lane(trace_path, tmp_path, monkeypatch):
     """An RTL run on lines that loses a write fails the mode check (exit 1)."""
     from gradient_compressor.reports import mode_comparison as modes
-    real = modes.run_rtl
-
-    def losing(*args, **kwargs):
-        result = real(*args, **kwargs)
-        result.writes = result.writes[1:]
-        return result
-    monkeypatch.setattr(modes, "run_rtl", losing)
+    from tests.test_reports import lose_the_first_write
+    lose_the_first_write(monkeypatch, modes)
     status, data = report(trace_path, tmp_path, "--lanes", "2", "--modes", "--threshold", "40")
     assert status == 1
     assert not any(r["rtl_check"] for r in data["workloads"][0]["modes"]["rows"])

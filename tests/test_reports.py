@@ -240,17 +240,22 @@ def test_sweep_small_threshold(tmp_path, capsys):
         assert {k: m[k] for k in m} == {k: r[k] for k in m}
 
 
-def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
-    """An RTL run that loses a write makes
-    ``python -m gradient_compressor.reports.mode_comparison`` exit 1, naming it."""
-    from gradient_compressor.reports import mode_comparison as modes
-    real = modes.run_rtl
+def lose_the_first_write(monkeypatch, module):
+    """Make ``module.run_rtl`` lose the first DRAM write of every RTL run."""
+    real = module.run_rtl
 
     def losing(*args, **kwargs):
         result = real(*args, **kwargs)
         result.writes = result.writes[1:]
         return result
-    monkeypatch.setattr(modes, "run_rtl", losing)
+    monkeypatch.setattr(module, "run_rtl", losing)
+
+
+def test_mode_comparison_fails_on_rtl_mismatch(tmp_path, monkeypatch, capsys):
+    """An RTL run that loses a write makes
+    ``python -m gradient_compressor.reports.mode_comparison`` exit 1, naming it."""
+    from gradient_compressor.reports import mode_comparison as modes
+    lose_the_first_write(monkeypatch, modes)
     assert modes.main(["seed", "--out", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "RTL check failed" in err and "seed/exact" in err
