@@ -45,7 +45,7 @@ from amaranth.back import rtlil
 from gradient_compressor.properties.component import COMPONENTS, ComponentHarness
 from gradient_compressor.properties.harness import CONFIGS
 from gradient_compressor.console import ArgumentParser, positive_integer, table
-from .gen import solver
+from .gen import PREP, solver
 from gradient_compressor.provenance import write_results
 from .run import _run_group, read_sby_outcome, tool_args, work_dir
 
@@ -164,7 +164,7 @@ def _sby(mode, depth, mutation):
     return "\n".join([
         "[options]", f"mode {mode}", f"depth {depth}", "",
         "[engines]", f"smtbmc {solver({})}", "",
-        "[script]", *NETLIST, "mutate " + place(mutation), "prep -top top", "flatten",
+        "[script]", *NETLIST, "mutate " + place(mutation), *PREP, "flatten",
         "opt_expr", "opt_merge", "opt_clean", "", "[files]", "design.il", ""])
 
 
