@@ -216,6 +216,12 @@ MUTANTS = {
         "l2-push-ready",
         "self.push.ready.eq(self.room)",
         "self.push.ready.eq(1)"),
+    "merge_ignores_overflow": (
+        "l2", "on lines, L2 merges a lane held by both writes whatever its values (the sum may "
+        "overflow a value)",
+        "l2-merge-fits",
+        "fits[i].eq(~(newest.mask[i] & push.mask[i]) |",
+        "fits[i].eq(Const(1) | ~(newest.mask[i] & push.mask[i]) |"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "idle",
@@ -272,7 +278,7 @@ MUTANTS = {
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "discard-count",
-        "self.count.eq(Mux(clear, 0, self.count) + counted),",
+        "self.count.eq(Mux(clear, counted, self.count + counted)),",
         "self.count.eq(self.count + counted),"),
     "discard_on_a_bubble": (
         "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
@@ -566,11 +572,18 @@ COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py"
                    "streamer.py": ["streamer"]}
 
 
+#: The mutation sites whose mutants only a component's line form can see (one lane never
+#: merges): checked by that component alone, not by the file's one-lane components.
+COMPONENT_SITES = {"l2-merge-fits": ["l2_lines"]}
+
+
 def _component_jobs(name, design_path, config):
-    """The bounded checks from reset of the components in the mutant's file, alone."""
+    """The bounded checks from reset of the components in the mutant's file (or at its site,
+    :data:`COMPONENT_SITES`), alone."""
     jobs = []
-    fname, _ = find_sites(os.path.join(ROOT, "design"))[MUTANTS[name][2]]
-    for component in COMPONENT_FILES.get(fname, []):
+    site = MUTANTS[name][2]
+    fname, _ = find_sites(os.path.join(ROOT, "design"))[site]
+    for component in COMPONENT_SITES.get(site, COMPONENT_FILES.get(fname, [])):
         spec = COMPONENTS[component]
         jobs.append(Job(f"mutant-{name}-{component}-{config}", config, "bmc",
                         spec.bmc_depth(spec.params(CONFIGS[config])), component=component,
