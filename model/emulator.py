@@ -533,6 +533,14 @@ class LineEmulator:
         return (np.concatenate([a for a, _ in self._discard_parts]),
                 np.concatenate([e for _, e in self._discard_parts]))
 
+    def take_discard_arrays(self):
+        """:meth:`discard_arrays`, then forget them (:attr:`discards` starts again empty): a
+        long run that only counts its discards need not hold them all (a drop-mode run of
+        10^8 gradients accounts tens of millions)."""
+        arrays = self.discard_arrays()
+        self._discard_parts, self._discard_list, self._discard_listed = [], [], 0
+        return arrays
+
     def held_lines(self):
         """``[(line, held lanes mask, sums)]`` of every line held, in flush order."""
         n = self.valid_count
