@@ -23,7 +23,7 @@ from amaranth.hdl import UnusedElaboratable
 
 from gradient_compressor.console import positive_integer
 from gradient_compressor.provenance import write_results
-from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run_all
+from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run
 from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
@@ -115,7 +115,7 @@ def main(argv=None):
     command = shlex.join(["python", "-m", "gradient_compressor.synth",
                           *(sys.argv[1:] if argv is None else argv)])
     try:
-        results = run_all(configs, args.out, seeds=args.seeds, freq=args.freq,
+        results = run(configs, args.out, seeds=args.seeds, freq=args.freq,
                           place=not args.synth_only, jobs=args.jobs,
                           log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is

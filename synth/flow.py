@@ -27,7 +27,7 @@ from .depth import depth_summary
 from .netlist import Netlist
 
 __all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
-           "place_and_route", "run", "run_all"]
+           "place_and_route", "run"]
 
 #: The configuration's parameters (:class:`~design.params.Config`), in order, with their
 #: defaults.
@@ -312,15 +312,7 @@ def critical_path(netlist, report):
     return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
 
 
-def run(name, dut, build_root, seeds=(1,), freq=200, place=True, modes=True, log=print, jobs=1):
-    """Run the flow for one configuration; return everything the report shows
-    (:func:`run_all` with one configuration)."""
-    (result,) = run_all([(name, dut, modes)], build_root, seeds=seeds, freq=freq, place=place,
-                        log=log, jobs=jobs)
-    return result
-
-
-def run_all(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1):
+def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1):
     """Run the flow for each configuration; return, for each, everything the report shows.
 
     Every configuration is synthesised first, one after the other (Yosys, seconds to minutes
