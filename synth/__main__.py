@@ -116,8 +116,8 @@ def main(argv=None):
                           *(sys.argv[1:] if argv is None else argv)])
     try:
         results = run(configs, args.out, seeds=args.seeds, freq=args.freq,
-                          place=not args.synth_only, jobs=args.jobs,
-                          log=lambda line: print(line, file=sys.stderr, flush=True))
+                      place=not args.synth_only, jobs=args.jobs,
+                      log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is
         _drop(configs)
         print(f"{parser.prog}: error: {error}", file=sys.stderr)
