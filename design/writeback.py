@@ -15,12 +15,6 @@ def _step(counter, up, down):
     return Mux(up == down, counter, Mux(up, counter + 1, counter - 1))
 
 
-def _within_half(value):
-    """Whether the signed ``value`` lies within half its range, ``-2**(w-2) <= value <
-    2**(w-2)`` for ``w`` bits: two such values add up to one that fits ``w`` bits."""
-    return value[-1] == value[-2]
-
-
 class WritebackBuffer(wiring.Component):
     """The L2 write-back buffer: a FIFO that sends its writes to DRAM in bursts.
 
@@ -44,11 +38,10 @@ class WritebackBuffer(wiring.Component):
 
     Line writes (``lanes > 1``) are combined: a line write that finds the newest write in
     ``storage`` (not yet in the output register) for the same line merges into it: the masks
-    OR-ed, the values of a lane in both added, unless a lane in both holds a value outside
-    half a value's range (``grad_width + 2`` bits: ``|v| >= 2**grad_width``, where the sum
-    might not fit), when it is stored as a write of its own. So a run of writes to one line
-    that L2 holds costs one DRAM write. A push is taken when ``level < depth``, merged or
-    not.
+    OR-ed, the values of a lane in both added, unless a lane's sum would not fit a value
+    (``grad_width + 2`` bits), when it is stored as a write of its own. So a run of writes to
+    one line that L2 holds costs one DRAM write. A push is taken when ``level < depth``,
+    merged or not.
 
     Parameters
     ----------
@@ -192,15 +185,13 @@ class WritebackBuffer(wiring.Component):
         merged = Signal.like(newest)
         fits = Signal(self.lanes)
         for i in range(self.lanes):
+            total = Signal(signed(len(push.values[i]) + 1), name=f"merged_total{i}")
             m.d.comb += [
-                merged.values[i].eq(Mux(newest.mask[i], newest.values[i], 0) +
-                                    Mux(push.mask[i], push.values[i], 0)),
-                # The lane's sum fits a value: the lane is in one write only, or both values
-                # are within half a value's range. Tested on the registers' sign bits, not on
-                # the sum, so that no adder stands in front of the merge decision (and L2's
-                # level and burst after it); a merge it refuses is a write of its own.
-                fits[i].eq(~(newest.mask[i] & push.mask[i]) |  # mutation site: l2-merge-fits
-                           (_within_half(newest.values[i]) & _within_half(push.values[i]))),
+                total.eq(Mux(newest.mask[i], newest.values[i], 0) +
+                         Mux(push.mask[i], push.values[i], 0)),
+                merged.values[i].eq(total),
+                # the sum fits a value
+                fits[i].eq(total[-1] == total[-2]),  # mutation site: l2-merge-fits
             ]
         m.d.comb += [merged.addr.eq(newest.addr), merged.mask.eq(newest.mask | push.mask)]
         # The newest write leaves storage when it is loaded (it is the one at r_ptr).

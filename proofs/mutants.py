@@ -217,11 +217,11 @@ MUTANTS = {
         "self.push.ready.eq(self.room)",
         "self.push.ready.eq(1)"),
     "merge_ignores_overflow": (
-        "l2", "on lines, L2 merges a lane held by both writes whatever its values (the sum may "
-        "overflow a value)",
+        "l2", "on lines, L2 merges a lane held by both writes even when their sum overflows a "
+        "value",
         "l2-merge-fits",
-        "fits[i].eq(~(newest.mask[i] & push.mask[i]) |",
-        "fits[i].eq(Const(1) | ~(newest.mask[i] & push.mask[i]) |"),
+        "fits[i].eq(total[-1] == total[-2]),",
+        "fits[i].eq(1),"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "idle",

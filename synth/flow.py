@@ -26,8 +26,8 @@ from gradient_compressor.design.verilog import LINE_INPUTS, flat_ports, yosys_co
 from .depth import depth_summary
 from .netlist import Netlist
 
-__all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "synthesize",
-           "place_and_route", "run"]
+__all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "unbracket_names",
+           "synthesize", "place_and_route", "run"]
 
 #: The configuration's parameters (:class:`~design.params.Config`), in order, with their
 #: defaults.
@@ -206,6 +206,26 @@ def honour_no_rw_check(text):
     return "".join(out)
 
 
+#: A public RTLIL name (``\\`` and every character up to white space) that holds brackets.
+_BRACKETED_NAME = re.compile(r"\\[^\s]*\[[^\s]*")
+
+
+def unbracket_names(text):
+    """``text`` (RTLIL) with the brackets in its public wire and cell names made angle brackets
+    (``\\l1.s3_new_sums[0]`` becomes ``\\l1.s3_new_sums<0>``); bit selects (``\\x [3]``,
+    apart from the name) are left as they are.
+
+    Amaranth names a wire for each element of an array-shaped signal, ``name[i]`` beside
+    ``name``. Yosys 0.70's ``abc9`` (in ``synth_ecp5``) names the bits it maps ``name[i]``
+    too, and on some netlists takes such an element wire for the bit of the same name:
+    ``ABC_OPS_REINTEGRATE`` then stops on a failed assertion (``GetSize(conn.first) ==
+    GetSize(conn.second)``, kernel/rtlil.cc), as a change elsewhere in the design can make it
+    do (it did at 8 lanes for a change in L2 and one in the discard totals). Names only:
+    the netlist is the same; :class:`~synth.netlist.Netlist` shows them with their brackets.
+    """
+    return _BRACKETED_NAME.sub(lambda m: m.group(0).replace("[", "<").replace("]", ">"), text)
+
+
 def synthesize(module, ports, build):
     """Write ``module`` (with its ``ports``) as RTLIL into ``build`` and synthesise it with
     ``synth_ecp5``.
@@ -217,8 +237,8 @@ def synthesize(module, ports, build):
     """
     build = pathlib.Path(build)
     build.mkdir(parents=True, exist_ok=True)
-    (build / f"{TOP}.il").write_text(honour_no_rw_check(rtlil.convert(module, name=TOP,
-                                                                       ports=ports)))
+    text = rtlil.convert(module, name=TOP, ports=ports)
+    (build / f"{TOP}.il").write_text(unbracket_names(honour_no_rw_check(text)))
     script = f"read_rtlil {TOP}.il; synth_ecp5 -top {TOP} -json {TOP}.json"
     start = time.monotonic()
     _run([yosys_command(), "-q", "-l", "yosys.log", "-p", script], build, "Yosys synth_ecp5")

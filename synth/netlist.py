@@ -71,7 +71,7 @@ class Netlist:
             for index, bit in enumerate(net["bits"]):
                 if isinstance(bit, int):   # not a constant "0", "1" or "x"
                     bit_name = name if len(net["bits"]) == 1 else f"{name}[{index}]"
-                    self._names[bit].append((self._short(bit_name), signal))
+                    self._names[bit].append((self._short(_bracketed(bit_name)), signal))
 
         # For the flip-flops that Yosys adds at a block RAM: the memory whose RAM cell reads a
         # net bit.
@@ -90,7 +90,7 @@ class Netlist:
         """The whole Amaranth signal that a net (maybe a struct field) is part of."""
         # hdlname is the hierarchy path, space-separated: "compressor l1 fwd_row.ways[0].sum";
         # the top module's own wires (the flat ports) have none.
-        path = hdlname.split(" ") if hdlname else [name]
+        path = _bracketed(hdlname).split(" ") if hdlname else [_bracketed(name)]
         path[-1] = re.split(r"[.\[]", path[-1])[0]
         return self._short(".".join(path))
 
@@ -251,3 +251,10 @@ class Netlist:
 def _is_python(location):
     """Whether a Yosys source location (``path:line`` or ``path:l.c-l.c``) is a .py file."""
     return location.rpartition(":")[0].endswith(".py")
+
+
+def _bracketed(name):
+    """A net's name as the design has it: the angle brackets that ``synth.flow.unbracket_names``
+    put in its element names made brackets again (``l1.s3_new_sums<0>`` is
+    ``l1.s3_new_sums[0]``)."""
+    return name.replace("<", "[").replace(">", "]")

@@ -131,13 +131,12 @@ def test_line_compressor_is_the_line_model(lanes, mode):
 def test_write_combining_saves_dram_writes():
     """Direct beats to one line back to back while DRAM waits: L2 merges them into the newest
     write it holds (the flush barrier starts the drain, so the first merged write leaves for
-    the output register and the rest merge into the next; their sums stay within half a
-    value's range, 256 at grad_width 8, beyond which L2 refuses a merge)."""
+    the output register and the rest merge into the next)."""
     lanes = 4
-    steps = [[(8, [40, -40, 0, 0], 0b0011, 10)] * 6]
+    steps = [[(8, [100, -100, 0, 0], 0b0011, 10)] * 6]
     l1_writes, dram, _ = simulate(lanes, steps, {}, ready=lambda cycle: cycle > 30)
     assert len(l1_writes) == 6
-    assert per_address(dram) == {8: 240, 9: -240}
+    assert per_address(dram) == {8: 600, 9: -600}
     assert len(dram) == 4          # two line writes of two lanes, not six
 
 

@@ -78,21 +78,6 @@ def test_a_merge_that_would_overflow_is_a_write_of_its_own():
     assert out == [(0, (VALUE_MAX, 0), 0b01), (0, (-3, 3), 0b11)]
 
 
-def test_a_lane_in_both_merges_only_within_half_a_values_range():
-    """The merge test looks at the two values' sign bits, not at their sum: a lane held by
-    both writes merges when both values lie within half a value's range (so the sum fits),
-    and not otherwise, even where the sum would have fitted; a lane in one write only always
-    merges."""
-    half = (VALUE_MAX + 1) // 2
-    pushes = [(0, (half - 1, 0), 0b01), (0, (half - 1, 0), 0b01),    # merge: 2 * half - 2
-              (4, (half, 0), 0b01), (4, (1, 0), 0b01),               # no merge: half + 1
-              (8, (-half, VALUE_MAX), 0b11), (8, (-1, 0), 0b01),     # merge (lane 1 in one)
-              (12, (VALUE_MAX, 0), 0b01), (12, (0, VALUE_MAX), 0b10)]  # merge: no lane in both
-    out, _ = run_pushes(pushes, lanes=2)
-    assert out == [(0, (2 * half - 2, 0), 0b01), (4, (half, 0), 0b01), (4, (1, 0), 0b01),
-                   (8, (-half - 1, VALUE_MAX), 0b11), (12, (VALUE_MAX, VALUE_MAX), 0b11)]
-
-
 def test_a_write_in_the_output_register_takes_no_merge():
     """DRAM stalls while the first write waits in the output register: the next ones to its
     line merge with each other, not with it."""
