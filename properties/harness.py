@@ -10,6 +10,9 @@ is a free input too (``rst``): unless ``reset="initial"``, the design may be res
 and every property must still hold. Assertions are not checked in a cycle in which ``rst`` is
 high, and the "previous cycle" registers of the stream rules are cleared by reset.
 
+Built with ``lanes=N`` it holds the compressor on lines (``GradientCompressor(lanes=N)``; with
+``alone``, the line L1 alone), the tracked address a lane of a line.
+
 Built with ``alone=True`` the same harness holds L1 alone (:class:`L1Alone`), for L1's own
 contract (:data:`L1_GROUPS`): every input of L1 free, no L2, streamer or mode input. Each
 property module adds L1's groups in both and the system's only in the system
