@@ -380,7 +380,7 @@ def _line_l1_scaled_jobs(lanes, config):
 #: read (its 2 x 2 lines, L2's 4 writes): job name -> focus.
 #: L2's contents sum ("storage") proves with L2's pointer facts of the same cycle in 73 s;
 #: the queue's (its pairs and L1's output register) did not finish in 100-150 s (yices, at
-#: depth 3 and 1, with SMT arrays or flip-flops): its job (``LINE_SYSTEM_OPEN``) is run by
+#: depth 3 and 1, with SMT arrays or flip-flops; z3 not in 240 s): its job (``LINE_SYSTEM_OPEN``) is run by
 #: name only, and the conservation at idle is proven on it as a same-cycle lemma.
 _QUEUE_SUM = "storage/queue_shadow_sum_matches_its_contents"
 LINE_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "bypass",
