@@ -4,7 +4,7 @@
     python -m gradient_compressor.proofs prove [-j 2]
     # bounded checks (a few minutes; part of make test)
     python -m gradient_compressor.proofs bmc   [-j 2]
-    # the line L1 at 8 lanes on the default geometry (make prove-lines)
+    # the line L1 at 8 lanes on the default geometry, the compressor on 2 lanes (make prove-lines)
     python -m gradient_compressor.proofs prove-lines [-j 2]
     # the jobs
     python -m gradient_compressor.proofs list
@@ -26,7 +26,8 @@ import resource
 import sys
 import time
 
-from .jobs import PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, all_jobs, job_by_name, slowest_first
+from .jobs import (PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, PROVE_LINES_JOBS, all_jobs, job_by_name,
+                   slowest_first)
 from .geometry_sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
@@ -127,7 +128,7 @@ def _check_design(path):
 
 def _command(args):
     if args.cmd in ("prove", "bmc", "prove-lines"):
-        jobs = {"prove": PROVE_JOBS, "bmc": BMC_JOBS, "prove-lines": LINE8_L1_JOBS}[args.cmd]
+        jobs = {"prove": PROVE_JOBS, "bmc": BMC_JOBS, "prove-lines": PROVE_LINES_JOBS}[args.cmd]
         jobs = slowest_first(jobs)   # so that both cores stay busy to the end
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]

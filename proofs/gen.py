@@ -74,7 +74,7 @@ def generate(job, outdir):
     if job.get("component"):
         harness = ComponentHarness(job["component"], _parameters(job),
                                    covers=job["covers"], reset=job["reset"])
-    elif job.get("lanes", 1) > 1 and not job.get("alone"):
+    elif job.get("lanes", 1) > 1 and job["config"] == "lines":
         harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]))
     else:
         harness = _system_harness(job)

@@ -9,6 +9,7 @@ from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
 from gradient_compressor.properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
+           "PROVE_LINES_JOBS", "LINE_SYSTEM_JOBS",
            "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
            "termination_depth"]
 
@@ -148,8 +149,15 @@ class Job:
         if self.lanes > 1 and self.alone:
             return f"l1 alone on lines of {self.lanes}: " + ("covers" if self.mode == "cover"
                                                              else _named(list(self.focus)))
-        if self.lanes > 1:
+        if self.lanes > 1 and self.config == "lines":
             return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
+        if self.lanes > 1:
+            if self.mode == "cover":
+                return f"system on lines of {self.lanes}: covers"
+            but = [g[1:].partition("/")[2] for g in self.focus if g.startswith("-")]
+            return (f"system on lines of {self.lanes}: " +
+                    _named([g for g in self.focus if not g.startswith("-")]) +
+                    (f" except {','.join(but)}" if but else ""))
         if self.component:
             groups = sorted({g for g, c in COMPONENT_GROUPS.items() if c == self.component} |
                             set(COMPONENTS[self.component].shares))
@@ -366,10 +374,43 @@ def _line_l1_scaled_jobs(lanes, config):
     return jobs
 
 
+#: The compressor on lines as a system (``FormalHarness(..., lanes=N)``, not alone): its own
+#: groups on lines, the line L1's contract (``LINE_L1_JOBS``) and L2's on lines
+#: (``l2_lines``) assumed, by k-induction, on LINE_SMALL at 2 lanes with the whole storage
+#: read (its 2 x 2 lines, L2's 4 writes): job name -> focus.
+#: L2's contents sum ("storage") proves with L2's pointer facts of the same cycle in 73 s;
+#: the queue's (its pairs and L1's output register) did not finish in 100-150 s (yices, at
+#: depth 3 and 1, with SMT arrays or flip-flops; z3 not in 240 s): its job (``LINE_SYSTEM_OPEN``) is run by
+#: name only, and the conservation at idle is proven on it as a same-cycle lemma.
+_QUEUE_SUM = "storage/queue_shadow_sum_matches_its_contents"
+LINE_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "bypass",
+                                 "system_conservation"],
+                      "storage": ["storage", "-" + _QUEUE_SUM]}
+LINE_SMALL_2 = LINE_SMALL.replace(lanes=2)
+LINE_SYSTEM_JOBS = [Job(f"lines2-small-{name}", "small", "prove", 3, focus=focus,
+                        whole_storage=True, lanes=2, geometry=LINE_SMALL, timeout=900)
+                    for name, focus in LINE_SYSTEM_GROUPS.items()]
+#: ... the open one (not in make prove or make prove-lines) ...
+LINE_SYSTEM_OPEN = [Job("lines2-small-queue", "small", "prove", 3, focus=[_QUEUE_SUM],
+                        whole_storage=True, lanes=2, geometry=LINE_SMALL, timeout=900)]
+#: ... its cover from reset (the tracked address written to DRAM, a lane of it discarded,
+#: and idle again: the conservation at idle is not vacuous), and L2 on lines at these lanes
+#: and parameters (the contract the system's jobs assume).
+LINE_SYSTEM_COVER = Job("lines2-small-cover", "small", "cover", 16, lanes=2,
+                        geometry=LINE_SMALL, whole_storage=True, reset="initial",
+                        covers=["lines_idle_after_a_dram_write_and_a_discard_at_tracked"],
+                        timeout=900, focus=[], assume_others=False)
+LINE_SYSTEM_L2 = [Job("l2_lines-lines2-small", "small", "prove", 3, component="l2_lines",
+                      geometry=LINE_SMALL_2, timeout=300)]
+
+
 #: ... and at 8 lanes on the default geometry (32 x 4 lines): not in make prove (its time:
 #: docs/proofs.md); ``make prove-lines`` (``python -m gradient_compressor.proofs
 #: prove-lines``) runs them all, ``run`` one by name.
 LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
+#: make prove-lines: the line L1 at 8 lanes on default, and the compressor on lines as a
+#: system at 2 lanes on LINE_SMALL (L2 on lines there, the system's groups, its cover).
+PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER])
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
 #: three beats to one line through the pipeline and a flush of them.
@@ -547,7 +588,9 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] + LINE8_L1_JOBS:
+    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] +
+                LINE8_L1_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER] +
+                LINE_SYSTEM_OPEN):
         seen.setdefault(job.name, job)
     return list(seen.values())
 

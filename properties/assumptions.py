@@ -8,6 +8,8 @@
 
 from amaranth import *
 
+from .base import past
+
 __all__ = ["add"]
 
 
@@ -24,6 +26,12 @@ def add(h, m, P):
     ]
     P.assume("input", "grad_in_valid_held_until_ready",
              ~stalled | (h.in_valid & (h.in_addr == last_addr) & (h.in_grad == last_grad)))
+    if h.system and h.lanes > 1:
+        # The compressor on lines: the beat's gradients and mask too.
+        last_beat = {name: past(m, sig, f"in_{name}") for name, sig in h.in_payload.items()}
+        P.assume("input", "beat_held_until_ready",
+                 ~stalled | Cat(sig == last_beat[name]
+                                for name, sig in h.in_payload.items()).all())
 
     # DRAM fairness.
     if h.fairness is not None:

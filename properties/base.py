@@ -76,6 +76,9 @@ GROUPS = {
     "pipeline":     "L1 pipeline and scan invariants (strengthening)",
     "forwarding":   "each L1 stage works on its set as it is now: rows read, forwarded or "
                     "corrected for s4",
+    "system_conservation": "the compressor on lines: a tracked address's gradients accepted "
+                           "less its DRAM writes and accounted discards are what L1, its output "
+                           "queue and L2 hold for it; 0 at idle",
     "lines":        "the compressor on lines, from reset (bounded): a tracked address's "
                     "gradients accepted = DRAM writes + discards at idle; dram_out's stream "
                     "rules",

@@ -79,7 +79,8 @@ COMPONENTS = {
     "l2_lines": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
                               depth=c["fifo_depth"], burst_size=c["burst_size"],
-                              lanes=LINE_LANES),
+                              # (a configuration of lines: its lanes; of one lane: LINE_LANES)
+                              lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES),
         build=lambda **p: WritebackBuffer(**p),
         probes=lambda wb: dict(_free_pick(),
                                track_port=wb.storage.read_port(domain="comb")),

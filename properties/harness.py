@@ -10,6 +10,9 @@ is a free input too (``rst``): unless ``reset="initial"``, the design may be res
 and every property must still hold. Assertions are not checked in a cycle in which ``rst`` is
 high, and the "previous cycle" registers of the stream rules are cleared by reset.
 
+Built with ``lanes=N`` it holds the compressor on lines (``GradientCompressor(lanes=N)``; with
+``alone``, the line L1 alone), the tracked address a lane of a line.
+
 Built with ``alone=True`` the same harness holds L1 alone (:class:`L1Alone`), for L1's own
 contract (:data:`L1_GROUPS`): every input of L1 free, no L2, streamer or mode input. Each
 property module adds L1's groups in both and the system's only in the system
@@ -235,10 +238,10 @@ class FormalHarness(Elaboratable):
                       (covers and lanes == 1)):
             self._MustUse__silence = True       # never elaborated
             raise ValueError("alone: L1's contract has no liveness, stimulus or cover here")
-        if lanes > 1 and not alone:
+        if lanes > 1 and not alone and (stimulus is not None or simulate):
             self._MustUse__silence = True       # never elaborated
-            raise ValueError("lanes: only L1 alone (the line L1's contract) takes lines here; "
-                             "the compressor on lines is properties.line_harness's")
+            raise ValueError("lanes: the compressor on lines takes no stimulus and is not "
+                             "simulated here")
 
     def _design_under_test(self, design):
         """The compressor, or L1 alone (one lane or lines), of ``design`` (a mutant copy of the
@@ -314,6 +317,22 @@ class FormalHarness(Elaboratable):
                 d.grad_in.p.grad.eq(self.in_grad),
                 d.flush.eq(self.in_flush),
             ]
+        elif self.system:
+            # The compressor on lines: a beat's address as the core gives it (the streamer
+            # clears its low lane_bits: lane i is at line + i), its gradients and mask free
+            # (in_grads, in_mask).
+            m.d.comb += [
+                d.grad_in.valid.eq(self.in_valid),
+                d.grad_in.p.addr.eq(self.in_addr),
+                d.flush.eq(self.in_flush),
+            ]
+            self.in_payload = {}
+            for name in ("grads", "mask"):
+                field = getattr(d.grad_in.p, name)
+                sig = Signal(len(Value.cast(field)), name=f"in_{name}")
+                self.in_payload[name] = sig
+                self.free(m, sig)
+                m.d.comb += field.eq(sig)
         else:
             # A beat's address is its line's (the streamer clears the low lane_bits: lane i is
             # at line + i); its gradients, mask and bypass bits are payload fields (in_grads,
@@ -391,8 +410,21 @@ class FormalHarness(Elaboratable):
         # to find the two forms equal in every induction step and default's mode job stalled
         # (over 6 minutes against 8 s). That they equal the operators at these widths is
         # proven once, by tests/test_compare.py (Yosys' SAT solver).
-        self.in_window = Signal()
-        if self.system:
+        if self.system and self.lanes > 1:
+            # On lines: per lane, whether its address (the line's + i) lies in an enabled
+            # window.
+            self.in_window = Signal(self.lanes)
+            line = self.in_addr[self.lane_bits:]
+            lane_addr = [Cat(Const(k, self.lane_bits), line) for k in range(self.lanes)]
+            m.d.comb += self.in_window.eq(Cat(
+                Cat(self.in_modes[f"bypass__{i}__enable"] &
+                    at_most(self.in_modes[f"bypass__{i}__base"], addr) &
+                    at_most(addr, self.in_modes[f"bypass__{i}__limit"])
+                    for i in range(d.bypass_windows)).any()
+                for addr in lane_addr))
+        else:
+            self.in_window = Signal()
+        if self.system and self.lanes == 1:
             m.d.comb += self.in_window.eq(Cat(
                 self.in_modes[f"bypass__{i}__enable"] &
                 at_most(self.in_modes[f"bypass__{i}__base"], self.in_addr) &
@@ -407,8 +439,9 @@ class FormalHarness(Elaboratable):
         for i in range(1, 5):
             v = Signal(name=f"accepted_in_s{i}")
             p = Signal(layout, name=f"accepted_s{i}")
-            w = Signal(name=f"accepted_s{i}_in_window")
-            m.d.sync += [v.eq(valid), p.eq(payload), w.eq(valid & window)]
+            w = Signal(len(window), name=f"accepted_s{i}_in_window")
+            m.d.sync += [v.eq(valid), p.eq(payload),
+                         w.eq(valid & window if len(window) == 1 else Mux(valid, window, 0))]
             self.stage_valid.append(v)
             self.stage.append(p)
             self.stage_window.append(w)
@@ -549,8 +582,8 @@ class FormalHarness(Elaboratable):
         queue = l1.queue
         if self.lanes > 1:
             # (On lines _line_shadows passes the values themselves.)
-            q_in, _, disc = q_in_t, in_t, disc_t
-            beat = d.grad_in.p
+            q_in, out, disc = q_in_t, in_t, disc_t
+            beat = l1.grad_in.p
             self.l1_balance = Signal(signed(self.bw))
             self.l1_accepted = Signal(signed(self.bw), name="l1_accepted_tracked")
             self.l1_passed = Signal(signed(self.bw), name="l1_queued_or_discarded_tracked")
@@ -569,6 +602,8 @@ class FormalHarness(Elaboratable):
                 m.d.sync += self.tracked_written.eq(1)
             with m.If(disc != 0):
                 m.d.sync += self.tracked_discarded.eq(1)
+            if self.system:
+                self._line_system_balances(m, out, disc)
             return
         acc_t = self.accept & (d.grad_in.p.addr == self.track)
         if self.system:
@@ -604,6 +639,36 @@ class FormalHarness(Elaboratable):
         m.d.sync += self.l1_balance.eq(self.l1_balance + self.l1_delta)
 
 
+    def _line_system_balances(self, m, pushed, disc):
+        """The compressor on lines: for the tracked address, what was accepted at the port
+        (lane ``track_lane`` of a beat whose address, low bits cleared, is ``track_line``),
+        what DRAM received (lane ``track_lane`` of a line write to ``track_line``), the
+        shadow of L2 (pushed less written to DRAM) and the balance (accepted less written to
+        DRAM less accounted discards)."""
+        d = self.dut
+        beat = d.grad_in.p
+        line = Cat(Const(0, self.lane_bits), beat.addr[self.lane_bits:])
+        self.accepted_at_port = Signal(signed(self.bw), name="accepted_at_port_tracked")
+        self.dram_written = Signal(signed(self.bw), name="dram_written_tracked")
+        m.d.comb += [
+            self.accepted_at_port.eq(Mux(self.accept, self.at_track(line, beat.mask,
+                                                                    beat.grads), 0)),
+            self.dram_written.eq(Mux(self.pop, self.write_at_track(d.dram_out.p), 0)),
+        ]
+        self.l2_sum = Signal(signed(self.bw))
+        m.d.sync += self.l2_sum.eq(self.l2_sum + pushed - self.dram_written)
+        # The balance: the three shadows' sum, which moves in each cycle by L1's accepted
+        # gradient (the port's: stream/l1_takes_the_beat_as_the_core_gave_it) less DRAM's
+        # write less the discard (what enters the queue and what L1 pushes into L2 cancel).
+        # (As a register of its own, updated at the ports, its equality with this sum did not
+        # finish its induction in 90 s, even at depth 1.)
+        self.balance = Signal(signed(self.bw), name="balance_tracked")
+        m.d.comb += self.balance.eq(self.l1_balance + self.queue_sum + self.l2_sum)
+        # (For a cover: DRAM received something for it since reset.)
+        self.tracked_dram_written = Signal(name="tracked_written_to_dram_since_reset")
+        with m.If(self.dram_written != 0):
+            m.d.sync += self.tracked_dram_written.eq(1)
+
     def _storage_views(self, m):
         """With the whole storage read: L2's contents and the number of valid L1 entries."""
         d = self.dut
@@ -611,7 +676,9 @@ class FormalHarness(Elaboratable):
         wb = d.writeback if self.system else None
         current = self.current
         # L2 contents, from the storage itself (whole_storage).
-        if self.l2_ports:
+        if self.l2_ports and self.lanes > 1:
+            self._line_storage_views(m)
+        elif self.l2_ports:
             depth = d.fifo_depth
             self.l2_occupied = []
             for i, port in enumerate(self.l2_ports):
@@ -639,6 +706,39 @@ class FormalHarness(Elaboratable):
                 sum(self.popcount(current(p, i, f"l1_set{i}_row")) for i, p in
                     enumerate(self.l1_ports)) -
                 Mux(self.scan, sum(l1.scan_done[i] for i in range(d.ways)), 0))
+
+    def _line_storage_views(self, m):
+        """The compressor on lines, with the whole storage read: what L2 (its storage and its
+        output register) and L1's output queue (each place's pair, less the head's own write
+        once the output register has taken it, and the output register) hold for the tracked
+        address."""
+        d = self.dut
+        l1, wb, queue = d.l1, d.writeback, d.l1.queue
+        depth = d.fifo_depth
+        self.l2_occupied = []
+        for i, port in enumerate(self.l2_ports):
+            occ = Signal(name=f"l2_occupied{i}")
+            off = Mux(i >= wb.r_ptr, i - wb.r_ptr, i + depth - wb.r_ptr)
+            m.d.comb += occ.eq(off < wb.count)
+            self.l2_occupied.append(occ)
+        self.l2_real_sum = Signal(signed(self.bw))
+        m.d.comb += self.l2_real_sum.eq(
+            Mux(wb.out_valid, self.write_at_track(d.dram_out.p), 0) +
+            sum(Mux(occ, self.write_at_track(p.data), 0)
+                for occ, p in zip(self.l2_occupied, self.l2_ports)))
+        self.queue_occupied = []
+        terms = []
+        for i, port in enumerate(self.queue_ports):
+            occ = Signal(name=f"queue_occupied{i}")
+            off = Mux(i >= queue.r_ptr, i - queue.r_ptr, i + queue.depth - queue.r_ptr)
+            m.d.comb += occ.eq(off < queue.level)
+            self.queue_occupied.append(occ)
+            own_gone = l1.own_taken & (queue.r_ptr == i)
+            terms.append(Mux(occ, Mux(own_gone, 0, self.write_at_track(port.data.own)) +
+                         self.write_at_track(port.data.victim), 0))
+        self.queue_real_sum = Signal(signed(self.bw))
+        m.d.comb += self.queue_real_sum.eq(
+            Mux(l1.out_valid, self.write_at_track(l1.out), 0) + sum(terms))
 
     def _mode_rules(self, m):
         """The threshold each gradient is judged against and the stochastic rule in force, restated
@@ -703,6 +803,9 @@ class FormalHarness(Elaboratable):
         queue_contract(m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports)
         if self.system:
             writeback.contract(m, P, wb, pick=self.fifo_pick, track_port=self.l2_track_port)
+        if self.system and self.lanes == 1:
+            # (On lines the streamer and the step totals are not proven alone: the system's
+            # jobs meet their logic itself.)
             streamer.contract(m, P, d.streamer)
             discards.contract(m, P, d.discards)
             # (The EMA unit's contract is not assumed here: the ema group proves the EMA exact
@@ -717,7 +820,9 @@ class FormalHarness(Elaboratable):
         invariants.add(self, m, P)
         pipeline.add(self, m, P)
         modes.add(self, m, P)
-        if self.system:
+        if self.system and self.lanes == 1:
+            # (On lines a beat that writes two lines takes two of L2's cycles: no beat per
+            # cycle to prove.)
             throughput.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)

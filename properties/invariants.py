@@ -62,7 +62,7 @@ def add(h, m, P):
     if h.system:
         # L2's own contract is properties/writeback.py's.
         d, wb = h.dut, h.dut.writeback
-        if h.l2_ports:
+        if h.l2_ports and h.lanes == 1:
             P.check("storage", "l2_tracked_writes_at_most_depth", h.l2_n <= d.fifo_depth)
         P.check("counters", "l2_level_port_is_level", d.l2_level == wb.level)
 

@@ -57,7 +57,10 @@ def add(h, m, P):
     windows too."""
     d, l1 = h.dut, h.dut.l1
     if h.lanes > 1:
-        return _line_dual_threshold(h, m, P)
+        _line_dual_threshold(h, m, P)
+        if h.system:
+            _line_system(h, m, P)
+        return
     g3, g4 = h.stage[3], h.stage[4]       # the gradients in s3 and s4, as accepted
     w4 = l1.s4_push_p                     # s4's write into the queue
 
@@ -212,3 +215,17 @@ def _line_dual_threshold(h, m, P):
             ((d.discard_addr == g4.addr) &
              Cat(~d.discard[i] | (d.discard_error[i] == g4.grads[i] - written[i])
                  for i in range(N)).all()))
+
+
+def _line_system(h, m, P):
+    """On lines, in the system: what L1 requires of its random source, and the bypass
+    windows (each lane's own address against them). The EMA on lines (a beat's one update, its
+    lag) is not restated here."""
+    d, l1 = h.dut, h.dut.l1
+    P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
+    P.check("bypass", "each_lane_carries_whether_its_address_is_in_a_window",
+            ~d.grad_in.valid | (l1.grad_in.p.bypass == h.in_window))
+    last_bypass = Signal(h.lanes, name="window_lanes_accepted_last_cycle")
+    m.d.sync += last_bypass.eq(Mux(h.accept, h.in_window & d.grad_in.p.mask, 0))
+    P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_lane_is_accepted",
+            d.bypassed == last_bypass)

@@ -108,6 +108,8 @@ def _conservation(h, m, P):
 def _system(h, m, P):
     """The system's groups: the components joined as their contracts assume, and the outputs'
     rules."""
+    if h.lanes > 1:
+        return _line_system(h, m, P)
     _stream_rules(h, m, P)
     if h.l2_ports:
         _storage(h, P)
@@ -226,3 +228,167 @@ def _counters(h, m, P):
     P.check("counters", "l1_valid_count_and_l2_level_ports",
             (d.l1_valid_count == l1.valid_count) & (d.l2_level == wb.level) &
             (d.burst_active == wb.bursting))
+
+
+# -- the compressor on lines -------------------------------------------------------------------
+
+def _line_system(h, m, P):
+    """The system's groups on lines (``GradientCompressor(lanes=N)``, the line L1's contract
+    and L2's on lines assumed): the components joined, ``idle``, the counters, and the
+    tracked address conserved from the ports to DRAM."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    N = h.lanes
+    # -- stream: L1's push (its output register) keeps the stream rules; the beat reaches L1
+    # as the core gave it (the streamer, not proven alone on lines, clears the lane bits);
+    # L2 takes L1's push as it is, and L2's output is dram_out.
+    _stream(m, P, "l1_push", l1.push, [l1.push.p.as_value()])
+    i, o = d.grad_in, l1.grad_in
+    P.check("stream", "l1_takes_the_beat_as_the_core_gave_it",
+            (o.valid == i.valid) & (i.ready == o.ready) &
+            (o.p.addr == Cat(Const(0, h.lane_bits), i.p.addr[h.lane_bits:])) &
+            (o.p.grads.as_value() == i.p.grads.as_value()) & (o.p.mask == i.p.mask) &
+            (o.p.threshold == d.threshold) & (o.p.small_threshold == d.small_threshold) &
+            (o.p.stochastic == d.stochastic))
+    P.check("stream", "l2_takes_l1_push_as_it_is",
+            (wb.push.valid == l1.push.valid) & (l1.push.ready == wb.push.ready) &
+            (~l1.push.valid | ((wb.push.p.addr == l1.push.p.addr) &
+                               (wb.push.p.mask == l1.push.p.mask) &
+                               (wb.push.p.values.as_value() == l1.push.p.values.as_value()))))
+    P.check("stream", "dram_out_is_l2s_output",
+            (d.dram_out.valid == wb.dram_out.valid) & (wb.dram_out.ready == d.dram_out.ready) &
+            (~d.dram_out.valid |
+             (d.dram_out.payload.as_value() == wb.dram_out.payload.as_value())))
+    P.check("stream", "push_ready_is_level_below_depth",
+            l1.push.ready == (wb.level < d.fifo_depth))
+    _line_idle(h, m, P)
+    _line_counters(h, m, P)
+    _line_conservation(h, m, P)
+
+
+def _line_idle(h, m, P):
+    """``idle`` on lines: as on one lane, with L1's output register."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
+    P.check("idle", "idle_implies_everything_empty",
+            ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (probe.reserved == 0) &
+                       ~l1.push.valid & ~d.dram_out.valid &
+                       ((probe.state == L1State.RUN) | (probe.state == L1State.DONE))))
+    P.check("idle", "idle_implies_queue_and_l2_storage_empty",
+            ~d.idle | ((probe.queue.level == 0) & ~l1.out_valid & (wb.count == 0) &
+                       ~wb.out_valid))
+    P.check("idle", "idle_implies_tracked_set_holds_nothing_for_address",
+            ~d.idle | (h.l1_n == 0))
+    if h.l1_ports:
+        P.check("idle", "idle_implies_no_valid_entry_in_storage", ~d.idle | (h.l1_total == 0))
+    nothing_inside = Signal(name="nothing_accepted_inside")
+    m.d.comb += nothing_inside.eq(~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) &
+                                  (probe.queue.level == 0) & ~l1.out_valid & (wb.level == 0))
+    P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
+            h.init | ~nothing_inside | d.idle)
+    last_flush = Signal(name="flush_high_last_cycle")
+    idle_under_flush = Signal(name="idle_under_flush_for_two_cycles")
+    m.d.sync += [last_flush.eq(d.flush), idle_under_flush.eq(last_flush & d.flush & d.idle)]
+    P.check("idle", "no_gradient_taken_from_the_second_cycle_of_flush",
+            ~(last_flush & d.flush) | ~d.grad_in.ready)
+    P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
+
+
+def _line_counters(h, m, P):
+    """The cause strobes (a lane of the line write entering L2 has that cause), the hit and
+    miss strobes, the running counts (gradients: a beat's masked lanes; DRAM line writes) and
+    the step's discard totals (restated here: the totals on lines are not proven alone)."""
+    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe, N = l1.probe, h.lanes
+    push = l1.push.p
+    for strobe, cause in [(d.direct_write,      Cause.DIRECT),
+                          (d.accum_write,       Cause.ACCUM_THRESHOLD),
+                          (d.max_updates_write, Cause.MAX_UPDATES),
+                          (d.evict_write,       Cause.EVICTION),
+                          (d.flush_write,       Cause.FLUSH),
+                          (d.stochastic_write,  Cause.STOCHASTIC)]:
+        P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
+                strobe == (h.push_fire &
+                           Cat(push.mask[i] & (push.causes[i] == cause) for i in range(N)).any()))
+    small = probe.deciding.mask & ~probe.deciding_direct
+    P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_decides",
+            ~(d.l1_hit | d.l1_miss) | (probe.in_stage[2] & small.any() & ~(d.l1_hit & d.l1_miss)))
+    accepted = Signal(32, name="accepted_counted")
+    written  = Signal(32, name="dram_writes_counted")
+    beat = d.grad_in.p
+    m.d.sync += [accepted.eq(accepted + Mux(h.accept, sum(beat.mask[i] for i in range(N)), 0)),
+                 written.eq(written + h.pop)]
+    P.check("counters", "accepted_count_counts_grad_in_handshakes",
+            d.accepted_count == accepted)
+    P.check("counters", "dram_write_count_counts_dram_out_handshakes",
+            d.dram_write_count == written)
+    # The step's totals: since the first gradient accepted after a completed barrier, the
+    # discards counted (a lane each) and their errors added up.
+    barrier = Signal(name="barrier_completed")
+    with m.If(d.flush & d.idle):
+        m.d.sync += barrier.eq(1)
+    with m.Elif(h.accept):
+        m.d.sync += barrier.eq(0)
+    clear = barrier & h.accept
+    count = Signal.like(d.discard_count, name="discards_counted")
+    total = Signal.like(d.discard_sum, name="discards_summed")
+    m.d.sync += [
+        count.eq(Mux(clear, 0, count) + sum(d.discard[i] for i in range(N))),
+        total.eq(Mux(clear, 0, total) +
+                 sum(Mux(d.discard[i], d.discard_error[i], 0) for i in range(N))),
+    ]
+    P.check("counters", "barrier_done_until_the_next_accepted_gradient",
+            d.discards.barrier_done == barrier)
+    P.check("counters", "discard_count_counts_the_steps_discards", d.discard_count == count)
+    P.check("counters", "discard_sum_adds_the_steps_discard_errors", d.discard_sum == total)
+    P.check("counters", "l1_valid_count_and_l2_level_ports",
+            (d.l1_valid_count == l1.valid_count) & (d.l2_level == wb.level) &
+            (d.burst_active == wb.bursting))
+
+
+def _line_conservation(h, m, P):
+    """The tracked address (a lane of a line) from the ports to DRAM: its balance at the
+    ports (accepted less DRAM's writes less the accounted discards) is ``h.balance``, the sum
+    of L1's balance (L1's contract), the queue's shadow (its pairs and L1's output register)
+    and L2's, which moves by the port's gradient once L1 accepts what the port accepts; with
+    the whole storage read, the shadows of the queue and of L2 are their contents (group
+    ``storage``), and at ``idle`` the balance is 0."""
+    d = h.dut
+    if h.covers:
+        # From reset: the tracked address written to DRAM, a lane of it discarded, and the
+        # compressor idle again (so the property below is not vacuous).
+        name = "lines_idle_after_a_dram_write_and_a_discard_at_tracked"
+        if h.covers is True or name in h.covers:
+            P.cover(name, d.idle & h.tracked_dram_written & h.tracked_discarded)
+    # The port's beat is L1's, so that L1's balance counts what the port accepted.
+    P.check("system_conservation", "l1_accepts_what_the_port_accepts",
+            h.accepted_at_port == h.l1_accepted)
+    if not h.l2_ports:
+        return
+    # (With the queue's pointer facts and the output register's of the same cycle: the
+    # queue's contract, proven alone, and the line L1's.)
+    P.check("storage", "queue_shadow_sum_matches_its_contents",
+            h.queue_sum == h.queue_real_sum,
+            now=[f"queue/{name}" for name in (
+                "level_at_most_depth", "r_ptr_below_depth", "w_ptr_below_depth",
+                "w_ptr_eq_r_ptr_plus_level_mod_depth", "valid_iff_not_empty")] +
+                ["pipeline/own_taken_iff_a_victim_write_is_to_follow",
+                 "pipeline/own_taken_only_with_a_pair_at_the_head"])
+    # (L2's contract states the newest write's copy for the tracked write; every write's
+    # slot is read here, so that merges into any write add up.)
+    wb = d.writeback
+    slots = Array(p.data.as_value() for p in h.l2_ports)
+    P.check("storage", "l2_newest_copy_is_its_slot",
+            ~wb.newest_waiting | (wb.newest.as_value() == slots[wb.newest_ptr]))
+    # (With L2's pointer facts of the same cycle: L2's contract, proven alone.)
+    P.check("storage", "l2_shadow_sum_matches_storage", h.l2_sum == h.l2_real_sum,
+            now=[f"l2/{name}" for name in (
+                "w_ptr_below_depth", "r_ptr_below_depth", "count_at_most_depth",
+                "w_ptr_eq_r_ptr_plus_count_mod_depth", "level_eq_count_plus_out_valid")] +
+                ["combine/newest_waiting_iff_storage_holds_a_write",
+                 "combine/newest_is_the_slot_before_w_ptr", "storage/l2_newest_copy_is_its_slot"])
+    P.check("system_conservation", "tracked_address_conserved_at_idle",
+            ~d.idle | (h.balance == 0),
+            now=["storage/queue_shadow_sum_matches_its_contents",
+                 "storage/l2_shadow_sum_matches_storage",
+                 "idle/idle_implies_queue_and_l2_storage_empty",
+                 "conservation/idle_implies_accepted_eq_queued"])

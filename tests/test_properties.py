@@ -809,7 +809,61 @@ def test_line_l1_alone_frees_every_input_bit():
     assert "grads" in harness.in_payload and len(harness.in_payload["grads"]) == 2 * 4
     assert len(harness.track_lane) == 1
     with pytest.raises(ValueError, match="lanes"):
-        FormalHarness(CONFIGS["small"], lanes=2)
+        FormalHarness(CONFIGS["small"], lanes=2, stimulus="one_address")
+
+
+def test_line_system_frees_every_input_of_the_design():
+    # The compressor on lines as a system: every In member of its signature driven from a
+    # free input (the beat's address at its full width, its gradients and mask, every mode
+    # input), the LFSR replaced by free bits, and the contracts it assumes are those proven
+    # alone on lines (L2's; not the one-lane streamer's or step totals').
+    from amaranth.lib import wiring
+    from gradient_compressor.design.params import port_name
+    from gradient_compressor.properties.harness import FreeRandom, mode_widths
+    from gradient_compressor.proofs.jobs import LINE_SMALL
+    harness = FormalHarness(LINE_SMALL, lanes=2, whole_storage=True)
+    text = rtlil.convert(harness, ports=[])
+    d = harness.dut
+    assert d.lanes == 2 and isinstance(d.lfsr, FreeRandom)
+    inputs = {port_name(path) for path, member, _ in d.signature.flatten(d)
+              if member.flow == wiring.In}
+    modes = set(mode_widths(d))
+    assert inputs == modes | {"grad_in__valid", "grad_in__payload", "threshold", "flush",
+                              "dram_out__ready"}
+    for name in modes:
+        assert f"\\in_{name}" in text
+    assert {name: len(sig) for name, sig in harness.in_payload.items()} == {"grads": 8, "mask": 2}
+    assert len(harness.in_addr) == len(d.grad_in.p.addr)
+    groups = {p.group for p in harness.props.props}
+    assert "combine" in groups and not {"streamer", "discard_totals", "throughput"} & groups
+
+
+def test_line_system_jobs_assert_every_property_once():
+    # The compressor on lines (make prove-lines): each assertion of the system's own groups
+    # is asserted in exactly one of its jobs (the open one, lines2-small-queue, included),
+    # the line L1's contract and the components' in none of them (proven alone: the line
+    # L1's jobs, and L2 on lines at these lanes and parameters).
+    from gradient_compressor.proofs.jobs import (LINE_SMALL, LINE_SYSTEM_JOBS, LINE_SYSTEM_OPEN,
+                                                 LINE_SYSTEM_COVER, LINE_SYSTEM_L2,
+                                                 LINE_L1_JOBS, PROVE_JOBS, PROVE_LINES_JOBS)
+    harness = FormalHarness(LINE_SMALL, lanes=2, whole_storage=True)
+    rtlil.convert(harness, ports=[])
+    asserts = [p for p in harness.props.props if p.kind == "assert"]
+    tests = [harness.props.focused(j.focus) for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_OPEN]
+    own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS]
+    assert {p.group for p in own} == {"stream", "idle", "counters", "bypass", "storage",
+                                      "system_conservation"}
+    assert not {p.full_name for p in own if sum(t(p) for t in tests) != 1}
+    assert not {p.full_name for p in asserts if p not in own and any(t(p) for t in tests)}
+    assert all(j.geometry == LINE_SMALL and j.lanes == 2 and not j.alone and j.whole_storage
+               for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_OPEN + [LINE_SYSTEM_COVER])
+    assert all(j.geometry == LINE_SMALL and j.lanes == 2 for j in LINE_L1_JOBS)
+    l2 = LINE_SYSTEM_L2[0]
+    assert COMPONENTS[l2.component].params(l2.geometry) == dict(
+        addr_width=4, grad_width=4, depth=4, burst_size=2, lanes=2)
+    names = {j.name for j in PROVE_LINES_JOBS}
+    assert {j.name for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_L2 + [LINE_SYSTEM_COVER]} <= names
+    assert not {j.name for j in LINE_SYSTEM_OPEN} & (names | {j.name for j in PROVE_JOBS})
 
 
 def test_line_l1_jobs_assert_every_property():
