@@ -396,11 +396,8 @@ class DiscardTotals(wiring.Component):
         else:
             counted = tree_sum(self.discard[i] for i in range(self.lanes))
             errors = tree_sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
-        # (clear picks after the adders, so that accept, which comes late, reaches no carry
-        # chain)
         m.d.sync += [
-            # mutation site: discard-count
-            self.count.eq(Mux(clear, counted, self.count + counted)),
-            self.sum.eq(Mux(clear, errors, self.sum + errors)),
+            self.count.eq(Mux(clear, 0, self.count) + counted),  # mutation site: discard-count
+            self.sum.eq(Mux(clear, 0, self.sum) + errors),
         ]
         return m

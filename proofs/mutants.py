@@ -278,7 +278,7 @@ MUTANTS = {
     "discard_count_not_cleared": (
         "dual-threshold", "the step's discard count is never cleared after a flush barrier",
         "discard-count",
-        "self.count.eq(Mux(clear, counted, self.count + counted)),",
+        "self.count.eq(Mux(clear, 0, self.count) + counted),",
         "self.count.eq(self.count + counted),"),
     "discard_on_a_bubble": (
         "dual-threshold", "a bubble in s3 whose stale gradient was tiny reports a discard",
