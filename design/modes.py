@@ -393,18 +393,11 @@ class DiscardTotals(wiring.Component):
             m.d.sync += self.barrier_done.eq(0)
         if self.lanes == 1:
             counted, errors = self.discard, Mux(self.discard, self.error, 0)
-            m.d.sync += [
-                # mutation site: discard-count
-                self.count.eq(Mux(clear, 0, self.count) + counted),
-                self.sum.eq(Mux(clear, 0, self.sum) + errors),
-            ]
         else:
             counted = tree_sum(self.discard[i] for i in range(self.lanes))
             errors = tree_sum(Mux(self.discard[i], self.error[i], 0) for i in range(self.lanes))
-            # On lines the clear (from grad_in's handshake) picks after the adders, so that it
-            # does not stand in front of the lanes' adder tree and the totals' long adders.
-            m.d.sync += [
-                self.count.eq(Mux(clear, counted, self.count + counted)),
-                self.sum.eq(Mux(clear, errors, self.sum + errors)),
-            ]
+        m.d.sync += [
+            self.count.eq(Mux(clear, 0, self.count) + counted),  # mutation site: discard-count
+            self.sum.eq(Mux(clear, 0, self.sum) + errors),
+        ]
         return m
