@@ -352,15 +352,11 @@ class LineAccumulator(L1Accumulator):
         new_row = Signal(self.row_layout)
         alloc_here = Mux(d.allocates, d.alloc_ways, 0)
         hit_here = Mux(d.c_hit, d.hit_ways, 0)
-        # The entry a beat allocates: its kept lanes. (In one assignment, each sum widened
-        # from its own gradient, so that no bit of the signal is made from another of its bits:
-        # the compiled simulator then settles in one delta cycle.)
+        # The entry a beat allocates: its kept lanes.
         alloc_entry = Signal(self.s4_kept.shape(), name="s3_alloc_entry")
-        alloc_sums = [Mux(d.kept[j], s3.grads[j], 0) for j in range(self.lanes)]
-        vw = value_width(self.grad_width)
-        m.d.comb += alloc_entry.eq(Cat(
-            *(Cat(v, v[-1].replicate(vw - len(v))) for v in alloc_sums), d.kept,
-            Const(1, alloc_entry.count.shape())))
+        m.d.comb += [alloc_entry.held.eq(d.kept), alloc_entry.count.eq(1)]
+        m.d.comb += [alloc_entry.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
+                     for j in range(self.lanes)]
         m.d.comb += new_row.eq(self.s3_row_now)
         for i, way in enumerate(new_row.ways):
             with m.If(alloc_here[i]):
