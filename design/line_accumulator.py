@@ -21,8 +21,7 @@ class _LineDecision(_Decision):
     """What the steps of a line's decision in ``s3`` pass on (beside :class:`_Decision`'s)."""
     __slots__ = (
         "direct", "small", "hit_add", "crossed", "way_outcomes", "leaves", "flushed",
-        "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write", "hit_entry",
-        "alloc_entry",
+        "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write",
     )
 
 
@@ -101,12 +100,6 @@ class LineAccumulator(L1Accumulator):
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
-        # s4: the entry the beat leaves in its way, if it holds it (s4_holds): kept apart
-        # from the row, as L1Accumulator's s4_sum and s4_count, so that the next beat to its
-        # line takes it from a register of its own rather than s4_row's way s4_way.
-        self.s4_kept = Signal(data.StructLayout({
-            "sums": self._per_lane(signed(vw)), "held": lanes,
-            "count": range(self.max_updates + 1)}))
         # The output register: the line write offered on push.
         self.out       = Signal(self._write_layout(), name="out")
         self.out_valid = Signal(name="out_valid")
@@ -253,21 +246,20 @@ class LineAccumulator(L1Accumulator):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
         may take before the pick (docs/synth.md, "Adders and tests before picks"): each way of
         ``s3_row`` (as ``s2`` left it: the beat in ``s4`` changed none of them that ``s3`` can
-        hit but its own address's) and the entry the beat in ``s4`` kept (``s4_kept``:
-        ``s3``'s address's when ``s3_same_addr``). Per entry: the lanes' sums plus
+        hit but its own address's) and the entry the beat in ``s4`` kept (``s4_row``'s way
+        ``s4_way``: ``s3``'s address's when ``s3_same_addr``). Per entry: the lanes' sums plus
         their gradients (``add``: a small lane's new sum, a direct lane's value with its held
         sum), which cross the threshold (``crossed``), which stay held (``held_after``),
         whether the line leaves (``leaves``), the lanes written at ``max_updates``
         (``flushed``) and the sums the entry keeps (``kept_sums``). The row's ways take their
         own way's outcome (``way_outcomes``); the write takes the hit's, picked one-hot by
-        ``picks`` (``hit_add``, ``crossed``, ``flushed``, ``leaves``; ``hit_entry``, the entry
-        a hit leaves, for ``s4_kept``)."""
+        ``picks`` (``hit_add``, ``crossed``, ``flushed``, ``leaves``)."""
         s3, N, vw = self.s3, self.lanes, value_width(self.grad_width)
         direct, small = Signal(N), Signal(N)
         m.d.comb += [direct.eq(Mux(self.s3_valid, s3.mask & self.s3_direct, 0)),
                      small.eq(Mux(self.s3_valid, s3.mask & ~self.s3_direct, 0))]
         same_addr = self.s3_same_addr
-        candidates = [*self.s3_row.ways, self.s4_kept]
+        candidates = [*self.s3_row.ways, self.s4_row.ways[self.s4_way]]
         # The hit, one-hot over the candidates (all 0 on a miss): s3_now_hit is their OR.
         row_hit_ways = self.s3_hit_ways & ~self.s3_taken
         picks = Signal(self.ways + 1, name="s3_hit_picks")
@@ -310,17 +302,14 @@ class LineAccumulator(L1Accumulator):
 
         hit_add = Signal(self._per_lane(signed(vw)), name="s3_hit_add")
         crossed, flushed, leaves = Signal(N), Signal(N), Signal()
-        hit_entry = Signal(self.s4_kept.shape(), name="s3_hit_entry")
         m.d.comb += [hit_add.eq(pick("add")), crossed.eq(pick("crossed")),
-                     flushed.eq(pick("flushed")), leaves.eq(pick("leaves")),
-                     hit_entry.sums.eq(pick("kept_sums")), hit_entry.held.eq(pick("held_after")),
-                     hit_entry.count.eq(pick("count") + 1)]
+                     flushed.eq(pick("flushed")), leaves.eq(pick("leaves"))]
         # Way w's outcome if it is the hit way: its own entry's, or s4's kept entry's.
         d.way_outcomes = [{field: Mux(same_addr, outcomes[-1][field], outcome[field])
                            for field in ("kept_sums", "held_after", "leaves", "count")}
                           for outcome in outcomes[:-1]]
         d.direct, d.small, d.hit_add, d.crossed = direct, small, hit_add, crossed
-        d.leaves, d.flushed, d.hit_entry = leaves, flushed, hit_entry
+        d.leaves, d.flushed = leaves, flushed
 
     def _s3_miss_lanes(self, m, d):
         """The case flags (``c_hit``, ``c_miss``: a beat with small lanes that hits or misses),
@@ -352,16 +341,13 @@ class LineAccumulator(L1Accumulator):
         new_row = Signal(self.row_layout)
         alloc_here = Mux(d.allocates, d.alloc_ways, 0)
         hit_here = Mux(d.c_hit, d.hit_ways, 0)
-        # The entry a beat allocates: its kept lanes.
-        alloc_entry = Signal(self.s4_kept.shape(), name="s3_alloc_entry")
-        m.d.comb += [alloc_entry.held.eq(d.kept), alloc_entry.count.eq(1)]
-        m.d.comb += [alloc_entry.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
-                     for j in range(self.lanes)]
         m.d.comb += new_row.eq(self.s3_row_now)
         for i, way in enumerate(new_row.ways):
             with m.If(alloc_here[i]):
-                m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.held.eq(alloc_entry.held),
-                             way.count.eq(alloc_entry.count), way.sums.eq(alloc_entry.sums)]
+                m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.held.eq(d.kept),
+                             way.count.eq(1)]
+                m.d.comb += [way.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
+                             for j in range(self.lanes)]
             with m.Elif(hit_here[i]):
                 outcome = d.way_outcomes[i]
                 # (count: the beats that updated the line, one per beat whatever its lanes)
@@ -371,7 +357,7 @@ class LineAccumulator(L1Accumulator):
                              way.sums.eq(outcome["kept_sums"])]
         with m.If(d.c_evict):
             m.d.comb += new_row.victim.eq(d.victim_way + 1)
-        d.new_row, d.alloc_entry = new_row, alloc_entry
+        d.new_row = new_row
 
     def _s3_writes(self, m, d, shared):
         """The beat's own line write (``own``) and the victim's (``victim_write``), the strobes
@@ -434,8 +420,6 @@ class LineAccumulator(L1Accumulator):
             self.s4_ways.eq(Mux(hit, d.hit_ways, d.alloc_ways)),
             self.s4_holds.eq((d.c_hit & ~d.leaves) | d.allocates),
             self.s4_alloc.eq(d.allocates),
-            # (the entry the beat leaves in its way: read only while it holds it, s4_holds)
-            self.s4_kept.eq(Mux(hit, d.hit_entry, d.alloc_entry)),
             self.s4_stepped.eq(self.random_step),
             self.s4_inc.eq(shared.count_inc),
             self.s4_dec.eq(shared.count_dec),

@@ -25,8 +25,7 @@ the induction, proven in a job of its own): ``s2``'s row (``l1.row``) is its set
 takes); ``s3``'s registered hit and hit way are its row's; what ``s3`` decides on, after its
 correction for ``s4``, is its set as it is now and, for the tracked set, the entry holding its
 address; ``s4``'s row is the decided row changed in ``s4``'s way, and its kept entry
-(``s4_holds``, ``s4_way``, ``s4_sum``, ``s4_count``; on lines ``s4_kept``) is the one its row
-holds for its address.
+(``s4_holds``, ``s4_way``, ``s4_sum``, ``s4_count``) is the one its row holds for its address.
 
 The output queue's own contract is :mod:`.queue`'s.
 """
@@ -233,14 +232,10 @@ def _s4_row(h, m, P):
     addr4 = h.stage[4].addr
     match4 = _match(h.tag_of(addr4), l1.s4_row)
     kept = l1.s4_row.ways[l1.s4_way]
+    # (On lines the kept entry is read from s4's row itself: no sum and count beside it.)
     if h.lanes > 1:
-        # (On lines the kept entry is a register of its own, s4_kept: its lanes' sums, the
-        # lanes held and the count.)
         kept_ok = ((l1.s4_set == h.set_of(addr4)) &
-                   (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &
-                   (~l1.s4_holds | ((kept.sums.as_value() == l1.s4_kept.sums.as_value()) &
-                                    (kept.held == l1.s4_kept.held) &
-                                    (kept.count == l1.s4_kept.count))))
+                   (l1.s4_holds == match4.bit_select(l1.s4_way, 1)))
     else:
         kept_ok = ((l1.s4_set == h.set_of(addr4)) &
                    (l1.s4_holds == match4.bit_select(l1.s4_way, 1)) &
