@@ -1,6 +1,8 @@
 """L1 on lines: beats of ``lanes`` gradients, one tag per line (the policy: docs/lanes.md,
 ``model.LineModel``)."""
 
+import functools
+import operator
 from dataclasses import replace
 
 from amaranth import *
@@ -18,7 +20,7 @@ __all__ = ["LineAccumulator"]
 class _LineDecision(_Decision):
     """What the steps of a line's decision in ``s3`` pass on (beside :class:`_Decision`'s)."""
     __slots__ = (
-        "direct", "small", "entry", "new_sums", "crossed", "held_after", "leaves", "flushed",
+        "direct", "small", "hit_add", "crossed", "way_outcomes", "leaves", "flushed",
         "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write",
     )
 
@@ -241,36 +243,74 @@ class LineAccumulator(L1Accumulator):
         self._s3_to_s4(m, d, shared)    # s4's registers
 
     def _s3_hit_lanes(self, m, d):
-        """The lanes judged here (``small``), the hit entry (``entry``), its lanes' new sums
-        (``new_sums``), which cross the threshold (``crossed``), which stay held
-        (``held_after``), whether the line leaves (``leaves``), and the lanes written at
-        ``max_updates`` (``flushed``)."""
+        """The lanes judged here (``small``), and what a hit does, made on every entry the hit
+        may take before the pick (docs/synth.md, "Adders and tests before picks"): each way of
+        ``s3_row`` (as ``s2`` left it: the beat in ``s4`` changed none of them that ``s3`` can
+        hit but its own address's) and the entry the beat in ``s4`` kept (``s4_row``'s way
+        ``s4_way``: ``s3``'s address's when ``s3_same_addr``). Per entry: the lanes' sums plus
+        their gradients (``add``: a small lane's new sum, a direct lane's value with its held
+        sum), which cross the threshold (``crossed``), which stay held (``held_after``),
+        whether the line leaves (``leaves``), the lanes written at ``max_updates``
+        (``flushed``) and the sums the entry keeps (``kept_sums``). The row's ways take their
+        own way's outcome (``way_outcomes``); the write takes the hit's, picked one-hot by
+        ``picks`` (``hit_add``, ``crossed``, ``flushed``, ``leaves``)."""
         s3, N, vw = self.s3, self.lanes, value_width(self.grad_width)
         direct, small = Signal(N, name="s3_direct_lanes"), Signal(N, name="s3_small_lanes")
         m.d.comb += [direct.eq(Mux(self.s3_valid, s3.mask & self.s3_direct, 0)),
                      small.eq(Mux(self.s3_valid, s3.mask & ~self.s3_direct, 0))]
-        entry = Signal(self.entry_layout, name="s3_entry")
-        m.d.comb += entry.eq(self.s3_row_now.ways[self.s3_now_way])
-        new_sums = Signal(self._per_lane(signed(vw)), name="s3_new_sums")
-        crossed = Signal(N)
-        for i in range(N):
-            held_sum = entry.sums[i]
+        same_addr = self.s3_same_addr
+        candidates = [*self.s3_row.ways, self.s4_row.ways[self.s4_way]]
+        # The hit, one-hot over the candidates (all 0 on a miss): s3_now_hit is their OR.
+        row_hit_ways = self.s3_hit_ways & ~self.s3_taken
+        picks = Signal(self.ways + 1, name="s3_hit_picks")
+        m.d.comb += picks.eq(Cat(Mux(same_addr, 0, row_hit_ways), same_addr & self.s4_holds))
+        outcomes = []
+        for k, entry in enumerate(candidates):
+            add = Signal(self._per_lane(signed(vw)), name=f"s3_add{k}")
+            kept_sums = Signal(self._per_lane(signed(vw)), name=f"s3_kept_sums{k}")
+            crossed, held_after, flushed = (Signal(N, name=f"s3_{what}{k}")
+                                            for what in ("crossed", "held_after", "flushed"))
+            leaves = Signal(name=f"s3_leaves{k}")
+            for i in range(N):
+                held_sum = entry.sums[i]
+                m.d.comb += [
+                    add[i].eq(held_sum + Mux(s3.mask[i], s3.grads[i], 0)),
+                    # |sum + g| >= t, on the bounds made in s2
+                    crossed[i].eq(small[i] & (at_least(held_sum, self.s3_high[i]) |
+                                              at_most(held_sum, self.s3_low[i]))),
+                ]
+            for j in range(N):
+                # (A lane that crossed is cleared; a direct lane keeps its sum.)
+                # mutation site: lane-sum-cleared
+                m.d.comb += kept_sums[j].eq(Mux(crossed[j], 0,
+                                                Mux(direct[j], entry.sums[j], add[j])))
+            fills = entry.count >= self.max_updates - 1
             m.d.comb += [
-                new_sums[i].eq(held_sum + Mux(small[i], s3.grads[i], 0)),
-                # |sum + g| >= t, on the bounds made in s2
-                crossed[i].eq(small[i] & (at_least(held_sum, self.s3_high[i]) |
-                                          at_most(held_sum, self.s3_low[i]))),
+                held_after.eq((entry.held | small) & ~crossed),
+                leaves.eq(fills | ~held_after.any()),
+                flushed.eq(Mux(fills, held_after, 0)),
             ]
-        held_after = Signal(N)
-        fills = entry.count >= self.max_updates - 1
-        leaves, flushed = Signal(name="s3_leaves"), Signal(N, name="s3_flushed")
-        m.d.comb += [
-            held_after.eq((entry.held | small) & ~crossed),
-            leaves.eq(fills | ~held_after.any()),
-            flushed.eq(Mux(fills, held_after, 0)),
-        ]
-        d.direct, d.small, d.entry, d.new_sums, d.crossed = direct, small, entry, new_sums, crossed
-        d.held_after, d.leaves, d.flushed = held_after, leaves, flushed
+            outcomes.append({"add": add, "kept_sums": kept_sums, "crossed": crossed,
+                             "held_after": held_after, "flushed": flushed, "leaves": leaves,
+                             "count": entry.count})
+
+        def pick(field):
+            return functools.reduce(operator.or_, (
+                Mux(picks[k], outcome[field].as_value() if field in ("add", "kept_sums")
+                    else outcome[field], 0)
+                for k, outcome in enumerate(outcomes)))
+
+        hit_add = Signal(self._per_lane(signed(vw)), name="s3_hit_add")
+        crossed, flushed = Signal(N, name="s3_crossed"), Signal(N, name="s3_flushed")
+        leaves = Signal(name="s3_leaves")
+        m.d.comb += [hit_add.eq(pick("add")), crossed.eq(pick("crossed")),
+                     flushed.eq(pick("flushed")), leaves.eq(pick("leaves"))]
+        # Way w's outcome if it is the hit way: its own entry's, or s4's kept entry's.
+        d.way_outcomes = [{field: Mux(same_addr, outcomes[-1][field], outcome[field])
+                           for field in ("kept_sums", "held_after", "leaves", "count")}
+                          for outcome in outcomes[:-1]]
+        d.direct, d.small, d.hit_add, d.crossed = direct, small, hit_add, crossed
+        d.leaves, d.flushed = leaves, flushed
 
     def _s3_miss_lanes(self, m, d):
         """The case flags (``c_hit``, ``c_miss``: a beat with small lanes that hits or misses),
@@ -311,12 +351,12 @@ class LineAccumulator(L1Accumulator):
                 m.d.comb += [way.sums[j].eq(Mux(d.kept[j], s3.grads[j], 0))
                              for j in range(self.lanes)]
             with m.Elif(hit_here[i]):
+                outcome = d.way_outcomes[i]
                 # (count: the beats that updated the line, one per beat whatever its lanes)
-                m.d.comb += [way.valid.eq(~d.leaves), way.held.eq(d.held_after),
-                             way.count.eq(d.entry.count + 1)]  # mutation site: line-count
-                # mutation site: lane-sum-cleared
-                m.d.comb += [way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))
-                             for j in range(self.lanes)]
+                m.d.comb += [way.valid.eq(~outcome["leaves"]),
+                             way.held.eq(outcome["held_after"]),
+                             way.count.eq(outcome["count"] + 1),  # mutation site: line-count
+                             way.sums.eq(outcome["kept_sums"])]
         with m.If(d.c_evict):
             m.d.comb += new_row.victim.eq(d.victim_way + 1)
         d.new_row = new_row
@@ -337,10 +377,11 @@ class LineAccumulator(L1Accumulator):
         for i in range(N):
             grad, value, cause = s3.grads[i], own.values[i], own.causes[i]
             with m.If(d.direct[i]):
-                m.d.comb += [value.eq(grad + Mux(d.c_hit & d.flushed[i], d.entry.sums[i], 0)),
+                # (grad plus its held sum beside the decision, picked last)
+                m.d.comb += [value.eq(Mux(d.c_hit & d.flushed[i], d.hit_add[i], grad)),
                              cause.eq(Cause.DIRECT)]
             with m.Elif(d.c_hit):
-                m.d.comb += [value.eq(d.new_sums[i]),
+                m.d.comb += [value.eq(d.hit_add[i]),
                              cause.eq(Mux(d.crossed[i], Cause.ACCUM_THRESHOLD,
                                           Cause.MAX_UPDATES))]
             with m.Elif(d.tiny[i]):

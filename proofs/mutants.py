@@ -162,8 +162,8 @@ MUTANTS = {
     "lane_sum_cleared_by_another": (
         "lanes", "a lane's held sum is cleared when another lane of the line crosses the "
         "threshold", "lane-sum-cleared",
-        "way.sums[j].eq(Mux(d.crossed[j], 0, d.new_sums[j]))",
-        "way.sums[j].eq(Mux(d.crossed.any(), 0, d.new_sums[j]))"),
+        "kept_sums[j].eq(Mux(crossed[j], 0,",
+        "kept_sums[j].eq(Mux(crossed.any(), 0,"),
     "lane_mask_ignores_lane_1": (
         "lanes", "a direct gradient in lane 1 is left out of the line write's mask",
         "lane-mask", "own.mask.eq(d.direct |", "own.mask.eq((d.direct & ~2) |"),
@@ -178,8 +178,8 @@ MUTANTS = {
     "max_updates_counted_per_lane": (
         "lanes", "a hit counts one update per small lane of the beat, not one per beat (the "
         "line's max_updates write comes early)", "line-count",
-        "way.count.eq(d.entry.count + 1)",
-        "way.count.eq(d.entry.count + sum(d.small[j] for j in range(self.lanes)))"),
+        "way.count.eq(outcome[\"count\"] + 1),",
+        "way.count.eq(outcome[\"count\"] + sum(d.small[j] for j in range(self.lanes))),"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
