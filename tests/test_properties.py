@@ -552,7 +552,8 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
         # Each asserts its part and assumes nothing of the rest (no induction hypothesis).
         assert all(not j.assume_others for j in safety) or len(safety) == 1
     assert set(SLOWEST) <= {j.name for j in all_jobs()}
-    assert [j.name for j in slowest_first(BMC_JOBS)][:2] == ["assoc-conservation-bmc",
+    assert [j.name for j in slowest_first(BMC_JOBS)][:3] == ["lines2-bmc",
+                                                              "assoc-conservation-bmc",
                                                               "small-safety-bmc"]
 
 
