@@ -679,13 +679,7 @@ class FormalHarness(Elaboratable):
         if self.l2_ports and self.lanes > 1:
             self._line_storage_views(m)
         elif self.l2_ports:
-            depth = d.fifo_depth
-            self.l2_occupied = []
-            for i, port in enumerate(self.l2_ports):
-                occ = Signal(name=f"l2_occupied{i}")
-                off = Mux(i >= wb.r_ptr, i - wb.r_ptr, i + depth - wb.r_ptr)
-                m.d.comb += occ.eq(off < wb.count)
-                self.l2_occupied.append(occ)
+            self._l2_occupancy(m)
             out_match = wb.out_valid & (d.dram_out.p.addr == self.track)
             ent_match = [self.l2_occupied[i] & (p.data.addr == self.track)
                          for i, p in enumerate(self.l2_ports)]
@@ -707,6 +701,17 @@ class FormalHarness(Elaboratable):
                     enumerate(self.l1_ports)) -
                 Mux(self.scan, sum(l1.scan_done[i] for i in range(d.ways)), 0))
 
+    def _l2_occupancy(self, m):
+        """``l2_occupied[i]``: L2's storage slot ``i`` holds a write (between its read and
+        write pointers), with the whole storage read."""
+        wb, depth = self.dut.writeback, self.dut.fifo_depth
+        self.l2_occupied = []
+        for i in range(len(self.l2_ports)):
+            occ = Signal(name=f"l2_occupied{i}")
+            off = Mux(i >= wb.r_ptr, i - wb.r_ptr, i + depth - wb.r_ptr)
+            m.d.comb += occ.eq(off < wb.count)
+            self.l2_occupied.append(occ)
+
     def _line_storage_views(self, m):
         """The compressor on lines, with the whole storage read: what L2 (its storage and its
         output register) and L1's output queue (each place's pair, less the head's own write
@@ -714,13 +719,7 @@ class FormalHarness(Elaboratable):
         address."""
         d = self.dut
         l1, wb, queue = d.l1, d.writeback, d.l1.queue
-        depth = d.fifo_depth
-        self.l2_occupied = []
-        for i, port in enumerate(self.l2_ports):
-            occ = Signal(name=f"l2_occupied{i}")
-            off = Mux(i >= wb.r_ptr, i - wb.r_ptr, i + depth - wb.r_ptr)
-            m.d.comb += occ.eq(off < wb.count)
-            self.l2_occupied.append(occ)
+        self._l2_occupancy(m)
         self.l2_real_sum = Signal(signed(self.bw))
         m.d.comb += self.l2_real_sum.eq(
             Mux(wb.out_valid, self.write_at_track(d.dram_out.p), 0) +
