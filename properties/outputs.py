@@ -162,13 +162,18 @@ def _storage(h, P):
 
 def _idle(h, m, P):
     """``idle`` only when everything is empty and, after INIT, whenever nothing accepted is
-    inside; under ``flush`` no gradient is taken from its second cycle, and ``idle`` holds."""
+    inside; under ``flush`` no gradient is taken from its second cycle, and ``idle`` holds.
+    On lines L1's output register is inside too."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
-    probe = l1.probe
+    probe, lines = l1.probe, h.lanes > 1
     P.check("idle", "idle_implies_everything_empty",
             ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (probe.reserved == 0) &
                        ~l1.push.valid & ~d.dram_out.valid &
                        ((probe.state == L1State.RUN) | (probe.state == L1State.DONE))))
+    if lines:
+        P.check("idle", "idle_implies_queue_and_l2_storage_empty",
+                ~d.idle | ((probe.queue.level == 0) & ~l1.out_valid & (wb.count == 0) &
+                           ~wb.out_valid))
     P.check("idle", "idle_implies_tracked_set_holds_nothing_for_address",
             ~d.idle | (h.l1_n == 0))
     if h.l1_ports:
@@ -177,8 +182,10 @@ def _idle(h, m, P):
     # gradient in s1 ... s4, as the harness follows them, no valid L1 entry, no write in the
     # queue or in L2), under flush or not.
     nothing_inside = Signal(name="nothing_accepted_inside")
-    m.d.comb += nothing_inside.eq(~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) &
-                                  (probe.queue.level == 0) & (wb.level == 0))
+    empty = ~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) & (probe.queue.level == 0)
+    if lines:
+        empty = empty & ~l1.out_valid
+    m.d.comb += nothing_inside.eq(empty & (wb.level == 0))
     P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
             h.init | ~nothing_inside | d.idle)
     # grad_in.ready is a register: a gradient offered in the first cycle of flush may still be
@@ -260,37 +267,9 @@ def _line_system(h, m, P):
              (d.dram_out.payload.as_value() == wb.dram_out.payload.as_value())))
     P.check("stream", "push_ready_is_level_below_depth",
             l1.push.ready == (wb.level < d.fifo_depth))
-    _line_idle(h, m, P)
+    _idle(h, m, P)
     _line_counters(h, m, P)
     _line_conservation(h, m, P)
-
-
-def _line_idle(h, m, P):
-    """``idle`` on lines: as on one lane, with L1's output register."""
-    d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
-    probe = l1.probe
-    P.check("idle", "idle_implies_everything_empty",
-            ~d.idle | ((l1.valid_count == 0) & (wb.level == 0) & (probe.reserved == 0) &
-                       ~l1.push.valid & ~d.dram_out.valid &
-                       ((probe.state == L1State.RUN) | (probe.state == L1State.DONE))))
-    P.check("idle", "idle_implies_queue_and_l2_storage_empty",
-            ~d.idle | ((probe.queue.level == 0) & ~l1.out_valid & (wb.count == 0) &
-                       ~wb.out_valid))
-    P.check("idle", "idle_implies_tracked_set_holds_nothing_for_address",
-            ~d.idle | (h.l1_n == 0))
-    if h.l1_ports:
-        P.check("idle", "idle_implies_no_valid_entry_in_storage", ~d.idle | (h.l1_total == 0))
-    nothing_inside = Signal(name="nothing_accepted_inside")
-    m.d.comb += nothing_inside.eq(~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) &
-                                  (probe.queue.level == 0) & ~l1.out_valid & (wb.level == 0))
-    P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
-            h.init | ~nothing_inside | d.idle)
-    last_flush = Signal(name="flush_high_last_cycle")
-    idle_under_flush = Signal(name="idle_under_flush_for_two_cycles")
-    m.d.sync += [last_flush.eq(d.flush), idle_under_flush.eq(last_flush & d.flush & d.idle)]
-    P.check("idle", "no_gradient_taken_from_the_second_cycle_of_flush",
-            ~(last_flush & d.flush) | ~d.grad_in.ready)
-    P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
 
 
 def _line_counters(h, m, P):
