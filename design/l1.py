@@ -61,6 +61,9 @@ class L1Probe:
     scan_wait: Signal
     #: The output queue (a :class:`~design.queue.WriteQueue`, with a contract of its own).
     queue: object
+    #: On lines, whether L1's output register holds a write (push's valid comes from it);
+    #: None with one lane, whose push is the queue's head.
+    out_valid: object = None
 
 
 class _Shared:

@@ -107,7 +107,8 @@ class LineAccumulator(L1Accumulator):
         # loaded into it (the victim's is next).
         self.out_last  = Signal(name="out_last")
         self.own_taken = Signal(name="own_taken")
-        self.probe = replace(self.probe, deciding_direct=self.s3_direct)
+        self.probe = replace(self.probe, deciding_direct=self.s3_direct,
+                             out_valid=self.out_valid)
 
     # -- what depends on the number of lanes ----------------------------------------------------
 

@@ -172,7 +172,7 @@ def _idle(h, m, P):
                        ((probe.state == L1State.RUN) | (probe.state == L1State.DONE))))
     if lines:
         P.check("idle", "idle_implies_queue_and_l2_storage_empty",
-                ~d.idle | ((probe.queue.level == 0) & ~l1.out_valid & (wb.count == 0) &
+                ~d.idle | ((probe.queue.level == 0) & ~probe.out_valid & (wb.count == 0) &
                            ~wb.out_valid))
     P.check("idle", "idle_implies_tracked_set_holds_nothing_for_address",
             ~d.idle | (h.l1_n == 0))
@@ -184,7 +184,7 @@ def _idle(h, m, P):
     nothing_inside = Signal(name="nothing_accepted_inside")
     empty = ~Cat(*h.stage_valid[1:]).any() & (l1.valid_count == 0) & (probe.queue.level == 0)
     if lines:
-        empty = empty & ~l1.out_valid
+        empty = empty & ~probe.out_valid
     m.d.comb += nothing_inside.eq(empty & (wb.level == 0))
     P.check("idle", "idle_whenever_nothing_accepted_is_inside_after_init",
             h.init | ~nothing_inside | d.idle)
