@@ -198,18 +198,23 @@ def _idle(h, m, P):
     P.check("idle", "idle_stays_high_while_flush_high", ~(idle_under_flush & d.flush) | d.idle)
 
 
+def _cause_strobes(d):
+    """The compressor's cause strobes with their causes. The table is restated here on
+    purpose, not imported from the design: a wrong table in design/compressor.py must fail
+    the checks (mutant evict_strobe_...)."""
+    return [(d.direct_write,      Cause.DIRECT),
+            (d.accum_write,       Cause.ACCUM_THRESHOLD),
+            (d.max_updates_write, Cause.MAX_UPDATES),
+            (d.evict_write,       Cause.EVICTION),
+            (d.flush_write,       Cause.FLUSH),
+            (d.stochastic_write,  Cause.STOCHASTIC)]
+
+
 def _counters(h, m, P):
     """The cause strobes and the running counters."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
     probe = l1.probe
-    # The strobe -> cause table is restated here on purpose, not imported from the design:
-    # a wrong table in design/compressor.py must fail this check (mutant evict_strobe_...).
-    for strobe, cause in [(d.direct_write,      Cause.DIRECT),
-                          (d.accum_write,       Cause.ACCUM_THRESHOLD),
-                          (d.max_updates_write, Cause.MAX_UPDATES),
-                          (d.evict_write,       Cause.EVICTION),
-                          (d.flush_write,       Cause.FLUSH),
-                          (d.stochastic_write,  Cause.STOCHASTIC)]:
+    for strobe, cause in _cause_strobes(d):
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire & (l1.push.p.cause == cause)))
     P.check("counters", "hit_or_miss_strobe_only_when_a_small_gradient_decides",
@@ -279,12 +284,7 @@ def _line_counters(h, m, P):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
     probe, N = l1.probe, h.lanes
     push = l1.push.p
-    for strobe, cause in [(d.direct_write,      Cause.DIRECT),
-                          (d.accum_write,       Cause.ACCUM_THRESHOLD),
-                          (d.max_updates_write, Cause.MAX_UPDATES),
-                          (d.evict_write,       Cause.EVICTION),
-                          (d.flush_write,       Cause.FLUSH),
-                          (d.stochastic_write,  Cause.STOCHASTIC)]:
+    for strobe, cause in _cause_strobes(d):
         P.check("counters", f"{cause.name.lower()}_strobe_iff_such_a_write_enters_l2",
                 strobe == (h.push_fire &
                            Cat(push.mask[i] & (push.causes[i] == cause) for i in range(N)).any()))
