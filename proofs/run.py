@@ -299,7 +299,8 @@ def read_sby_outcome(sby_dir, props):
     ``status`` is SBY's (PASS, FAIL, UNKNOWN, ERROR...), ERROR if it wrote none; ``failed``
     the names of the failed assertions; ``covers`` ``(reached|unreached, name, None)`` per
     cover statement; ``trace`` the first failed assertion's counterexample VCD, relative to
-    ``sby_dir`` (None if there is none)."""
+    ``sby_dir`` (None if there is none). A k-induction job whose base case fails has the base
+    case's failures and trace (:func:`_base_case_failure`)."""
     outcome = {"status": "ERROR", "failed": [], "covers": [], "trace": None}
     try:
         with open(os.path.join(sby_dir, "status")) as f:
@@ -325,7 +326,31 @@ def read_sby_outcome(sby_dir, props):
         elif kind == "COVER":
             reached = case.get("tracefile") is not None and not failed
             outcome["covers"].append(("reached" if reached else "unreached", name, None))
+    base_case = _base_case_failure(sby_dir, props)
+    if base_case:
+        outcome["failed"], outcome["trace"] = base_case
     return outcome
+
+
+def _base_case_failure(sby_dir, props):
+    """The failed assertions of a k-induction job's failed base case and its trace (from
+    reset: a bug), as SymbiYosys's summary in ``logfile.txt`` lists them: ``(names, trace
+    relative to sby_dir)``, or None if no base case failed. Its JUnit report names the
+    induction step's failures as well, and may give the induction step's trace (from an
+    arbitrary state) for every one of them."""
+    try:
+        with open(os.path.join(sby_dir, "logfile.txt")) as f:
+            log = f.read()
+    except OSError:
+        return None
+    match = re.search(r"summary: counterexample trace \[basecase\]: (\S+)\n"
+                      r"((?:.*summary: +failed assertion .*\n)*)", log)
+    if not match:
+        return None
+    locations = re.findall(r"failed assertion \S+ at (\S+) step \d+", match.group(2))
+    names = list(dict.fromkeys(property_name(location, props) for location in locations))
+    # The summary's path starts with the work folder's own name (job/engine_0/trace.vcd).
+    return names, os.path.join(*match.group(1).split("/")[1:])
 
 
 def run_jobs(jobs, *, parallel=2, work=None, on_done=None):

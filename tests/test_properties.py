@@ -236,6 +236,39 @@ def test_mutant_patch_survives_reformatting(tmp_path, monkeypatch):
     assert "victim.eq(victim_way)" in (tmp_path / "mutant" / "design" / "l1.py").read_text()
 
 
+def test_a_failed_base_case_gives_the_trace_from_reset(tmp_path):
+    # A k-induction job whose base case and induction step both fail: SymbiYosys's JUnit
+    # report may give every failed assertion the induction step's trace (from an arbitrary
+    # state, whose replay from its own start fails nothing); the job's failures and trace are
+    # the base case's, as its summary lists them.
+    from gradient_compressor.proofs.run import read_sby_outcome
+    where = "/p/properties/writeback.py@"
+    (tmp_path / "status").write_text("FAIL 2\n")
+    cases = "".join(
+        f'<testcase type="ASSERT" location="{where}{name}:1" '
+        f'tracefile="engine_0/trace_induct.vcd"><failure/></testcase>'
+        for name in ("combine/a", "fifo/b", "fifo/c"))
+    (tmp_path / "job.xml").write_text(f"<testsuites><testsuite>{cases}</testsuite></testsuites>")
+    (tmp_path / "logfile.txt").write_text(
+        "SBY 1:00:00 [job] summary: engine_0 (smtbmc yices) returned FAIL for basecase\n"
+        "SBY 1:00:00 [job] summary: counterexample trace [basecase]: job/engine_0/trace.vcd\n"
+        f"SBY 1:00:00 [job] summary:   failed assertion top.x at {where}fifo/b:1 step 2\n"
+        f"SBY 1:00:00 [job] summary:   failed assertion top.y at {where}fifo/c:1 step 2\n"
+        "SBY 1:00:00 [job] summary: counterexample trace [induction]: "
+        "job/engine_0/trace_induct.vcd\n"
+        f"SBY 1:00:00 [job] summary:   failed assertion top.z at {where}combine/a:1\n"
+        "SBY 1:00:00 [job] DONE (FAIL, rc=2)\n")
+    outcome = read_sby_outcome(str(tmp_path), {})
+    assert outcome["status"] == "FAIL"
+    assert outcome["failed"] == ["fifo/b", "fifo/c"]
+    assert outcome["trace"] == os.path.join("engine_0", "trace.vcd")
+    # Without a failed base case (a CTI), the induction step's failures are the job's.
+    (tmp_path / "logfile.txt").write_text("SBY 1:00:00 [job] DONE (UNKNOWN, rc=0)\n")
+    outcome = read_sby_outcome(str(tmp_path), {})
+    assert outcome["failed"] == ["combine/a", "fifo/b", "fifo/c"]
+    assert outcome["trace"] == "engine_0/trace_induct.vcd"
+
+
 @pytest.mark.skipif(shutil.which("yowasp-sby") is None and
                     not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
                                                     "yowasp-sby")),
@@ -552,9 +585,10 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
         # Each asserts its part and assumes nothing of the rest (no induction hypothesis).
         assert all(not j.assume_others for j in safety) or len(safety) == 1
     assert set(SLOWEST) <= {j.name for j in all_jobs()}
-    assert [j.name for j in slowest_first(BMC_JOBS)][:3] == ["lines2-bmc",
-                                                              "assoc-conservation-bmc",
-                                                              "small-safety-bmc"]
+    assert [j.name for j in slowest_first(BMC_JOBS)][:4] == ["assoc-conservation-bmc",
+                                                              "small-safety-bmc",
+                                                              "small-conservation-bmc",
+                                                              "lines2-bmc"]
 
 
 def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
