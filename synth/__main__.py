@@ -21,30 +21,12 @@ import warnings
 
 from amaranth.hdl import UnusedElaboratable
 
-from gradient_compressor.console import positive_integer
+from gradient_compressor.console import ArgumentParser, positive_integer
 from gradient_compressor.provenance import write_results
 from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run
 from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
-
-
-class ArgumentParser(argparse.ArgumentParser):
-    """Errors in one line (no usage block), exit status 2."""
-
-    def error(self, message):
-        self.exit(2, f"{self.prog}: error: {message}\n")
-
-
-def seed(text):
-    """An argparse ``type``: a nextpnr placement seed, a positive integer."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
 
 
 def build_parser():
@@ -59,7 +41,7 @@ def build_parser():
                "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")
-    parser.add_argument("--seeds", nargs="+", type=seed, default=[1], metavar="SEED",
+    parser.add_argument("--seeds", nargs="+", type=positive_integer, default=[1], metavar="SEED",
                         help="nextpnr placement seeds, one run each (default: 1)")
     parser.add_argument("--freq", type=float, default=200, metavar="MHZ",
                         help="clock constraint for nextpnr in MHz (default: %(default)s)")

@@ -191,7 +191,7 @@ def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tm
         main(["default", config, "--out", str(tmp_path)])
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == \
-        f"python -m gradient_compressor.synth: error: {message}"
+        f"python -m gradient_compressor.synth: error: {message} (see --help)"
     assert not (tmp_path / "synth.json").exists()
 
 
@@ -201,7 +201,7 @@ def test_frequency_must_be_positive(capsys):
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python -m gradient_compressor.synth: error: --freq must be a positive number of MHz, "
-        "not 0")
+        "not 0 (see --help)")
 
 
 def _netlist(tmp_path, cells, ports):
