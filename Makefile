@@ -24,8 +24,9 @@ test: $(STAMP)
 prove: $(STAMP)
 	$(PYTHON) -m gradient_compressor.proofs prove $(PROVE_ARGS)
 
-# The line L1 alone at 8 lanes on the default geometry, by k-induction (docs/proofs.md, "The
-# line L1's contract": what it proves and how long it takes; not part of make prove).
+# The line L1 alone and the compressor as a system at 8 lanes on the default geometry, and the
+# compressor on 2 lanes, by k-induction (docs/proofs.md, "The line L1's contract" and "The
+# compressor on lines": what they prove and how long they take; not part of make prove).
 # PROVE_LINES_ARGS: e.g. -j 1, or --out FILE.md.
 prove-lines: $(STAMP)
 	$(PYTHON) -m gradient_compressor.proofs prove-lines $(PROVE_LINES_ARGS)

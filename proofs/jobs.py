@@ -409,9 +409,20 @@ LINE_SYSTEM_L2 = [Job("l2_lines-lines2-small", "small", "prove", 3, component="l
 #: docs/proofs.md); ``make prove-lines`` (``python -m gradient_compressor.proofs
 #: prove-lines``) runs them all, ``run`` one by name.
 LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
-#: make prove-lines: the line L1 at 8 lanes on default, and the compressor on lines as a
-#: system at 2 lanes on LINE_SMALL (L2 on lines there, the system's groups, its cover).
-PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER])
+#: ... and the compressor on 8 lanes as a system on the default geometry: L2 on lines at these
+#: lanes and parameters alone, and the system's groups that need no whole storage (the
+#: ``safety`` jobs' groups: at this size, as on one lane, the storage sums are not read), with
+#: the line L1's and L2's contracts assumed.
+LINE8_DEFAULT = CONFIGS["default"].replace(lanes=8)
+LINE8_SYSTEM_JOBS = [Job("l2_lines-lines8-default", "default", "prove", 3, component="l2_lines",
+                         geometry=LINE8_DEFAULT, timeout=300),
+                     Job("lines8-default-safety", "default", "prove", 3,
+                         focus=LINE_SYSTEM_GROUPS["safety"], lanes=8, timeout=900)]
+#: make prove-lines: the line L1 and the system at 8 lanes on default, and the compressor on
+#: lines as a system at 2 lanes on LINE_SMALL (L2 on lines there, the system's groups, its
+#: cover).
+PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS +
+                    [LINE_SYSTEM_COVER])
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
 #: the mutation check's first check of a lane mutant (proofs/mutants.py), deep enough for INIT,
 #: three beats to one line through the pipeline and a flush of them.
@@ -590,7 +601,8 @@ def slowest_first(jobs):
 def all_jobs():
     seen = {}
     for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] +
-                LINE8_L1_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER] +
+                LINE8_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_JOBS +
+                [LINE_SYSTEM_COVER] +
                 LINE_SYSTEM_OPEN):
         seen.setdefault(job.name, job)
     return list(seen.values())

@@ -346,20 +346,20 @@ def test_counterexample_replays(tmp_path):
                                                     "yowasp-sby")),
                     reason="yowasp-sby not installed")
 def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
-    """A counterexample of the check on lines (a victim's lanes swapped) replays in the Amaranth
-    simulator: the mutant breaks conservation at the swapped lanes' addresses, the design does
-    not; ``--pytest`` writes a test of the line replay."""
+    """A counterexample of the check on lines (a direct gradient in lane 1 left out of its line
+    write) replays in the Amaranth simulator: the mutant breaks conservation at that lane's
+    address, the design does not; ``--pytest`` writes a test of the line replay."""
     import dataclasses
     from gradient_compressor.proofs.line_replay import (check_line_steps, input_port_names,
                                                         read_port_steps)
     from gradient_compressor.proofs.replay import _factory, replay_main
     from gradient_compressor.proofs.run import run_job
-    dest = apply_mutant("victim_lanes_swapped", str(tmp_path / "mutant"))
+    dest = apply_mutant("lane_mask_ignores_lane_1", str(tmp_path / "mutant"))
     # (the check of the compressor on lines: the first check of a lane mutant is the line L1's
     # alone, whose inputs are not the compressor's ports)
-    job = dataclasses.replace(next(j for j in jobs_for("victim_lanes_swapped", dest)
+    job = dataclasses.replace(next(j for j in jobs_for("lane_mask_ignores_lane_1", dest)
                                    if not j.alone),
-                              name="test-replay-victim_lanes_swapped")
+                              name="test-replay-lane_mask_ignores_lane_1")
     result = run_job(job, work=str(tmp_path / "work"))
     assert result["status"] == "FAIL", result
     config = dict(job.geometry, lanes=job.lanes)
@@ -899,6 +899,30 @@ def test_line_system_jobs_assert_every_property_once():
     names = {j.name for j in PROVE_LINES_JOBS}
     assert {j.name for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_L2 + [LINE_SYSTEM_COVER]} <= names
     assert not {j.name for j in LINE_SYSTEM_OPEN} & (names | {j.name for j in PROVE_JOBS})
+
+
+def test_line8_system_job_asserts_every_property_of_the_system_without_storage():
+    # The compressor on 8 lanes on the default geometry (make prove-lines): its job asserts
+    # every assertion of the system's own groups that its harness has without the whole
+    # storage, and none of L1's or the components' (proven alone: the line L1's jobs at 8
+    # lanes on default, and L2 on lines at these lanes and parameters).
+    from gradient_compressor.proofs.jobs import LINE8_DEFAULT, LINE8_SYSTEM_JOBS, PROVE_LINES_JOBS
+    l2, system = LINE8_SYSTEM_JOBS
+    harness = FormalHarness(LINE8_DEFAULT, lanes=8)
+    rtlil.convert(harness, ports=[])
+    asserts = [p for p in harness.props.props if p.kind == "assert"]
+    own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS]
+    asserted = harness.props.focused(system.focus)
+    assert {p.group for p in own} == {"stream", "idle", "counters", "bypass",
+                                      "system_conservation"}
+    assert all(asserted(p) for p in own)
+    assert not any(asserted(p) for p in asserts if p not in own)
+    assert system.lanes == 8 and system.config == "default" and not system.whole_storage
+    assert COMPONENTS[l2.component].params(l2.geometry) == dict(
+        addr_width=CONFIGS["default"]["addr_width"], grad_width=CONFIGS["default"]["grad_width"],
+        depth=CONFIGS["default"]["fifo_depth"], burst_size=CONFIGS["default"]["burst_size"],
+        lanes=8)
+    assert {l2.name, system.name} <= {j.name for j in PROVE_LINES_JOBS}
 
 
 def test_line_l1_jobs_assert_every_property():
