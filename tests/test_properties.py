@@ -891,6 +891,9 @@ def test_line_system_liveness_jobs_assert_every_liveness_property_once():
     harness = FormalHarness(LINE_SMALL, lanes=2, whole_storage=True, fairness=PROVEN["small"])
     rtlil.convert(harness, ports=[])
     assert (harness.bound, harness.progress) == (501, 11)
+    # (The measure reads the output register through L1's probe: names, no logic.)
+    l1 = harness.dut.l1
+    assert l1.probe.own_taken is l1.own_taken and l1.probe.out_valid is l1.out_valid
     asserts = [p for p in harness.props.props if p.kind == "assert"
                and p.group in ("progress", "termination")]
     assert {p.group for p in asserts} == {"progress", "termination"}
