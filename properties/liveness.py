@@ -68,11 +68,11 @@ STAGES = ("ready", "s1", "s2", "s3", "s4")
 #: place of the queue 6, as two writes of 3 (a pair: the beat's own write and a victim's), and
 #: the head pair's own write, once loaded into the output register (``own_taken``), no longer
 #: counts in its place: the measure holds 3 while it has not (``own_not_taken``). So loading
-#: the register falls (a pair's own write: -3 + 2; its last write, the place freed: -6 + 2, or
-#: -6 + 3 + 2 after its own; the register taken by L2 at once: +1 for L2, -2 ... -6 for the
-#: queue). A valid line weighs 7 (the scan writes it into a place of 6), ``s4`` 7 (its pair
-#: takes a place, or nothing), ``s3`` 15 (``s4``'s 7 plus a line it may allocate), the stages
-#: before one more each.
+#: the empty register falls (a pair's own write: -3 + 2; a place's only write: -6 + 2), and so
+#: does the register taken by L2 (-2 + 1; with the next write loaded at once: -3 + 1, the
+#: victim after its pair's own -6 + 3 + 1, a place's only write -6 + 1). A valid line weighs
+#: 7 (the scan writes it into a place of 6), ``s4`` 7 (its pair takes a place, or nothing),
+#: ``s3`` 15 (``s4``'s 7 plus a line it may allocate), the stages before one more each.
 LINE_WEIGHTS = {"ready": 18, "s1": 17, "s2": 16, "s3": 15, "s4": 7, "place": 6, "out": 2,
                 "own_not_taken": 3, "entry": 7}
 
