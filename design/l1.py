@@ -64,6 +64,9 @@ class L1Probe:
     #: On lines, whether L1's output register holds a write (push's valid comes from it);
     #: None with one lane, whose push is the queue's head.
     out_valid: object = None
+    #: On lines, whether the output register holds the head pair's own write, its victim's
+    #: still to follow (the place is released with the victim's); None with one lane.
+    own_taken: object = None
 
 
 class _Shared:

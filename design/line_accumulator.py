@@ -108,7 +108,7 @@ class LineAccumulator(L1Accumulator):
         self.out_last  = Signal(name="out_last")
         self.own_taken = Signal(name="own_taken")
         self.probe = replace(self.probe, deciding_direct=self.s3_direct,
-                             out_valid=self.out_valid)
+                             out_valid=self.out_valid, own_taken=self.own_taken)
 
     # -- what depends on the number of lanes ----------------------------------------------------
 

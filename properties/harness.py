@@ -223,9 +223,10 @@ class FormalHarness(Elaboratable):
         if fairness is None:
             self.bound = self.progress = None
         else:
-            self.bound = flush_bound(d.sets, d.ways, d.fifo_depth, fairness)
+            # (On lines, the measure and bounds of lines: properties/liveness.py.)
+            self.bound = flush_bound(d.sets, d.ways, d.fifo_depth, fairness, lanes=lanes)
             self.progress = progress_bound(d.sets, d.ways, fairness, d.fifo_depth,
-                                           d.burst_size)
+                                           d.burst_size, lanes=lanes)
         self._add_read_ports()
 
     def _check_arguments(self, *, simulate, stimulus, driven, alone, fairness, covers, lanes):

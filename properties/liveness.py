@@ -9,6 +9,14 @@ stated as bounded safety properties so that k-induction proves them:
   asserted) ``idle`` is high at the latest ``B = flush_bound(...)`` cycles after ``flush``
   rose. This is a ranking-function proof: the induction window does not grow with ``B``.
 
+On lines (the compressor built with ``lanes > 1``) both are stated the same way, with the
+measure and the bounds of lines (``lanes`` of the functions below): a place of L1's output
+queue holds a pair of line writes (a beat's own and a victim's), and L1's output register a
+write of its own, so the measure weighs a place as two writes and counts the register and
+whether the head pair's own write has already left the queue for it (``LINE_WEIGHTS``); and a
+place is freed only when its pair's last write has entered L2, which with L2 full takes up to
+two of DRAM's pops where one lane's takes one (``progress_bound``).
+
 The counters here (``progress_wait``, ``flush_stuck``, ``flush_cycles``) count cycles, so
 their assertions are invariants a short induction can carry.
 """
@@ -18,29 +26,35 @@ from amaranth import *
 from gradient_compressor.design import L1State
 from gradient_compressor.design.l1 import L1Accumulator
 
-__all__ = ["add", "flush_bound", "l2_place_period", "measure_max", "progress_bound"]
+__all__ = ["add", "flush_bound", "l2_place_period", "line_progress_bound", "measure_max",
+           "progress_bound"]
 
 
-def flush_bound(sets, ways, fifo_depth, K, queue_depth=None):
+def flush_bound(sets, ways, fifo_depth, K, queue_depth=None, lanes=1):
     """The flush termination bound B (cycles from ``flush`` rising to ``idle``).
 
     With ``flush`` held high and DRAM ready at least once in every ``K`` cycles, ``idle`` is
     high at the latest ``B`` cycles after the first cycle with ``flush`` high, where::
 
-        B = (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth) + 1)
+        B = (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth, lanes) + 1)
 
     It follows from the ranking function (the measure of work left, see :func:`add`): under
     ``flush`` it never grows and falls at least once in every ``K + 1`` cycles until ``idle``.
     Both facts, and the bound itself, are proven (``termination`` group).
     """
-    return (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth) + 1)
+    return (K + 1) * (measure_max(sets, ways, fifo_depth, queue_depth, lanes) + 1)
 
 
-def measure_max(sets, ways, fifo_depth, queue_depth=None):
+def measure_max(sets, ways, fifo_depth, queue_depth=None, lanes=1):
     """The largest value of the flush ranking function (see :func:`flush_bound`); the queue's
-    depth is L1's (``L1Accumulator.QUEUE_DEPTH``) unless given."""
+    depth is L1's (``L1Accumulator.QUEUE_DEPTH``) unless given. On lines (``lanes > 1``) with
+    :data:`LINE_WEIGHTS`."""
     if queue_depth is None:
         queue_depth = L1Accumulator.QUEUE_DEPTH
+    if lanes > 1:
+        w = LINE_WEIGHTS
+        return (fifo_depth + w["place"] * queue_depth + w["out"] + w["own_not_taken"] +
+                w["entry"] * sets * ways + sum(w[s] for s in STAGES) + 3 * sets + 2)
     return fifo_depth + 2 * queue_depth + 3 * sets * ways + STAGE_WEIGHT + 3 * sets + 2
 
 
@@ -49,6 +63,18 @@ def measure_max(sets, ways, fifo_depth, queue_depth=None):
 #: an entry (3), s4's becomes a write in the queue (2) or nothing.
 WEIGHTS = {"ready": 10, "s1": 9, "s2": 8, "s3": 7, "s4": 3}
 STAGE_WEIGHT = sum(WEIGHTS.values())
+STAGES = ("ready", "s1", "s2", "s3", "s4")
+#: On lines: a write in L2 weighs 1 and one in L1's output register 2 (it enters L2: -1); a
+#: place of the queue 6, as two writes of 3 (a pair: the beat's own write and a victim's), and
+#: the head pair's own write, once loaded into the output register (``own_taken``), no longer
+#: counts in its place: the measure holds 3 while it has not (``own_not_taken``). So loading
+#: the empty register falls (a pair's own write: -3 + 2; a place's only write: -6 + 2), and so
+#: does the register taken by L2 (-2 + 1; with the next write loaded at once: -3 + 1, the
+#: victim after its pair's own -6 + 3 + 1, a place's only write -6 + 1). A valid line weighs
+#: 7 (the scan writes it into a place of 6), ``s4`` 7 (its pair takes a place, or nothing),
+#: ``s3`` 15 (``s4``'s 7 plus a line it may allocate), the stages before one more each.
+LINE_WEIGHTS = {"ready": 18, "s1": 17, "s2": 16, "s3": 15, "s4": 7, "place": 6, "out": 2,
+                "own_not_taken": 3, "entry": 7}
 
 
 def l2_place_period(K, fifo_depth):
@@ -59,7 +85,7 @@ def l2_place_period(K, fifo_depth):
     return K + 2 if fifo_depth == 1 else K
 
 
-def progress_bound(sets, ways, K, fifo_depth, burst_size):
+def progress_bound(sets, ways, K, fifo_depth, burst_size, lanes=1):
     """The progress bound N: with ``flush`` low, no reset and DRAM ready at least once in every
     ``K`` cycles, a gradient offered on ``grad_in`` is accepted at the latest in its ``N``-th
     cycle of being offered::
@@ -98,7 +124,23 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size):
     it.
     """
     P = l2_place_period(K, fifo_depth)
+    if lanes > 1:
+        return line_progress_bound(sets, ways, K, fifo_depth)
     return max(sets + 1, ways + 3, (ways + 1) * P - (1 if sets > 1 else 4))
+
+
+def line_progress_bound(sets, ways, K, fifo_depth):
+    """The progress bound N on lines (``lanes > 1``): as one lane's, but a place of L1's output
+    queue is freed only when the last write of its pair (a beat's own line write and a victim
+    line's) has left L1's output register for L2: with L2 full, up to two of DRAM's pops per
+    place instead of one::
+
+        N = max(sets + 1, ways + 3, 2 * (ways + 1) * K - 1)
+
+    Proven for 2 lanes on ``LINE_SMALL`` (2 x 2 lines, L2 of 4, ``K = 2``) only; for L2 depths
+    of 1 and one set the scan term is not derived."""
+    P = l2_place_period(K, fifo_depth)
+    return max(sets + 1, ways + 3, 2 * (ways + 1) * P - 1)
 
 
 def add(h, m, P):
@@ -132,7 +174,7 @@ def _flush_measure(h, m):
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
     probe = l1.probe
     S, state = d.sets, probe.state
-    M_bits = (measure_max(S, d.ways, d.fifo_depth, probe.queue.depth) + 1).bit_length()
+    M_bits = (measure_max(S, d.ways, d.fifo_depth, probe.queue.depth, h.lanes) + 1).bit_length()
     measure = Signal(M_bits, name="flush_measure")
     scan_left = Signal(M_bits, name="flush_scan_left")
     with m.Switch(state):
@@ -143,6 +185,17 @@ def _flush_measure(h, m):
         with m.Case(L1State.SCAN):
             # Two cycles a set: its read, and its write back (moving on).
             m.d.comb += scan_left.eq(2 * (S - 1 - probe.scan_set) + 1 + probe.scan_wait)
+    if h.lanes > 1:
+        # On lines: a place holds a pair of writes, and L1's output register one (LINE_WEIGHTS).
+        w = LINE_WEIGHTS
+        m.d.comb += measure.eq(
+            wb.level + w["place"] * probe.queue.level + w["out"] * probe.out_valid +
+            w["own_not_taken"] * ~probe.own_taken + w["entry"] * l1.valid_count +
+            w["ready"] * d.grad_in.ready + w["s1"] * probe.in_stage[0] +
+            w["s2"] * probe.in_stage[1] + w["s3"] * probe.in_stage[2] +
+            w["s4"] * probe.in_stage[3] + scan_left)
+        h.flush_measure = measure
+        return measure
     w = WEIGHTS
     m.d.comb += measure.eq(wb.level + 2 * probe.queue.level + 3 * l1.valid_count +
                            w["ready"] * d.grad_in.ready + w["s1"] * probe.in_stage[0] +
@@ -186,7 +239,7 @@ def _flush_ends_within_bound(h, m, P, measure, window, stuck):
     with m.Else():
         m.d.sync += flush_cycles.eq(0)
     h.flush_cycles = flush_cycles
-    M_max = measure_max(S, d.ways, d.fifo_depth, probe.queue.depth)
+    M_max = measure_max(S, d.ways, d.fifo_depth, probe.queue.depth, h.lanes)
     P.check("termination", "measure_at_most_its_maximum", measure <= M_max)
     # The ranking argument as an invariant: time spent under flush is paid for by the measure.
     # Stated on the three facts above in the same cycle, its step is arithmetic: from the past

@@ -77,6 +77,14 @@ def test_bounds():
     # reaches 11 from reset; 2 x 2 at L2 depth 2 stays at 5).
     assert progress_bound(2, 2, 2, 1, 1) == 11
     assert progress_bound(2, 2, 2, 2, 1) == 5
+    # On lines: measure_max = depth + 6*queue + 2 (the output register) + 3 (the head pair's
+    # own write not yet loaded) + 7*sets*ways + 73 (the stages' weights) + 3*sets + 2; and
+    # N = max(sets + 1, ways + 3, 2 * (ways + 1) * K - 1): up to two pops a place. Both
+    # proven on LINE_SMALL at 2 lanes (2 x 2 lines, L2 of 4, K = 2), where N = 11 is exact
+    # (N = 10 fails from reset).
+    assert flush_bound(2, 2, 4, 2, lanes=2) == 3 * (4 + 48 + 2 + 3 + 28 + 73 + 6 + 2 + 1) == 501
+    assert progress_bound(2, 2, 2, 4, 2, lanes=2) == 11
+    assert progress_bound(32, 4, 2, 32, 16, lanes=8) == 33
 
 
 def test_progress_cover_where_the_bound_is_exact():
@@ -923,6 +931,37 @@ def test_line8_system_job_asserts_every_property_of_the_system_without_storage()
         depth=CONFIGS["default"]["fifo_depth"], burst_size=CONFIGS["default"]["burst_size"],
         lanes=8)
     assert {l2.name, system.name} <= {j.name for j in PROVE_LINES_JOBS}
+
+
+def test_line_system_liveness_jobs_assert_every_liveness_property_once():
+    # Progress and flush termination on lines (make prove-lines): each assertion of the
+    # progress and termination groups of the line system's harness with DRAM fairness is
+    # asserted in exactly one of LINE_SYSTEM_JOBS, under the fairness of one lane's small
+    # jobs, with the bounds of lines; the progress job deeper than the longest wait but INIT's.
+    from gradient_compressor.proofs.jobs import (LINE_SMALL, LINE_SYSTEM_JOBS, PROVEN,
+                                                 PROVE_LINES_JOBS, line_liveness_depth,
+                                                 termination_depth)
+    live = [j for j in LINE_SYSTEM_JOBS if j.fairness is not None]
+    assert sorted(j.name for j in live) == ["lines2-small-progress-K2",
+                                            "lines2-small-termination-K2"]
+    assert all(j.fairness == PROVEN["small"] and j.mode == "prove" and j in PROVE_LINES_JOBS
+               for j in live)
+    harness = FormalHarness(LINE_SMALL, lanes=2, whole_storage=True, fairness=PROVEN["small"])
+    rtlil.convert(harness, ports=[])
+    assert (harness.bound, harness.progress) == (501, 11)
+    # (The measure reads the output register through L1's probe: names, no logic.)
+    l1 = harness.dut.l1
+    assert l1.probe.own_taken is l1.own_taken and l1.probe.out_valid is l1.out_valid
+    asserts = [p for p in harness.props.props if p.kind == "assert"
+               and p.group in ("progress", "termination")]
+    assert {p.group for p in asserts} == {"progress", "termination"}
+    tests = [harness.props.focused(j.focus) for j in LINE_SYSTEM_JOBS]
+    assert not {p.full_name for p in asserts if sum(t(p) for t in tests) != 1}
+    depth = {j.focus[0]: j.depth for j in live}
+    assert line_liveness_depth(LINE_SMALL, 2) == 16
+    assert termination_depth(LINE_SMALL, 2) == 10
+    assert depth == {"progress": 16, "termination": 10}
+    assert harness.progress - 1 < depth["progress"]
 
 
 def test_line_l1_jobs_assert_every_property():
