@@ -355,6 +355,13 @@ LINE_SCALED_GROUPS = {"conservation": ["conservation"], "pipeline": ["pipeline"]
                       "forwarding": ["forwarding"], "policy": ["policy"]}
 
 
+#: The time limit (wall time) of a line L1 job on a scaled configuration: at 8 lanes on
+#: default its lane decisions take 138-376 s of CPU each, one at a time, and took 515-910 s
+#: of wall time (one over 900) two at a time beside a place-and-route run on this 2-core
+#: machine.
+LINE_SCALED_TIMEOUT = 1800
+
+
 def _line_l1_scaled_jobs(lanes, config):
     jobs = []
     for job_name, groups in LINE_SCALED_GROUPS.items():
@@ -363,13 +370,14 @@ def _line_l1_scaled_jobs(lanes, config):
         rest = [g for g in groups if g not in split]
         if rest:
             jobs.append(Job(f"l1-lines{lanes}-{config}-{job_name}", config, "prove", 3,
-                            focus=rest, alone=True, lanes=lanes, timeout=900))
+                            focus=rest, alone=True, lanes=lanes, timeout=LINE_SCALED_TIMEOUT))
         for group in split:
             for i, entry in enumerate(one_job_each[group]):
                 focus = [f"{group}/{name}" for name in _names(entry)]
                 tuning = {**TUNING, **LINE_TUNING}
                 jobs.append(Job(f"l1-lines{lanes}-{config}-{group}-{i}", config, "prove", 3,
-                                focus=focus, alone=True, lanes=lanes, timeout=900,
+                                focus=focus, alone=True, lanes=lanes,
+                                timeout=LINE_SCALED_TIMEOUT,
                                 **(tuning.get((config, focus[0]), {})
                                    if len(focus) == 1 else {})))
     return jobs
