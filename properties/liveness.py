@@ -123,9 +123,9 @@ def progress_bound(sets, ways, K, fifo_depth, burst_size, lanes=1):
     formula is not proven: a new configuration's progress job (or the geometry sweep) checks
     it.
     """
-    P = l2_place_period(K, fifo_depth)
     if lanes > 1:
         return line_progress_bound(sets, ways, K, fifo_depth)
+    P = l2_place_period(K, fifo_depth)
     return max(sets + 1, ways + 3, (ways + 1) * P - (1 if sets > 1 else 4))
 
 
