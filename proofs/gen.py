@@ -42,6 +42,11 @@ def sby_text(job):
     lines = ["[options]", f"mode {mode}", f"depth {job['depth']}"]
     if mode == "cover":
         lines.append("append 0")
+    if not job.get("vcd", True) and solver(job) == "yices":
+        # No VCD of the solver's trace (seconds to write on the default configuration): a
+        # counterexample of yices is replayed with z3 (proofs.run), whose VCD is the one read;
+        # the witness (.yw) the replay starts from is still written.
+        lines.append("vcd off")
     if job.get("skip"):
         # Steps in which no cover can be reached (e.g. L1's INIT) are not checked: a shorter
         # run of the solver, and the same traces (a cover reached there would go unreported,

@@ -139,6 +139,8 @@ class Job:
     witness: str = None       # sim jobs: a recorded run (proofs/witnesses/) drives the inputs
     lanes: int = 1            # > 1: the compressor on lines (properties.line_harness.LineHarness),
                               # or with ``alone`` the line L1 alone (its contract on lines)
+    vcd: bool = True          # False: no VCD of a trace of yices, whose replay with z3 writes
+                              # the VCD read (the mutation check)
 
     @property
     def parameters(self):

@@ -122,9 +122,10 @@ def add(h, m, P, only=None):
 #:   on the row its predecessors wrote in the cycles before (forwarded to ``s2`` from ``s4``,
 #:   ``h1``, ``h2``); DRAM always ready.
 #: * ``stochastic_rounding``: the dual threshold on, mode stochastic (``small_threshold`` 2,
-#:   ``stochastic`` 1), address 0, gradient +1, the largest threshold: every gradient is a
-#:   tiny miss; with the random bits 0 (the simulation's; the solver may pick any) each is
-#:   written as ``+small_threshold`` (cause ``STOCHASTIC``); DRAM always ready.
+#:   ``stochastic`` 1), address 0, gradient -1 (negative, so that a sign lost on the way
+#:   shows), the largest threshold: every gradient is a tiny miss; with the random bits 0 (the
+#:   simulation's; the solver may pick any) each is written as ``-small_threshold`` (cause
+#:   ``STOCHASTIC``); DRAM always ready.
 #: * ``bypass_window``: window 0 on and holding address 0 only, address 0, gradient +1, the
 #:   largest threshold: each gradient is judged against 0 and written directly; DRAM always
 #:   ready.
@@ -247,6 +248,8 @@ def _stimulus_inputs(h, m, name, n):
         grad, flush = Mux(n == 0, 1, 2), (n >= 1) & ~flushed()
     elif name == "cross_threshold":
         thresh = 2
+    elif name == "stochastic_rounding":
+        grad = -1
     elif name == "burst_then_drain":
         stalled = n < d.burst_size
         valid, thresh, ready = stalled, 0, ~stalled

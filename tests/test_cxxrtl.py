@@ -237,6 +237,17 @@ def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     assert "building" not in capsys.readouterr().err
 
 
+def test_the_optimisation_level_is_checked(monkeypatch):
+    from gradient_compressor.simulation import cxxrtl
+    # (The tests build at -O1: conftest.py.)
+    assert cxxrtl.optimisation() == "-O1" and "-O1" in cxxrtl._cxxflags()
+    monkeypatch.setenv("GC_CXXRTL_OPT", "-O9")
+    with pytest.raises(ValueError, match=r"^GC_CXXRTL_OPT='-O9': expected one of -O0, -O1"):
+        build(dict(SMALL))
+    monkeypatch.delenv("GC_CXXRTL_OPT")
+    assert cxxrtl.optimisation() == "-O3" and "-O1" not in cxxrtl._cxxflags()
+
+
 def test_bad_lanes_are_refused():
     with pytest.raises(ValueError, match="lanes must be a power of two"):
         build({"lanes": 3})
