@@ -596,9 +596,9 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
         assert all(not j.assume_others for j in safety) or len(safety) == 1
     assert set(SLOWEST) <= {j.name for j in all_jobs()}
     assert [j.name for j in slowest_first(BMC_JOBS)][:4] == ["assoc-conservation-bmc",
-                                                              "small-safety-bmc",
                                                               "small-conservation-bmc",
-                                                              "lines2-bmc"]
+                                                              "lines2-bmc",
+                                                              "small-safety-bmc"]
 
 
 def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
