@@ -78,7 +78,8 @@ def generate(job, outdir):
     os.makedirs(outdir, exist_ok=True)
     if job.get("component"):
         harness = ComponentHarness(job["component"], _parameters(job),
-                                   covers=job["covers"], reset=job["reset"])
+                                   covers=job["covers"], reset=job["reset"],
+                                   focus=job.get("focus"))
     elif job.get("lanes", 1) > 1 and job["config"] == "lines":
         harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]))
     else:

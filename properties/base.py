@@ -24,7 +24,7 @@ from fnmatch import fnmatchcase
 from amaranth import Signal, Value
 from amaranth.hdl import Assert, Assume, Cover
 
-__all__ = ["PropertySet", "Prop", "GROUPS", "COMPONENT_GROUPS", "past"]
+__all__ = ["PropertySet", "Prop", "GROUPS", "COMPONENT_GROUPS", "past", "balance_width"]
 
 #: Property groups, by contract.
 GROUPS = {
@@ -48,6 +48,8 @@ GROUPS = {
     "combine":      "L2 on lines: a push merges only into the newest write in storage, for "
                     "its line, without overflow; the newest write's copy is its slot's",
     "queue":        "L1's output queue is an order-preserving FIFO (one tracked write)",
+    "queue_sum":    "L1's output queue on lines: its shadow sum at a tracked address (written "
+                    "in less read out) is what its occupied slots hold there",
     "lfsr":         "the LFSR steps through its polynomial's Galois sequence from any state, "
                     "loads a seed (0 loads 1), never sticks at 0",
     "ema_unit":     "the EMA unit's average is the exact EMA of its samples, in range; its "
@@ -94,9 +96,17 @@ GROUPS = {
 #: holds in every state the system reaches). Assumed in every cycle instead, they slowed some
 #: of default's jobs four-fold.
 COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "combine": "l2_lines", "queue": "queue",
+                    "queue_sum": "queue_lines",
                     "lfsr": "lfsr",
                     "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards",
                     "registers": "registers"}
+
+
+def balance_width(value_width, fifo_depth, queue_depth):
+    """Width of the tracked address's balances and shadows: at most one L1 entry, the
+    pipeline's stages and every queue and L2 entry for one address, each value ``|v| <
+    2**(value_width-1)``."""
+    return value_width + (fifo_depth + queue_depth + 6).bit_length() + 2
 
 
 def past(m, value, name):

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from typing import Callable
 
 from amaranth import *
-from amaranth.asserts import AnySeq, Initial
+from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
 from gradient_compressor.design.l1 import L1Accumulator
-from gradient_compressor.design.layouts import write_layout
+from gradient_compressor.design.layouts import value_width, write_layout
 from gradient_compressor.design.compressor import signature as compressor_signature
 from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
 from gradient_compressor.design.registers import RegisterFile, member_shapes, register_map
@@ -32,7 +32,7 @@ from gradient_compressor.design.streamer import Streamer
 from gradient_compressor.design.writeback import WritebackBuffer
 
 from . import discards, ema, lfsr, queue, registers, streamer, writeback
-from .base import PropertySet
+from .base import PropertySet, balance_width
 
 __all__ = ["COMPONENTS", "ComponentHarness", "instances"]
 
@@ -55,6 +55,10 @@ class Component:
     shares: tuple = ()    # groups of another component's contract that its contract
                           # asserts too (beside its own, COMPONENT_GROUPS)
     only_on: tuple = None  # the configurations it is proven on (None: each distinct one)
+    settings: Callable = None  # params -> keyword arguments of its contract that are not
+                               # signals (a width), or None
+    constants: tuple = ()  # probes that are free constants (AnyConst: a tracked address);
+                           # the others are free in every cycle (AnySeq)
 
 
 #: Lanes of the line components proven alone (the contract does not depend on the number).
@@ -96,6 +100,26 @@ COMPONENTS = {
                                                    for _ in range(q.depth)]),
         contract=queue.contract, covers=queue.covers, depth=3,
         bmc_depth=lambda p: L1Accumulator.QUEUE_DEPTH + 4),
+    # The queue of the line L1's pair shape, with its tracked sum at a freely chosen tracked
+    # address (lane of a line) at the width of the system's balances: the contract the
+    # compressor on lines assumes (proven on its parameters: proofs.jobs.LINE_SYSTEM_QUEUE).
+    "queue_lines": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
+                              lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES,
+                              width=balance_width(value_width(c["grad_width"]),
+                                                  c["fifo_depth"], L1Accumulator.QUEUE_DEPTH)),
+        build=lambda addr_width, grad_width, lanes, width: WriteQueue(
+            queue.line_pair_layout(addr_width, grad_width, lanes),
+            depth=L1Accumulator.QUEUE_DEPTH),
+        probes=lambda q: dict(_free_pick(), ports=[q.storage.read_port(domain="comb")
+                                                   for _ in range(q.depth)],
+                              track=Signal(len(q.w.payload.own.addr), name="track")),
+        contract=lambda m, P, q, *, pick, ports, track, width: queue.contract(
+            m, P, q, pick=pick, ports=ports, width=width,
+            weigh=queue.line_weight(track, (len(q.w.payload.own.mask) - 1).bit_length())),
+        covers=queue.covers, depth=3, bmc_depth=lambda p: L1Accumulator.QUEUE_DEPTH + 4,
+        shares=("queue",), only_on=(), settings=lambda p: dict(width=p["width"]),
+        constants=("track",)),
     "lfsr": Component(
         params=lambda c: {}, build=lambda: Lfsr(), probes=lambda _: {},
         contract=lfsr.contract, covers=lfsr.covers, depth=2, bmc_depth=lambda p: 4,
@@ -150,10 +174,11 @@ def instances(name, configs):
 class ComponentHarness(Elaboratable):
     """One component alone, with the parameters it has in ``config`` (a
     :data:`.harness.CONFIGS` entry): every input port free, reset free (or only in the first
-    cycle: ``reset="initial"``, for covers), its contract asserted, its covers emitted if
-    ``covers``."""
+    cycle: ``reset="initial"``, for covers), its contract asserted (or, with ``focus``, the
+    part of it a job proves, the rest assumed for the past cycles: properties/base.py), its
+    covers emitted if ``covers``."""
 
-    def __init__(self, name, config, *, covers=False, reset="any"):
+    def __init__(self, name, config, *, covers=False, reset="any", focus=None):
         if name not in COMPONENTS:
             raise ValueError(f"unknown component {name!r}; known: {', '.join(COMPONENTS)}")
         self.name, self.spec = name, COMPONENTS[name]
@@ -161,6 +186,7 @@ class ComponentHarness(Elaboratable):
         self.dut = self.spec.build(**self.params)
         self.probes = self.spec.probes(self.dut)     # read ports: before elaboration
         self.covers, self.reset = covers and self.spec.covers is not None, reset
+        self.focus = focus
         self.props = PropertySet(alone=True)
         self.config, self.bound = dict(config), None
 
@@ -174,12 +200,14 @@ class ComponentHarness(Elaboratable):
             if member.flow == In:
                 value = Value.cast(value)
                 m.d.comb += value.eq(AnySeq(value.shape()))
-        for probe in self.probes.values():
+        for name, probe in self.probes.items():
             if isinstance(probe, Signal):
-                m.d.comb += probe.eq(AnySeq(probe.shape()))
+                kind = AnyConst if name in self.spec.constants else AnySeq
+                m.d.comb += probe.eq(kind(probe.shape()))
         P = self.props
-        self.spec.contract(m, P, dut, **self.probes)
+        settings = self.spec.settings(self.params) if self.spec.settings else {}
+        self.spec.contract(m, P, dut, **self.probes, **settings)
         if self.covers:
             self.spec.covers(m, P, dut)
-        P.emit(m, covers=bool(self.covers), guard=self.rst)
+        P.emit(m, covers=bool(self.covers), guard=self.rst, focus=self.focus)
         return m

@@ -30,10 +30,10 @@ from gradient_compressor.design.layouts import value_width
 from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, MODE_INPUTS, Config,
                                                ema_fraction_bits, mode_inputs, port)
 
-from .base import PropertySet
+from .base import PropertySet, balance_width
 from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
                modes, pipeline, streamer, throughput)
-from .queue import contract as queue_contract
+from .queue import contract as queue_contract, line_weight
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
 
@@ -217,9 +217,8 @@ class FormalHarness(Elaboratable):
         self.aw, self.gw = d.addr_width, d.grad_width
         self.vw = value_width(self.gw)
         self.set_bits = (d.sets - 1).bit_length()
-        # Width of the tracked balances: at most one L1 entry, the pipeline's stages and
-        # every queue and L2 entry for one address, each |v| < 2**(vw-1).
-        self.bw = self.vw + (d.fifo_depth + d.l1.QUEUE_DEPTH + 6).bit_length() + 2
+        # Width of the tracked balances (base.balance_width).
+        self.bw = balance_width(self.vw, d.fifo_depth, d.l1.QUEUE_DEPTH)
         if fairness is None:
             self.bound = self.progress = None
         else:
@@ -739,6 +738,7 @@ class FormalHarness(Elaboratable):
         self.queue_real_sum = Signal(signed(self.bw))
         m.d.comb += self.queue_real_sum.eq(
             Mux(l1.out_valid, self.write_at_track(l1.out), 0) + sum(terms))
+        self.queue_real_terms = terms
 
     def _mode_rules(self, m):
         """The threshold each gradient is judged against and the stochastic rule in force, restated
@@ -800,7 +800,14 @@ class FormalHarness(Elaboratable):
         # The components' own contracts (proven alone, properties/component.py): assumed.
         self.queue_pick = Signal(name="queue_pick")
         self.free(m, self.queue_pick)
-        queue_contract(m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports)
+        # (On lines, with the whole storage read, with its tracked sum: the queue's slots'
+        # part of storage/queue_shadow_sum_matches_its_contents, assumed only by storage's
+        # jobs.)
+        line_sum = self.system and self.lanes > 1 and bool(self.l2_ports)
+        self.queue_tracked = queue_contract(
+            m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports,
+            **(dict(weigh=line_weight(self.track, self.lane_bits), width=self.bw,
+                    only_for=["storage"]) if line_sum else {}))
         if self.system:
             writeback.contract(m, P, wb, pick=self.fifo_pick, track_port=self.l2_track_port)
         if self.system and self.lanes == 1:

@@ -343,15 +343,46 @@ def _line_conservation(h, m, P):
             h.accepted_at_port == h.l1_accepted)
     if not h.l2_ports:
         return
-    # (With the queue's pointer facts and the output register's of the same cycle: the
-    # queue's contract, proven alone, and the line L1's.)
+    # The queue's shadow against its contents (as one induction it did not finish in 150 s),
+    # composed: the queue's own tracked sum (its contract, proven alone on the pair shape:
+    # queue_sum) less the head's own write once the output register has taken it, plus the
+    # output register, moves as the shadow does (the handshakes at L1's output register, no
+    # slot summed) ...
+    l1, queue = d.l1, d.l1.queue
+    tracked = h.queue_tracked
+    head_own = Signal(signed(h.bw), name="queue_head_own_taken_at_tracked")
+    m.d.comb += head_own.eq(Mux(l1.own_taken, h.write_at_track(queue.r.payload.own), 0))
+    with_register = Signal(signed(h.bw), name="queue_tracked_sum_with_the_output_register")
+    m.d.comb += with_register.eq(tracked.total - head_own +
+                                 Mux(l1.out_valid, h.write_at_track(l1.out), 0))
+    P.check("storage", "queue_shadow_is_its_tracked_sum_with_the_output_register",
+            h.queue_sum == with_register, only_for=["storage"])
+    # ... the slots below i, as the harness counts them (the head's own write left out once
+    # taken), are what the queue's contract counts less that write if the head is below i,
+    # slot by slot in the same cycle (as one step over every slot this did not finish in
+    # 15 minutes) ...
+    real_below = Const(0, signed(h.bw))
+    below_fact = None
+    for i, term in enumerate(h.queue_real_terms):
+        real_next = Signal(signed(h.bw), name=f"queue_real_slots_below{i + 1}")
+        counted = Signal(signed(h.bw), name=f"queue_counted_slots_below{i + 1}")
+        m.d.comb += [real_next.eq(real_below + term),
+                     counted.eq(tracked.slots_below[i + 1] -
+                                Mux(queue.r_ptr <= i, head_own, 0))]
+        name = f"queue_slots_below{i + 1}_hold_the_counted_less_the_head_own_write_taken"
+        P.check("storage", name, real_next == counted,
+                now=([below_fact] if below_fact else []) +
+                    ["queue/valid_iff_not_empty",
+                     "pipeline/own_taken_only_with_a_pair_at_the_head"],
+                only_for=["storage"])
+        below_fact, real_below = f"storage/{name}", real_next
+    # ... and so the shadow is what the slots and the output register hold, in the same cycle
+    # (with the queue's tracked sum over its slots, proven alone).
     P.check("storage", "queue_shadow_sum_matches_its_contents",
             h.queue_sum == h.queue_real_sum,
-            now=[f"queue/{name}" for name in (
-                "level_at_most_depth", "r_ptr_below_depth", "w_ptr_below_depth",
-                "w_ptr_eq_r_ptr_plus_level_mod_depth", "valid_iff_not_empty")] +
-                ["pipeline/own_taken_iff_a_victim_write_is_to_follow",
-                 "pipeline/own_taken_only_with_a_pair_at_the_head"])
+            now=["queue/r_ptr_below_depth", "queue_sum/tracked_sum_is_what_its_slots_hold",
+                 "storage/queue_shadow_is_its_tracked_sum_with_the_output_register",
+                 below_fact])
     # (L2's contract states the newest write's copy for the tracked write; every write's
     # slot is read here, so that merges into any write add up.)
     wb = d.writeback

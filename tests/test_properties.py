@@ -823,7 +823,8 @@ def test_replay_without_a_verdict_is_an_error(tmp_path, monkeypatch):
         replay_with_z3(str(tmp_path), str(tmp_path / "trace.yw"), {})
 
 
-@pytest.mark.parametrize("name", ["l2", "l2_lines", "queue", "lfsr", "ema", "streamer"])
+@pytest.mark.parametrize("name", ["l2", "l2_lines", "queue", "queue_lines", "lfsr", "ema",
+                                  "streamer"])
 def test_component_harness_frees_every_input(name):
     # Alone, a component's every input port is free, its contract asserted and what it
     # requires of its inputs assumed; in the system harness the same contract is assumed
@@ -885,30 +886,48 @@ def test_line_system_frees_every_input_of_the_design():
 
 def test_line_system_jobs_assert_every_property_once():
     # The compressor on lines (make prove-lines): each assertion of the system's own groups
-    # is asserted in exactly one of its jobs (the open one, lines2-small-queue, included),
-    # the line L1's contract and the components' in none of them (proven alone: the line
-    # L1's jobs, and L2 on lines at these lanes and parameters).
-    from gradient_compressor.proofs.jobs import (LINE_SMALL, LINE_SYSTEM_JOBS, LINE_SYSTEM_OPEN,
+    # is asserted in exactly one of its jobs, the line L1's contract and the components' in
+    # none of them (proven alone: the line L1's jobs, and L2 on lines and L1's output queue of
+    # the pair shape at these lanes and parameters).
+    from gradient_compressor.proofs.jobs import (LINE_SMALL, LINE_SYSTEM_JOBS,
                                                  LINE_SYSTEM_COVER, LINE_SYSTEM_L2,
+                                                 LINE_SYSTEM_QUEUE,
                                                  LINE_L1_JOBS, PROVE_JOBS, PROVE_LINES_JOBS)
     harness = FormalHarness(LINE_SMALL, lanes=2, whole_storage=True)
     rtlil.convert(harness, ports=[])
     asserts = [p for p in harness.props.props if p.kind == "assert"]
-    tests = [harness.props.focused(j.focus) for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_OPEN]
+    tests = [harness.props.focused(j.focus) for j in LINE_SYSTEM_JOBS]
     own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS]
     assert {p.group for p in own} == {"stream", "idle", "counters", "bypass", "storage",
                                       "system_conservation"}
     assert not {p.full_name for p in own if sum(t(p) for t in tests) != 1}
     assert not {p.full_name for p in asserts if p not in own and any(t(p) for t in tests)}
     assert all(j.geometry == LINE_SMALL and j.lanes == 2 and not j.alone and j.whole_storage
-               for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_OPEN + [LINE_SYSTEM_COVER])
+               for j in LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER])
     assert all(j.geometry == LINE_SMALL and j.lanes == 2 for j in LINE_L1_JOBS)
     l2 = LINE_SYSTEM_L2[0]
     assert COMPONENTS[l2.component].params(l2.geometry) == dict(
         addr_width=4, grad_width=4, depth=4, burst_size=2, lanes=2)
+    # The queue's tracked sum the system assumes (queue_sum) is the contract proven alone:
+    # the same parameters, the line L1's pair shape, the width of the system's balances;
+    # each of its assertions in exactly one of the queue's jobs.
+    queue = harness.dut.l1.queue
+    params = COMPONENTS["queue_lines"].params(LINE_SYSTEM_QUEUE[0].geometry)
+    assert params == dict(addr_width=4, grad_width=4, lanes=2, width=harness.bw)
+    alone = COMPONENTS["queue_lines"].build(**params)
+    alone._MustUse__silence = alone.storage._MustUse__silence = True     # never elaborated
+    assert alone.w.payload.shape() == queue.w.payload.shape() and alone.depth == queue.depth
+    assert {p.group for p in asserts if p.group == "queue_sum"} == {"queue_sum"}
+    from gradient_compressor.properties.component import ComponentHarness
+    component = ComponentHarness("queue_lines", LINE_SYSTEM_QUEUE[0].geometry)
+    rtlil.convert(component, ports=[])
+    queue_asserts = [p for p in component.props.props if p.kind == "assert"]
+    queue_tests = [component.props.focused(j.focus) for j in LINE_SYSTEM_QUEUE]
+    assert {p.group for p in queue_asserts} == {"queue", "queue_sum"}
+    assert not {p.full_name for p in queue_asserts if sum(t(p) for t in queue_tests) != 1}
     names = {j.name for j in PROVE_LINES_JOBS}
-    assert {j.name for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_L2 + [LINE_SYSTEM_COVER]} <= names
-    assert not {j.name for j in LINE_SYSTEM_OPEN} & (names | {j.name for j in PROVE_JOBS})
+    assert {j.name for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_QUEUE +
+            [LINE_SYSTEM_COVER]} <= names
 
 
 def test_line8_system_job_asserts_every_property_of_the_system_without_storage():
