@@ -8,7 +8,8 @@ from amaranth.lib import data
 from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, ema_fraction_bits
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
-           "line_layout", "classified_line_layout", "line_write_layout", "line_dram_layout",
+           "line_layout", "classified_line_layout", "line_write_layout", "line_pair_layout",
+           "line_dram_layout",
            "value_width", "discard_error_width", "discard_sum_width"]
 
 
@@ -144,6 +145,13 @@ def line_write_layout(addr_width, grad_width, lanes):
         "mask":   unsigned(lanes),
         "causes": data.ArrayLayout(Cause, lanes),
     })
+
+
+def line_pair_layout(addr_width, grad_width, lanes):
+    """A place of the line L1's output queue: a beat's own line write and its victim line's (a
+    mask of 0: none)."""
+    return data.StructLayout({"own": line_write_layout(addr_width, grad_width, lanes),
+                              "victim": line_write_layout(addr_width, grad_width, lanes)})
 
 
 def line_dram_layout(addr_width, grad_width, lanes):

@@ -10,7 +10,8 @@ from amaranth.lib import data
 
 from .compare import less, at_least, at_most
 from .l1 import L1Accumulator, L1State, _Decision
-from .layouts import Cause, classified_line_layout, line_write_layout, value_width
+from .layouts import (Cause, classified_line_layout, line_pair_layout, line_write_layout,
+                      value_width)
 from .modes import ema_candidate, ema_clamp
 from .params import check_lanes, checked, ema_fraction_bits, log2
 
@@ -123,8 +124,7 @@ class LineAccumulator(L1Accumulator):
         return line_write_layout(self.addr_width, self.grad_width, self.lanes)
 
     def _queue_layout(self):
-        """A beat's own line write and its victim line's (a mask of 0: none)."""
-        return data.StructLayout({"own": self._write_layout(), "victim": self._write_layout()})
+        return line_pair_layout(self.addr_width, self.grad_width, self.lanes)
 
     def _per_lane(self, shape):
         return data.ArrayLayout(shape, self.lanes)

@@ -23,7 +23,7 @@ from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
 from gradient_compressor.design.l1 import L1Accumulator
-from gradient_compressor.design.layouts import value_width, write_layout
+from gradient_compressor.design.layouts import line_pair_layout, value_width, write_layout
 from gradient_compressor.design.compressor import signature as compressor_signature
 from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
 from gradient_compressor.design.registers import RegisterFile, member_shapes, register_map
@@ -109,7 +109,7 @@ COMPONENTS = {
                               width=balance_width(value_width(c["grad_width"]),
                                                   c["fifo_depth"], L1Accumulator.QUEUE_DEPTH)),
         build=lambda addr_width, grad_width, lanes, width: WriteQueue(
-            queue.line_pair_layout(addr_width, grad_width, lanes),
+            line_pair_layout(addr_width, grad_width, lanes),
             depth=L1Accumulator.QUEUE_DEPTH),
         probes=lambda q: dict(_free_pick(), ports=[q.storage.read_port(domain="comb")
                                                    for _ in range(q.depth)],

@@ -19,20 +19,9 @@ from dataclasses import dataclass
 
 from amaranth import *
 
-from amaranth.lib import data
-
-from gradient_compressor.design.layouts import line_write_layout
-
 from .writeback import Tracked
 
-__all__ = ["contract", "covers", "line_pair_layout", "line_weight", "TrackedSum"]
-
-
-def line_pair_layout(addr_width, grad_width, lanes):
-    """A place of the line L1's output queue: a beat's own line write and its victim line's
-    (restated from ``design.LineAccumulator``; a test checks that they agree)."""
-    return data.StructLayout({"own": line_write_layout(addr_width, grad_width, lanes),
-                              "victim": line_write_layout(addr_width, grad_width, lanes)})
+__all__ = ["contract", "covers", "line_weight", "TrackedSum"]
 
 
 def line_weight(track, lane_bits):
