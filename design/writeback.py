@@ -15,6 +15,11 @@ def _step(counter, up, down):
     return Mux(up == down, counter, Mux(up, counter + 1, counter - 1))
 
 
+def _narrow(value):
+    """Whether a signed ``value`` fits one bit less than its width."""
+    return value[-1] == value[-2]
+
+
 class WritebackBuffer(wiring.Component):
     """The L2 write-back buffer: a FIFO that sends its writes to DRAM in bursts.
 
@@ -38,8 +43,9 @@ class WritebackBuffer(wiring.Component):
 
     Line writes (``lanes > 1``) are combined: a line write that finds the newest write in
     ``storage`` (not yet in the output register) for the same line merges into it: the masks
-    OR-ed, the values of a lane in both added, unless a lane's sum would not fit a value
-    (``grad_width + 2`` bits), when it is stored as a write of its own. So a run of writes to
+    OR-ed, the values of a lane in both added, unless a lane in both holds a value that does not
+    fit a bit less than a value (``grad_width + 1`` bits, so that every sum merged fits a value),
+    when it is stored as a write of its own. So a run of writes to
     one line that L2 holds costs one DRAM write. A push is taken when ``level < depth``,
     merged or not.
 
@@ -186,12 +192,16 @@ class WritebackBuffer(wiring.Component):
         fits = Signal(self.lanes)
         for i in range(self.lanes):
             total = Signal(signed(len(push.values[i]) + 1), name=f"merged_total{i}")
+            both = newest.mask[i] & push.mask[i]
             m.d.comb += [
                 total.eq(Mux(newest.mask[i], newest.values[i], 0) +
                          Mux(push.mask[i], push.values[i], 0)),
                 merged.values[i].eq(total),
-                # the sum fits a value
-                fits[i].eq(total[-1] == total[-2]),  # mutation site: l2-merge-fits
+                # The sum fits a value: a lane one of them holds is that value; two values of a
+                # bit less add up to one that fits. (Tested on the values, not on the sum, so
+                # that no adder stands in front of the merge and L2's counts.)
+                fits[i].eq(~both | (_narrow(newest.values[i]) &  # mutation site: l2-merge-fits
+                                    _narrow(push.values[i]))),
             ]
         m.d.comb += [merged.addr.eq(newest.addr), merged.mask.eq(newest.mask | push.mask)]
         # The newest write leaves storage when it is loaded (it is the one at r_ptr).

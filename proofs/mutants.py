@@ -220,8 +220,8 @@ MUTANTS = {
         "l2", "on lines, L2 merges a lane held by both writes even when their sum overflows a "
         "value",
         "l2-merge-fits",
-        "fits[i].eq(total[-1] == total[-2]),",
-        "fits[i].eq(1),"),
+        "fits[i].eq(~both | (_narrow(newest.values[i]) &",
+        "fits[i].eq(1 | (_narrow(newest.values[i]) &"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "idle",

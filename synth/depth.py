@@ -1,6 +1,7 @@
 """The deepest register-to-register paths of a synthesised netlist, without place and route.
 
     python -m gradient_compressor.synth.depth build/synth/default/top.json [--count 20]
+    python -m gradient_compressor.synth.depth build/synth/default/top.json --path l1.s4_dec
 
 Reads the JSON netlist that ``python -m gradient_compressor.synth`` leaves in each
 configuration's folder (``top.json``, after Yosys ``synth_ecp5``) and estimates, for every
@@ -38,7 +39,7 @@ from collections import Counter, defaultdict, deque
 from gradient_compressor.console import ArgumentParser, positive_integer, usage_error
 from .netlist import Netlist
 
-__all__ = ["path_estimates", "cell_graph", "loop_components", "loop_registers",
+__all__ = ["path_estimates", "deepest_path", "cell_graph", "loop_components", "loop_registers",
            "depth_summary", "main"]
 
 ROUTE = 0.9          # a net from one cell to the next
@@ -112,8 +113,34 @@ def _arcs(cell, port):
     return ARCS.get(kind, {}).get(port)
 
 
-def _arrive(bit, cells, driver, arrival):
-    """Add to ``arrival`` the ``(delay, start bit)`` of ``bit`` and of every bit in its cone."""
+def deepest_path(netlist, register):
+    """The estimated deepest path into ``register`` (an Amaranth signal, as the summary names
+    it), from its start: ``[(ns, cell type, names)]``, one row per net bit on the path (the
+    arrival there, the cell that drives it, the bit's Amaranth names, most specific first);
+    None if no flip-flop holds ``register``."""
+    cells = netlist.cells
+    driver = _drivers(cells)
+    arrival, via = {}, {}
+    ends = [cell["connections"]["DI"][0] for name, cell in cells.items()
+            if cell["type"] == "TRELLIS_FF" and netlist.register_name(name) == register
+            and isinstance(cell["connections"]["DI"][0], int)]
+    if not ends:
+        return None
+    for bit in ends:
+        _arrive(bit, cells, driver, arrival, via)
+    bit = max(ends, key=lambda bit: arrival[bit][0])
+    path = []
+    while bit is not None:
+        source = driver.get(bit)
+        path.append((round(arrival[bit][0], 2), cells[source[0]]["type"] if source else "input",
+                     netlist.signal_names(bit)))
+        bit = via.get(bit)
+    return path[::-1]
+
+
+def _arrive(bit, cells, driver, arrival, via=None):
+    """Add to ``arrival`` the ``(delay, start bit)`` of ``bit`` and of every bit in its cone
+    (and to ``via``, if given, the bit each one's deepest arc comes from)."""
     # Iterative depth-first search: the netlist's cones are deeper than Python's stack.
     stack = [bit]
     while stack:
@@ -133,14 +160,16 @@ def _arrive(bit, cells, driver, arrival):
         if pending:
             stack.extend(pending)
             continue
-        best = (0.0, top)
+        best, came_from = (0.0, top), None
         for port, delay, routed in inputs:
             for b in connections.get(port, []):
                 if isinstance(b, int):
                     t = arrival[b][0] + delay + (ROUTE if routed else 0.0)
                     if t > best[0]:
-                        best = (t, arrival[b][1])
+                        best, came_from = (t, arrival[b][1]), b
         arrival[top] = best
+        if via is not None:
+            via[top] = came_from
         stack.pop()
 
 
@@ -298,6 +327,9 @@ def _parser():
                         help="a top.json that python -m gradient_compressor.synth wrote")
     parser.add_argument("--count", type=positive_integer, default=20,
                         help="signals to list (default: 20)")
+    parser.add_argument("--path", metavar="REGISTER",
+                        help="print the deepest path into REGISTER (a signal as listed, "
+                             "l1.s4_dec), cell by cell, instead of the summary")
     return parser
 
 
@@ -308,6 +340,15 @@ def main(argv=None):
     except (OSError, ValueError, KeyError) as error:
         return usage_error("python -m gradient_compressor.synth.depth",
                            f"cannot read {args.netlist} as a synth_ecp5 netlist ({error})")
+    if args.path is not None:
+        path = deepest_path(netlist, args.path)
+        if path is None:
+            return usage_error("python -m gradient_compressor.synth.depth",
+                               f"no flip-flop holds {args.path!r} in {args.netlist}")
+        print("estimated ns  cell      net (its Amaranth names)")
+        for ns, kind, names in path:
+            print(f"{ns:12.2f}  {kind:<8}  {', '.join(names[:2]) or '(unnamed)'}")
+        return 0
     summary = depth_summary(netlist, args.count)
     print("estimated ns  loop  register <- the signal its deepest path starts from")
     for row in summary["deepest"]:

@@ -78,6 +78,17 @@ def test_a_merge_that_would_overflow_is_a_write_of_its_own():
     assert out == [(0, (VALUE_MAX, 0), 0b01), (0, (-3, 3), 0b11)]
 
 
+def test_a_merge_is_refused_on_a_lane_both_hold_with_a_value_a_bit_too_wide():
+    """The test is on the values, not on the sum: a value beyond ``grad_width + 1`` bits in a
+    lane both hold stores the write as one of its own, even where the sum would fit; a wide
+    value in a lane only one of them holds merges."""
+    wide = (VALUE_MAX + 1) // 2
+    pushes = [(0, (wide, 0), 0b01), (0, (-1, 0), 0b01), (0, (0, wide), 0b10),
+              (0, (1, 0), 0b01)]
+    out, _ = run_pushes(pushes, lanes=2)
+    assert out == [(0, (wide, 0), 0b01), (0, (0, wide), 0b11)]
+
+
 def test_a_write_in_the_output_register_takes_no_merge():
     """DRAM stalls while the first write waits in the output register: the next ones to its
     line merge with each other, not with it."""

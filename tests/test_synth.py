@@ -16,7 +16,8 @@ from amaranth.sim import Simulator
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.synth.__main__ import main
 from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components,
-                                             loop_registers, main as depth_main, path_estimates)
+                                             deepest_path, loop_registers, main as depth_main,
+                                             path_estimates)
 from gradient_compressor.synth.flow import fpga_top
 from gradient_compressor.synth.netlist import Netlist
 
@@ -50,8 +51,8 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     assert "# ECP5 synthesis report" in capsys.readouterr().out
 
     # The placement-free estimate of the deepest paths, on the netlist that run left.
-    (path,) = tmp_path.glob("*/top.json")
-    netlist = Netlist(path)
+    (netlist_file,) = tmp_path.glob("*/top.json")
+    netlist = Netlist(netlist_file)
     ends = path_estimates(netlist)
     assert len(ends) == result["cells"]["TRELLIS_FF"]
     assert all(delay >= ends[-1][0] for delay, *_ in ends)   # deepest first
@@ -67,11 +68,23 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     port_bit = next(port["bits"][0] for port in netlist.module["ports"].values()
                     if port["direction"] == "input")
     assert loop_registers(graph, component, port_bit, sum_bit) is None
-    assert depth_main([str(path), "--count", "3"]) == 0
+    assert depth_main([str(netlist_file), "--count", "3"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 7 and lines[-3].endswith("beyond 8 ns")
     assert lines[-2].startswith("beyond 5 ns, by loop: ")
     assert lines[0].startswith("estimated ns  loop  register")
+    # The deepest path into one register, net by net: from a register's output (or a port),
+    # each arrival later than the one before, its last plus the net into the flip-flop being
+    # that register's estimate.
+    path = deepest_path(netlist, "l1.s4_push")
+    assert path[0][0] in (CLOCK_TO_Q, 0.0) and path[0][1] in ("TRELLIS_FF", "input")
+    assert all(a[0] < b[0] for a, b in zip(path, path[1:]))
+    assert round(path[-1][0] + ROUTE, 2) == round(depth["l1.s4_push"], 2)
+    assert deepest_path(netlist, "no.such_register") is None
+    assert depth_main([str(netlist_file), "--path", "l1.s4_push"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == len(path) + 1
+    assert depth_main([str(netlist_file), "--path", "no.such_register"]) == 2
+    assert "no flip-flop holds 'no.such_register'" in capsys.readouterr().err
 
 
 def test_fpga_top_puts_a_line_on_one_pin_each_way():
@@ -159,8 +172,8 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
             f"{round(cells['LUT4'] / 2)} | {round(cells['TRELLIS_FF'] / 2)} | (not placed) |"
             in text)
     assert result["combinational_io_paths"] == {}
-    (path,) = tmp_path.glob("*/top.json")
-    netlist = Netlist(path)
+    (netlist_file,) = tmp_path.glob("*/top.json")
+    netlist = Netlist(netlist_file)
     ports = netlist.module["ports"]
     assert {"line_in", "line_out", "in_addr", "dram_addr"} <= set(ports)
     # The element wires of arrays reach Yosys without brackets in their names (abc9's
