@@ -25,8 +25,9 @@ DEFAULT_OUT = os.path.join("reports", "out")
 USAGE_STATUS = 2
 
 
-class UsageError(Exception):
-    """A bad argument or input: reported in one line, exit status 2."""
+class UsageError(ValueError):
+    """A bad argument or input (a command-line argument, a file, an environment variable):
+    reported in one line, exit status 2."""
 
 
 def usage_error(prog, message):

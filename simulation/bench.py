@@ -17,9 +17,10 @@ import time
 import warnings
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.console import ArgumentParser, positive_integer, table
+from gradient_compressor.console import (ArgumentParser, UsageError, positive_integer, table,
+                                          usage_error)
 
-from .cxxrtl import build, compiler_available
+from .cxxrtl import build, compiler_available, optimisation
 from .driver import always, every_other, random_ready, simulate
 
 __all__ = ["make_trace", "make_line_trace", "main"]
@@ -90,6 +91,10 @@ def main(argv=None):
         except (TypeError, ValueError) as error:
             parser.error(str(error))
 
+    try:
+        optimisation()
+    except UsageError as error:
+        return usage_error(parser.prog, error)
     if not compiler_available():
         print("no C++ compiler (g++): cannot build the compiled simulator", file=sys.stderr)
         return 1

@@ -237,13 +237,19 @@ def test_first_build_says_so_before_it_starts(tmp_path, capsys):
     assert "building" not in capsys.readouterr().err
 
 
-def test_the_optimisation_level_is_checked(monkeypatch):
+def test_the_optimisation_level_is_checked(monkeypatch, capsys):
     from gradient_compressor.simulation import cxxrtl
     # (The tests build at -O1: conftest.py.)
     assert cxxrtl.optimisation() == "-O1" and "-O1" in cxxrtl._cxxflags()
     monkeypatch.setenv("GC_CXXRTL_OPT", "-O9")
     with pytest.raises(ValueError, match=r"^GC_CXXRTL_OPT='-O9': expected one of -O0, -O1"):
         build(dict(SMALL))
+    # A command that builds a compiled simulator says so in one line, exit status 2.
+    from gradient_compressor.simulation.bench import main as bench_main
+    assert bench_main([]) == 2
+    assert capsys.readouterr().err == ("python -m gradient_compressor.simulation.bench: error: "
+                                       "GC_CXXRTL_OPT='-O9': expected one of -O0, -O1, -O2, "
+                                       "-O3\n")
     monkeypatch.delenv("GC_CXXRTL_OPT")
     assert cxxrtl.optimisation() == "-O3" and "-O1" not in cxxrtl._cxxflags()
 
