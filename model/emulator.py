@@ -79,7 +79,7 @@ from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
 
 __all__ = ["Emulator", "LineEmulator", "WriteArrays", "NO_CAUSE", "KERNEL_SOURCE",
-           "load_kernel", "main"]
+           "load_kernel"]
 
 #: The kernel's C++ source (package data).
 KERNEL_SOURCE = Path(__file__).resolve().parent / "emulator.cc"

@@ -17,10 +17,9 @@ import time
 import warnings
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.console import (ArgumentParser, UsageError, positive_integer, table,
-                                          usage_error)
+from gradient_compressor.console import ArgumentParser, positive_integer, run_command, table
 
-from .cxxrtl import build, compiler_available, optimisation
+from .cxxrtl import build, compiler_available
 from .driver import always, every_other, random_ready, simulate
 
 __all__ = ["make_trace", "make_line_trace", "main"]
@@ -83,7 +82,11 @@ def main(argv=None):
                         help="beats for the Amaranth simulator on lines (default 1000)")
     parser.add_argument("--line-compiled", type=positive_integer, default=125_000, metavar="N",
                         help="beats for the compiled simulator on lines (default 125000)")
-    args = parser.parse_args(argv)
+    # (A bad $GC_CXXRTL_OPT, which build() refuses, ends in one line and status 2.)
+    return run_command(parser, lambda args: _bench(parser, args), argv)
+
+
+def _bench(parser, args):
     if args.lanes != 1:
         from gradient_compressor.design.params import check_lanes
         try:
@@ -91,10 +94,6 @@ def main(argv=None):
         except (TypeError, ValueError) as error:
             parser.error(str(error))
 
-    try:
-        optimisation()
-    except UsageError as error:
-        return usage_error(parser.prog, error)
     if not compiler_available():
         print("no C++ compiler (g++): cannot build the compiled simulator", file=sys.stderr)
         return 1

@@ -420,10 +420,9 @@ OPTIMISATIONS = ("-O0", "-O1", "-O2", "-O3")
 def optimisation():
     """The compiled simulators' optimisation level: ``$GC_CXXRTL_OPT`` if set, else ``-O3``
     (raises :class:`~gradient_compressor.console.UsageError`, a ValueError, for a level not
-    in :data:`OPTIMISATIONS`). ``-O1`` builds
-    the 8-lane simulator of the tests in about half the time of ``-O3`` (54 s against 96 here)
-    and runs about 1.5 times slower: the tests build with it (tests/conftest.py), the reports
-    and ``make bench`` with ``-O3``."""
+    in :data:`OPTIMISATIONS`). ``-O1`` builds the 8-lane simulator of the tests in about half
+    the time of ``-O3`` (54 s against 96 here) and runs about 1.5 times slower: the tests build
+    with it (tests/conftest.py), the reports and ``make bench`` with ``-O3``."""
     level = os.environ.get("GC_CXXRTL_OPT") or "-O3"
     if level not in OPTIMISATIONS:
         raise UsageError(f"GC_CXXRTL_OPT={level!r}: expected one of {', '.join(OPTIMISATIONS)}")

@@ -179,7 +179,7 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     # The element wires of arrays reach Yosys without brackets in their names (abc9's
     # reintegration can take such a wire for a bit of the same name and fail), and the report
     # shows them as the design names them.
-    text = (path.parent / "top.il").read_text()
+    text = (netlist_file.parent / "top.il").read_text()
     assert "\\magnitudes<0>" in text and not re.search(r"\\[^\s]*\[", text)
     name = next(name for name in netlist.netnames if name.endswith("beat_magnitudes<0>"))
     shown = name.removeprefix("compressor.").replace("<0>", "[0]") + "[1]"
