@@ -306,7 +306,7 @@ def _configuration(params):
 
 
 def render_markdown(registers, params):
-    lines = [f"# Register map", "",
+    lines = ["# Register map", "",
              f"Made by `python -m gradient_compressor.design.registers --format md` for "
              f"{_configuration(params)}. AXI4-Lite, 32-bit "
              f"data, {ADDR_BITS}-bit byte addresses; an address that holds no register "

@@ -249,7 +249,6 @@ def _line_system(h, m, P):
     and L2's on lines assumed): the components joined, ``idle``, the counters, and the
     tracked address conserved from the ports to DRAM."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
-    N = h.lanes
     # -- stream: L1's push (its output register) keeps the stream rules; the beat reaches L1
     # as the core gave it (the streamer, not proven alone on lines, clears the lane bits);
     # L2 takes L1's push as it is, and L2's output is dram_out.

@@ -44,8 +44,7 @@ def _match(tag, row):
 
 
 def add(h, m, P):
-    d, l1 = h.dut, h.dut.l1
-    W, S = d.ways, d.sets
+    l1 = h.dut.l1
     run = l1.state == L1State.RUN
     valid = [None, l1.s1_valid, l1.s2_valid, l1.s3_valid, l1.s4_valid]
 
@@ -54,7 +53,7 @@ def add(h, m, P):
         P.check("pipeline", f"s{i}_valid_iff_accepted_{i}_cycles_before",
                 valid[i] == h.stage_valid[i])
         P.check("pipeline", f"s{i}_only_in_run", ~valid[i] | run)
-    s1, s2, s3, g3 = l1.s1, l1.s2, l1.s3, h.stage[3]
+    s1, s2 = l1.s1, l1.s2
     P.check("pipeline", "s1_holds_the_gradient_as_accepted",
             ~l1.s1_valid | (s1.as_value() == h.stage[1].as_value()))
     P.check("pipeline", "s2_holds_the_gradient_as_accepted",
@@ -68,7 +67,7 @@ def add(h, m, P):
 
 def _stages(h, m, P):
     """One lane: what s2 and s3 registered of their gradient."""
-    d, l1 = h.dut, h.dut.l1
+    l1 = h.dut.l1
     s2, s3, g3 = l1.s2, l1.s3, h.stage[3]
     # |g|, registered in s1 for s2's compares: stated here, so that an induction step need
     # not reach back to s1 for it.

@@ -172,7 +172,7 @@ def _combined(m, P, wb, pushed, state, slot, push, load):
     """On lines: the tracked write as it is now, ``pushed`` (the write as pushed, recorded by
     :func:`contract`) plus what each merge into it added, lane by lane (returned); and the
     ``combine`` group."""
-    D, out, newest = wb.depth, wb.dram_out, wb.newest
+    D, newest = wb.depth, wb.newest
     p = wb.push.payload
     # The sums the merges into the tracked write made, kept here (a lane the tracked write
     # holds plus the pushed lane), and whether any of them overflowed a value.
