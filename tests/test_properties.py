@@ -24,6 +24,14 @@ from gradient_compressor.properties.harness import L1_GROUPS
 from gradient_compressor.properties.component import COMPONENTS
 
 
+def _collect_unused_harness():
+    """Collect a harness a test left half-made on purpose (its elaboration or its constructor
+    stopped), without the UnusedElaboratable warning its modules would give."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnusedElaboratable)
+        gc.collect()
+
+
 @pytest.mark.parametrize("config", ["small", "dm", "assoc"])
 def test_harness_converts(config):
     harness = FormalHarness(CONFIGS[config], fairness=2, covers=True, whole_storage=True)
@@ -201,11 +209,9 @@ def test_simulated_harness_needs_a_stimulus():
     message = "simulate: needs a stimulus to drive the inputs"
     with pytest.raises(ValueError, match=message) as raised:
         FormalHarness(CONFIGS["small"], simulate=True)
-    # The harness its constructor refused (its traceback holds it) is never used, on purpose.
+    # (The traceback holds the harness its constructor refused.)
     del raised
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        gc.collect()
+    _collect_unused_harness()
 
 
 def test_simulated_harness_has_no_free_values():
@@ -575,11 +581,8 @@ def test_stimulus_modes():
         mp.setitem(covers.MODES, "one_address", {"no_such_mode": 1})
         with pytest.raises(ValueError, match="sets no_such_mode: not a mode input"):
             rtlil.convert(harness, ports=[])
-    # The elaboration stopped half-way, on purpose: its modules are never used.
     del harness
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UnusedElaboratable)
-        gc.collect()
+    _collect_unused_harness()
 
 
 def test_directed_stimulus_is_assumed_and_checked():
