@@ -728,9 +728,9 @@ class L1Accumulator(wiring.Component):
         s1, s3 = self.s1, self.s3
         # The gradient in s4 decided a cycle ago, after s2 had read this gradient's row: if it
         # rewrote this gradient's set (address), its effect is in s4's registers.
-        same_addr, same_set = self.s3_same_addr, self.s3_same_set
+        same_addr = self.s3_same_addr
         row_now = self.s3_row_now
-        m.d.comb += row_now.eq(Mux(same_set, self.s4_row, self.s3_row))
+        m.d.comb += row_now.eq(self._row_now())
         # s1's tag compares for s2 (see there): with the row s3 decides on, s4's and h1's.
         s1_tag = self._tag(s1.addr)
         m.d.sync += [
@@ -752,6 +752,11 @@ class L1Accumulator(wiring.Component):
             hit_way.eq(Mux(same_addr, self.s4_way, self.s3_hit_way)),
         ]
         d.hit_ways = hit_ways
+
+    def _row_now(self):
+        """``s3``'s set as it is now: ``s4``'s row if the gradient there rewrote it, else
+        ``s3_row``."""
+        return Mux(self.s3_same_set, self.s4_row, self.s3_row)
 
     def _s3_tests(self, m, d):
         """The threshold and count tests (``crossed``, ``leaves_way``) and the hit entry's new

@@ -50,6 +50,11 @@ class LineAccumulator(L1Accumulator):
     ``push`` offers the beat's own write first. A lane written twice in one beat (a direct
     gradient and its held sum at ``max_updates``) is one value, their sum, ``DIRECT``.
 
+    Unlike one lane's, ``s3_row`` is the set as it is now: a decision that rewrites the set of
+    the beat behind it forwards its new row into that beat's ``s3_row`` as it registers
+    ``s4``'s, so the tests start from ``s3_row``'s ways with no pick of ``s4``'s entry in front
+    of them (one lane's ``s3_same_set`` is not made).
+
     Invariants, beside L1's: a lane not held has a sum of 0; a valid line holds at least one
     lane.
 
@@ -112,6 +117,11 @@ class LineAccumulator(L1Accumulator):
                              out_valid=self.out_valid, own_taken=self.own_taken)
 
     # -- what depends on the number of lanes ----------------------------------------------------
+
+    def _row_now(self):
+        # s3_row is the set as it is now: a decision that rewrites the set of the beat behind
+        # it forwards its new row into that beat's s3_row (_s3_to_s4).
+        return self.s3_row
 
     def _entry_sums(self):
         return {"sums": self._per_lane(signed(value_width(self.grad_width))),
@@ -246,9 +256,8 @@ class LineAccumulator(L1Accumulator):
     def _s3_hit_lanes(self, m, d):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
         may take before the pick (docs/synth.md, "Adders and tests before picks"): each way of
-        ``s3_row`` (as ``s2`` left it: the beat in ``s4`` changed none of them that ``s3`` can
-        hit but its own address's) and the entry the beat in ``s4`` kept (``s4_row``'s way
-        ``s4_way``: ``s3``'s address's when ``s3_same_addr``). Per entry: the lanes' sums plus
+        ``s3_row``, the set as it is now (the beat ahead, now in ``s4``, forwarded its new row
+        into it). Per entry: the lanes' sums plus
         their gradients (``add``: a small lane's new sum, a direct lane's value with its held
         sum), which cross the threshold (``crossed``), which stay held (``held_after``),
         whether the line leaves (``leaves``), the lanes written at ``max_updates``
@@ -259,14 +268,11 @@ class LineAccumulator(L1Accumulator):
         direct, small = Signal(N, name="s3_direct_lanes"), Signal(N, name="s3_small_lanes")
         m.d.comb += [direct.eq(Mux(self.s3_valid, s3.mask & self.s3_direct, 0)),
                      small.eq(Mux(self.s3_valid, s3.mask & ~self.s3_direct, 0))]
-        same_addr = self.s3_same_addr
-        candidates = [*self.s3_row.ways, self.s4_row.ways[self.s4_way]]
-        # The hit, one-hot over the candidates (all 0 on a miss): s3_now_hit is their OR.
-        row_hit_ways = self.s3_hit_ways & ~self.s3_taken
-        picks = Signal(self.ways + 1, name="s3_hit_picks")
-        m.d.comb += picks.eq(Cat(Mux(same_addr, 0, row_hit_ways), same_addr & self.s4_holds))
+        # The hit, one-hot over the row's ways (all 0 on a miss): s3_now_hit is their OR.
+        picks = Signal(self.ways, name="s3_hit_picks")
+        m.d.comb += picks.eq(d.hit_ways)
         outcomes = []
-        for k, entry in enumerate(candidates):
+        for k, entry in enumerate(self.s3_row.ways):
             add = Signal(self._per_lane(signed(vw)), name=f"s3_add{k}")
             kept_sums = Signal(self._per_lane(signed(vw)), name=f"s3_kept_sums{k}")
             crossed, held_after, flushed = (Signal(N, name=f"s3_{what}{k}")
@@ -306,10 +312,7 @@ class LineAccumulator(L1Accumulator):
         leaves = Signal(name="s3_leaves")
         m.d.comb += [hit_add.eq(pick("add")), crossed.eq(pick("crossed")),
                      flushed.eq(pick("flushed")), leaves.eq(pick("leaves"))]
-        # Way w's outcome if it is the hit way: its own entry's, or s4's kept entry's.
-        d.way_outcomes = [{field: Mux(same_addr, outcomes[-1][field], outcome[field])
-                           for field in ("kept_sums", "held_after", "leaves", "count")}
-                          for outcome in outcomes[:-1]]
+        d.way_outcomes = outcomes   # way w's outcome if it is the hit way
         d.direct, d.small, d.hit_add, d.crossed = direct, small, hit_add, crossed
         d.leaves, d.flushed = leaves, flushed
 
@@ -430,12 +433,16 @@ class LineAccumulator(L1Accumulator):
             self.s4_push_p.eq(d.own),
             self.s4_victim.eq(d.c_evict),
             self.s4_victim_p.eq(d.victim_write),
-            self.s3_same_set.eq(d.d_write & next_same_set),
             self.s3_same_addr.eq(d.d_write & (s2.addr == s3.addr)),
             self.s3_taken.eq(Mux(d.allocates & next_same_set, d.alloc_ways, 0)),
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),
         ]
+        # The beat in s2 decides next on its set as this decision leaves it: the new row is
+        # forwarded into s3_row (over the row s2 registers, _compare_stage), so that s3's
+        # tests start from s3_row's ways themselves, with no pick of s4's entry in front.
+        with m.If(d.d_write & next_same_set):
+            m.d.sync += self.s3_row.eq(d.new_row)
         for i in range(self.lanes):
             grad = s3.grads[i]
             written = Mux(d.rounded[i], Mux(grad[-1], -small, small), 0)

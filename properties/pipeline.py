@@ -128,16 +128,20 @@ def _line_stages(h, m, P):
 
 def _rows(h, m, P):
     """Each stage works on its set as it is now; the queue, the scan, INIT."""
-    now3 = _s2_and_s3_rows(h, m, P)
+    l1 = h.dut.l1
+    last_row = Signal(l1.row_layout, name="s3_row_now_last_cycle")  # the row s4 decided on
+    m.d.sync += last_row.eq(l1.s3_row_now)
+    now3 = _s2_and_s3_rows(h, m, P, last_row)
     _s3_decides_on_its_set_now(h, m, P, now3)
-    _s4_row(h, m, P)
+    _s4_row(h, m, P, last_row)
     _reserved_places(h, P)
     _scan_and_init(h, m, P)
 
 
-def _s2_and_s3_rows(h, m, P):
-    """s2's and s3's rows are their sets as they are now (s3's unless s4 writes its set), and
-    s3's flags say what s4 does to its set. Returns s3's set as it is now."""
+def _s2_and_s3_rows(h, m, P, last_row):
+    """s2's and s3's rows are their sets as they are now (s3's unless s4 writes its set: on
+    lines, always), and s3's flags say what s4 does to its set. ``last_row`` is the row s4's
+    beat decided on. Returns s3's set as it is now."""
     l1, W = h.dut.l1, h.dut.ways
     s2, s3 = l1.s2, l1.s3
     set2, set3 = h.set_of(s2.addr), h.set_of(s3.addr)
@@ -159,8 +163,9 @@ def _s2_and_s3_rows(h, m, P):
     P.check("pipeline", "s2_never_uses_a_read_that_collided_with_a_write",
             ~(l1.s2_valid & collided[1]) | forwarded)
     s4_on_set3 = h.s4_writes & (l1.s4_set == set3)
-    P.check("pipeline", "s3_same_set_iff_s4_writes_its_set",
-            ~l1.s3_valid | (l1.s3_same_set == (h.s4_writes & (l1.s4_set == set3))))
+    if h.lanes == 1:
+        P.check("pipeline", "s3_same_set_iff_s4_writes_its_set",
+                ~l1.s3_valid | (l1.s3_same_set == s4_on_set3))
     P.check("pipeline", "s3_same_addr_iff_s4_writes_its_address",
             ~l1.s3_valid | (l1.s3_same_addr == (h.s4_writes & (h.stage[4].addr == s3.addr))))
     P.check("pipeline", "s3_taken_is_the_way_s4_allocated_on_its_set",
@@ -172,7 +177,14 @@ def _s2_and_s3_rows(h, m, P):
             ~h.s4_writes | (l1.s4_ways == Const(1, W) << l1.s4_way))
     P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~l1.s3_valid | s4_on_set3 | (l1.s3_row.as_value() == now3.as_value()))
-    match3 = _match(tag3, l1.s3_row)
+    # s3's hit was found in s2, on its set as it was then: on lines, where s4's new row is
+    # forwarded into s3_row, that is the row s4's beat decided on (s3_row_now a cycle ago)
+    # when s4 writes s3's set.
+    seen3 = l1.s3_row
+    if h.lanes > 1:
+        seen3 = Signal(l1.row_layout, name="s3_row_seen_in_s2")
+        m.d.comb += seen3.eq(Mux(s4_on_set3, last_row, l1.s3_row))
+    match3 = _match(tag3, seen3)
     way3 = lowest_index(m, match3, "s3_row_hit_way")
     P.check("forwarding", "s3_hit_is_its_rows",
             ~l1.s3_valid | ((l1.s3_hit == match3.any()) &
@@ -211,19 +223,17 @@ def _s3_decides_on_its_set_now(h, m, P, now3):
             now=["forwarding/s3_hit_is_its_rows",
                  "forwarding/s3_row_is_its_set_now_unless_s4_writes_it",
                  "pipeline/s3_same_addr_iff_s4_writes_its_address",
-                 "pipeline/s3_same_set_iff_s4_writes_its_set",
                  "pipeline/s3_taken_is_the_way_s4_allocated_on_its_set",
                  "forwarding/s4_kept_entry_is_its_rows",
                  "forwarding/s4_row_is_the_decided_row_changed_in_s4s_way"] +
+            (["pipeline/s3_same_set_iff_s4_writes_its_set"] if h.lanes == 1 else []) +
             (["unique_tag/tracked_set_at_most_one_way_per_tag"] if W > 1 else []))
 
 
-def _s4_row(h, m, P):
+def _s4_row(h, m, P, last_row):
     """The row s4 writes is the row s3 decided on, changed in s4's way (and the victim); its
     kept entry is the one that row holds for its address."""
     l1, W = h.dut.l1, h.dut.ways
-    last_row = Signal(l1.row_layout, name="s3_row_now_last_cycle")
-    m.d.sync += last_row.eq(l1.s3_row_now)
     same = [(l1.s4_row.ways[i].as_value() == last_row.ways[i].as_value()) |
             (l1.s4_way == i) for i in range(W)]
     P.check("forwarding", "s4_row_is_the_decided_row_changed_in_s4s_way",
