@@ -113,8 +113,8 @@ def main(argv=None):
     if args.results:
         seeds = len(args.seeds) if not args.synth_only else 0
         write_results(args.results, "ECP5-85F synthesis",
-                      f"{len(results)} configurations, {seeds} placement "
-                      f"seed{'' if seeds == 1 else 's'} each",
+                      f"{len(results)} configuration{'' if len(results) == 1 else 's'}, "
+                      f"{seeds} placement seed{'' if seeds == 1 else 's'} each",
                       render_summary(report), command=command)
         print(f"wrote {args.results}", file=sys.stderr)
     return 0
