@@ -166,6 +166,7 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     # The results table: the command that made it, and the area per lane.
     text = results.read_text()
     assert "Made by `python -m gradient_compressor.synth --synth-only" in text
+    assert "1 configuration, 0 placement seeds each" in text
     cells = result["cells"]
     assert (f"| {SMALL},lanes=2 | 2 | {cells['LUT4']} | {cells['CCU2C']} | "
             f"{cells['TRELLIS_FF']} | {cells['TRELLIS_DPR16X4']} | {cells['DP16KD']} | "
