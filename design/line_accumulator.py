@@ -441,7 +441,9 @@ class LineAccumulator(L1Accumulator):
         # The beat in s2 decides next on its set as this decision leaves it: the new row is
         # forwarded into s3_row (over the row s2 registers, _compare_stage), so that s3's
         # tests start from s3_row's ways themselves, with no pick of s4's entry in front.
-        with m.If(d.d_write & next_same_set):  # mutation site: line-forward
+        # The select is made from registers alone: a decision that does not write leaves
+        # new_row equal to s3_row, the set as it is now, so it forwards that.
+        with m.If(self.s3_valid & next_same_set):  # mutation site: line-forward
             m.d.sync += self.s3_row.eq(d.new_row)
         for i in range(self.lanes):
             grad = s3.grads[i]

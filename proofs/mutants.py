@@ -183,8 +183,8 @@ MUTANTS = {
     "line_row_forwarded_only_to_its_line": (
         "lanes", "a decision forwards its new row only to a beat of its own line, so a beat "
         "to another line of the set decides on the row as s2 read it", "line-forward",
-        "with m.If(d.d_write & next_same_set):",
-        "with m.If(d.d_write & (s2.addr == s3.addr)):"),
+        "with m.If(self.s3_valid & next_same_set):",
+        "with m.If(self.s3_valid & (s2.addr == s3.addr)):"),
     "sum_two_bits_short": (
         "widths", "an L1 sum is stored on grad_width bits (a held sum needs grad_width + 1)",
         "sum-width",
