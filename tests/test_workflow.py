@@ -27,12 +27,19 @@ def test_schema_check_rejects_a_broken_workflow(tmp_path):
     assert done.returncode != 0
 
 
-def test_workflow_runs_make_test_caches_and_uploads_failures():
+def test_workflow_runs_make_test_and_prove_caches_and_uploads_failures():
     flow = YAML(typ="safe").load(WORKFLOW.read_text())
     assert {"push", "pull_request"} <= set(flow["on"])
+    matrix = flow["jobs"]["test"]["strategy"]["matrix"]
+    # make test on the lowest Python pyproject.toml claims, and on a newer one; make prove
+    # beside it, a job of its own
+    assert "3.10" in matrix["python"] and len(matrix["python"]) >= 2
+    assert matrix["target"] == ["test"]
+    assert {"python": "3.11", "target": "prove"} in matrix["include"]
+    assert 'requires-python = ">=3.10"' in (WORKFLOW.parents[2] / "pyproject.toml").read_text()
     steps = flow["jobs"]["test"]["steps"]
     runs = [s.get("run", "") for s in steps]
-    assert any(r.strip() == "make test" for r in runs)
+    assert any(r.strip() == "make ${{ matrix.target }}" for r in runs)
     assert any("g++" in r and "perl" in r for r in runs), "installs the prerequisites"
     cached = {s["with"]["path"] for s in steps if s.get("uses", "").startswith("actions/cache")}
     assert cached == {".venv", "~/.cache/YoWASP", "~/.cache/gradient-compressor"}
@@ -53,6 +60,11 @@ def test_sweep_workflow_runs_prove_and_the_geometry_matrix():
     assert "schedule" in flow["on"] and "workflow_dispatch" in flow["on"]
     prove = [s.get("run", "") for s in flow["jobs"]["prove"]["steps"]]
     assert "make prove" in prove
+    assert "make prove-lines" in [s.get("run", "") for s in flow["jobs"]["prove-lines"]["steps"]]
+    for name in ("prove", "prove-lines", "geometry"):   # each restores the environment
+        cached = {s["with"]["path"] for s in flow["jobs"][name]["steps"]
+                  if s.get("uses", "").startswith("actions/cache")}
+        assert cached == {".venv", "~/.cache/YoWASP"}, name
     geometry = flow["jobs"]["geometry"]
     assert geometry["strategy"]["matrix"] == {"sets": SETS, "ways": WAYS}
     runs = " ".join(s.get("run", "") for s in geometry["steps"])
@@ -61,3 +73,10 @@ def test_sweep_workflow_runs_prove_and_the_geometry_matrix():
         upload = next(s for s in job["steps"] if s.get("uses", "").startswith(
             "actions/upload-artifact"))
         assert upload["if"] == "failure()" and "*.yw" in upload["with"]["path"]
+
+
+def test_ci_runs_make_test_then_make_prove():
+    lines = [line.strip() for line in (WORKFLOW.parents[2] / ".ci" / "run").read_text()
+             .splitlines() if line.strip() and not line.startswith("#")]
+    assert "set -euo pipefail" in lines
+    assert lines.index("make test") < lines.index("make prove")
