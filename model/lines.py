@@ -32,6 +32,34 @@ number of beats that updated it. The policy, per beat:
 
 With ``lanes = 1`` it makes exactly the decisions of :class:`model.ReferenceModel`: a beat is
 one gradient and a line write one write (tests check it write for write).
+
+**The whole-line rule** (``whole_line=True``; the RTL does not implement it yet) makes the
+compressor never move more DRAM bytes than writing the beats straight through: every value
+written fits ``grad_width`` bits (the input's own format), and a beat causes at most one line
+write. Thresholds, the EMA, the bypass windows and the LFSR are as above; per beat:
+
+* **Hit.** The small lanes' new sums are formed (held sum plus gradient). The line is
+  *written* if the beat has a direct lane, a small lane crosses its threshold or would leave
+  ``grad_width`` bits, or the line reaches ``max_updates`` beats. A written line's one line
+  write carries every pending value: each held lane's sum and each lane of the beat, its
+  gradient added to its held sum (causes: ``DIRECT``, ``ACCUM_THRESHOLD`` for a lane that
+  crossed, ``MAX_UPDATES`` for the rest when the line filled, else ``LINE``: carried along).
+  The line is then free, but for a lane whose value would not fit ``grad_width`` bits: a
+  small lane writes its held sum and holds its new gradient; a direct lane writes its
+  gradient and keeps its held sum. Such a line stays, holding those lanes, as updated once.
+  A line not written takes the small lanes' new sums and one more update.
+* **Miss.** The line is written if the beat has a direct lane, or small lanes to keep with
+  ``max_updates == 1``: every lane of the beat is written as it came (the tiny lanes of the
+  dual threshold too, which are dropped only where dropping saves a transfer), and nothing
+  is allocated. Otherwise the tiny lanes are dropped or rounded as above (the rounding level
+  is ``small_threshold`` at most ``2**(grad_width-1) - 1``, so that it fits); if one is rounded
+  the line is written with it and the small lanes it would have allocated (``LINE``), the
+  lanes not rounded being dropped (writing them would bias the rounding); else the small
+  lanes allocate the line (a victim line is written as ``EVICTION``).
+* ``flush`` and evictions write held lines as above: every held sum fits ``grad_width`` bits.
+
+So line writes sent and due, plus lines held, never exceed the beats taken (a beat writes
+its own line, or allocates it and evicts at most one victim); tests check this beat by beat.
 """
 
 from collections import namedtuple
@@ -91,11 +119,13 @@ class LineModel(ReferenceModel):
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
+                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS,
+                 whole_line=False):
         check_lanes(lanes)
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width, bypass_windows=bypass_windows)
         self.lanes = lanes
+        self.whole_line = bool(whole_line)
         # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
         # (lines: a beat is judged by the oldest).
         self._ema_recent = [self.ema] * (EMA_LINE_LAG + 1)
@@ -131,6 +161,8 @@ class LineModel(ReferenceModel):
         bypassed = {i for i in lanes if self.in_bypass_window(line + i)}
         thresholds = {i: 0 if i in bypassed else judged for i in lanes}
         self._update_ema_by_beat([grads[i] for i in lanes if i not in bypassed])
+        if self.whole_line:
+            return self._whole_line(line, grads, lanes, thresholds)
         out = _Line(self.lanes)
         small = []
         for i in lanes:
@@ -180,6 +212,78 @@ class LineModel(ReferenceModel):
             for i in kept:
                 out.add(i, grads[i], "MAX_UPDATES")
             return []
+        sums = [0] * self.lanes
+        for i in kept:
+            sums[i] = grads[i]
+        return self._allocate(line, sums, set(kept))
+
+    # -- the whole-line rule --------------------------------------------------------------
+
+    def _fits(self, value):
+        return self.grad_min <= value <= self.grad_max
+
+    def _whole_line(self, line, grads, lanes, thresholds):
+        """A beat under the whole-line rule (see the module's description): its line writes."""
+        direct = {i for i in lanes if abs(grads[i]) >= thresholds[i]}
+        small = [i for i in lanes if i not in direct]
+        entry, free = self._find(line)
+        if entry is None:
+            return self._whole_line_miss(line, grads, direct, small)
+        sums, held = entry[1], entry[2]    # sums[i] == 0 where lane i holds nothing
+        new = {i: sums[i] + grads[i] for i in small}
+        crossed = {i for i in small if abs(new[i]) >= thresholds[i] or not self._fits(new[i])}
+        fills = entry[3] + 1 >= self.max_updates
+        if not (direct or crossed or fills):
+            for i in small:
+                sums[i] = new[i]
+                held.add(i)
+            entry[3] += 1
+            return []
+        out, left = _Line(self.lanes), {}
+        for i in sorted(held | set(lanes)):
+            if i in direct:
+                if self._fits(sums[i] + grads[i]):
+                    out.add(i, sums[i] + grads[i], "DIRECT")
+                else:           # the gradient alone; the held sum stays
+                    out.add(i, grads[i], "DIRECT")
+                    left[i] = sums[i]
+            elif i in small and not self._fits(new[i]):
+                out.add(i, sums[i], "ACCUM_THRESHOLD")    # the held sum; the gradient stays
+                left[i] = grads[i]
+            else:
+                value = new[i] if i in small else sums[i]
+                out.add(i, value, "ACCUM_THRESHOLD" if i in crossed else
+                        "MAX_UPDATES" if fills else "LINE")
+        if left:    # the line stays, holding what did not fit, as updated once
+            entry[1] = [left.get(i, 0) for i in range(self.lanes)]
+            entry[2], entry[3] = set(left), 1
+        else:
+            free()
+        return out.write(line)
+
+    def _whole_line_miss(self, line, grads, direct, small):
+        """A beat that missed, under the whole-line rule: its line writes."""
+        tiny = [i for i in small if abs(grads[i]) < self.modes["small_threshold"]]
+        kept = [i for i in small if i not in tiny]
+        out = _Line(self.lanes)
+        if direct or (kept and self.max_updates == 1):
+            for i in sorted(direct | set(small)):
+                out.add(i, grads[i], "DIRECT" if i in direct else
+                        "MAX_UPDATES" if i in kept and self.max_updates == 1 else "LINE")
+        else:
+            level = min(self.modes["small_threshold"], self.grad_max)
+            for i in tiny:      # one draw for the beat's tiny lanes
+                for write in self._tiny_miss(line + i, grads[i], step=False, level=level):
+                    out.add(i, write.value, write.cause)
+            if any(cause is not None for cause in out.causes):
+                for i in kept:
+                    out.add(i, grads[i], "LINE")
+                kept = []
+        if tiny and self.modes["stochastic"]:
+            self.lfsr = lfsr_step(self.lfsr)
+        writes = out.write(line)
+        if writes or not kept:
+            return writes
         sums = [0] * self.lanes
         for i in kept:
             sums[i] = grads[i]

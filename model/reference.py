@@ -16,8 +16,10 @@ from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, 
 
 __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
-#: Write causes, with the names of :class:`design.Cause` (in its order).
-CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC")
+#: Write causes, with the names of :class:`design.Cause` (in its order); ``LINE`` (a pending
+#: value carried by a line write that another lane caused) only under the whole-line rule
+#: (:class:`model.LineModel`'s ``whole_line``), which the RTL does not implement yet.
+CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC", "LINE")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.
 Write = namedtuple("Write", "addr value cause")
@@ -156,10 +158,11 @@ class ReferenceModel:
         diff = (abs(grad) << EMA_FRACTION_BITS) - self.ema
         self.ema += diff >> self.modes["ema_shift"]    # floor, as an arithmetic shift
 
-    def _tiny_miss(self, addr, grad, step=True):
-        """Dual threshold: a tiny gradient that missed in L1 is dropped or rounded (on the
-        LFSR's bits as they are; they step after it unless ``step`` is false)."""
-        small = self.modes["small_threshold"]
+    def _tiny_miss(self, addr, grad, step=True, level=None):
+        """Dual threshold: a tiny gradient that missed in L1 is dropped or rounded to
+        ``sign(grad) * level`` (``small_threshold`` unless given; on the LFSR's bits as they
+        are; they step after it unless ``step`` is false)."""
+        small = self.modes["small_threshold"] if level is None else level
         written, writes = 0, []
         if self.modes["stochastic"]:
             bits = min(self.grad_width, LFSR_WIDTH)

@@ -13,7 +13,9 @@ written three ways:
 * **per-gradient records** (the compressor of one lane, at the same ``sets x ways`` entries):
   one transfer per write, an address and a value;
 * **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
-  one transfer per line write, its lanes' values under their strobes.
+  one transfer per line write, its lanes' values under their strobes;
+* **whole-line writes** (the line model's whole-line rule, ``whole_line=True``, which the RTL
+  does not implement yet): masked line writes whose values have the gradients' own width.
 
 The byte counts are stated in :data:`FORMAT`. Figures come from the line model, which the RTL
 on lines matches write for write in simulation (tests/test_line_compressor.py).
@@ -31,7 +33,7 @@ from gradient_compressor.console import (ArgumentParser, UsageError, check_writa
                                      positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 
-__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "line_policy", "pack_lines", "pack_beats",
+__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "whole_line_bytes", "line_policy", "pack_lines", "pack_beats",
            "line_costs", "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
@@ -39,8 +41,9 @@ ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
 FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-through "
           f"{GRADIENT_BYTES} bytes per lane of the line (int16 gradients), a per-gradient "
           f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
-          f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line; strobes "
-          f"(the mask) are not counted")
+          f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line, a "
+          f"whole-line write {GRADIENT_BYTES} (the gradients' format); strobes (the mask) are "
+          f"not counted")
 
 
 def dense_bytes(beats, lanes):
@@ -51,6 +54,12 @@ def dense_bytes(beats, lanes):
 def line_write_bytes(writes, lanes):
     """Bytes of ``writes`` masked line writes of ``lanes`` (one lane: per-gradient records)."""
     return writes * (ADDRESS_BYTES + VALUE_BYTES * lanes)
+
+
+def whole_line_bytes(writes, lanes):
+    """Bytes of ``writes`` line writes of ``lanes`` under the whole-line rule: values in the
+    gradients' own format, as dense write-through's."""
+    return dense_bytes(writes, lanes)
 
 
 def line_policy(**params):
@@ -162,6 +171,7 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     geometry = dict(sets=sets, ways=ways, max_updates=max_updates)
     line_writes = line_policy(lanes=lanes, **geometry).run(beats)
     records = len(line_policy(lanes=1, **geometry).run(ops))
+    whole = len(LineModel(lanes=lanes, whole_line=True, **geometry).run(beats))
     n_beats = sum(op[0] == "line" for op in beats)
     return {
         "gradients": sum(op[0] == "grad" for op in ops),
@@ -169,6 +179,7 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
         "dense": (n_beats, dense_bytes(n_beats, lanes)),
         "records": (records, line_write_bytes(records, 1)),
         "lines": (len(line_writes), line_write_bytes(len(line_writes), lanes)),
+        "whole_line": (whole, whole_line_bytes(whole, lanes)),
     }
 
 
@@ -178,10 +189,12 @@ def _saving(cost, dense):
 
 def render(rows):
     headers = ["workload", "N", "gradients", "beats", "dense: transfers", "dense: bytes",
-               "records: bytes", "line writes", "line bytes", "line bytes vs dense"]
+               "records: bytes", "line writes", "line bytes", "line bytes vs dense",
+               "whole-line writes", "whole-line bytes vs dense"]
     body = [[name, lanes, c["gradients"], c["beats"], c["dense"][0], c["dense"][1],
              c["records"][1], c["lines"][0], c["lines"][1],
-             _saving(c["lines"][1], c["dense"][1])]
+             _saving(c["lines"][1], c["dense"][1]), c["whole_line"][0],
+             _saving(c["whole_line"][1], c["dense"][1])]
             for name, lanes, c in rows]
     return table(body, headers, align=["left"] + ["right"] * (len(headers) - 1))
 
@@ -229,7 +242,8 @@ def _lines(args):
                       f"L1 of {args.sets} x {args.ways} lines, max_updates "
                       f"{DEFAULTS['max_updates']}; {FORMAT}",
                       text + "\n\nFigures from the line model (model/lines.py), which the RTL "
-                      "on lines matches write for write in simulation.\n")
+                      "on lines matches write for write in simulation; the whole-line columns "
+                      "from its whole-line rule, which the RTL does not implement yet.\n")
     return 0
 
 
