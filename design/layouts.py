@@ -28,6 +28,9 @@ class Cause(enum.Enum, shape=3):
     #: Dual threshold, stochastic mode: a tiny gradient that missed in L1 was rounded to
     #: ``sign(grad) * small_threshold`` (see :mod:`design.modes`).
     STOCHASTIC      = 5
+    #: The whole-line rule (:mod:`design.line_decision`): a pending value carried by a line
+    #: write that another lane of the line caused.
+    LINE            = 6
 
 
 def value_width(grad_width):

@@ -195,6 +195,28 @@ MUTANTS = {
         "threshold-bound-width",
         "judged.high.eq(threshold - grad_wide),",
         "judged.high.eq((threshold - grad_wide)[:self.grad_width]),"),
+    # -- whole-line: the whole-line rule's decision (design/line_decision.py), alone -------
+    "line_write_leaves_a_held_lane": (
+        "whole-line", "a written hit carries the beat's lanes but leaves the held lanes behind",
+        "written-line-carries",
+        "self.write_mask.eq(self.entry.held | self.mask)",
+        "self.write_mask.eq(self.mask)"),
+    "beat_writes_its_line_and_allocates": (
+        "whole-line", "a miss written as it came also allocates its small lanes",
+        "miss-written",
+        "m.d.comb += [self.written.eq(1), self.write_mask.eq(self.mask)]",
+        "m.d.comb += [self.written.eq(1), self.write_mask.eq(self.mask), "
+        "self.allocates.eq(kept.any()), self.keeps.eq(kept.any())]"),
+    "value_one_bit_too_wide": (
+        "whole-line", "a new sum that needs grad_width + 1 bits is taken as fitting (its value "
+        "wraps)", "value-fits",
+        "fits.eq(new[gw] == new[gw - 1]),",
+        "fits.eq(1),"),
+    "overflow_not_a_crossing": (
+        "whole-line", "a small lane whose new sum would not fit is held, not written",
+        "lane-crosses",
+        "crosses.eq(small[i] & (at_least(abs(new), self.threshold) | ~fits)),",
+        "crosses.eq(small[i] & at_least(abs(new), self.threshold)),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -579,7 +601,7 @@ LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 #: components: a mutant of such a file is first checked by their own proofs.
 COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py": ["registers"],
                    "modes.py": ["lfsr", "ema", "discards"],
-                   "streamer.py": ["streamer"]}
+                   "streamer.py": ["streamer"], "line_decision.py": ["line_decision"]}
 
 
 #: The mutation sites whose mutants only a component's line form can see (one lane never

@@ -101,7 +101,7 @@ def read_vcd(path):
 
 
 STATES = {0: "INIT", 1: "RUN", 2: "SCAN", 3: "DONE"}
-CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU", 5: "STO"}
+CAUSES = {0: "DIR", 1: "ACC", 2: "MAX", 3: "EVI", 4: "FLU", 5: "STO", 6: "LIN"}
 
 
 def print_table(trace, columns=COLUMNS, file=None, start=0):

@@ -58,6 +58,9 @@ GROUPS = {
                     "against (0 in a bypass window) and the modes' settings",
     "registers":    "the AXI4-Lite register file: handshakes, responses; a write lands only in "
                     "its field; a read returns what was written or counted",
+    "line_decision": "the whole-line rule's decision: a beat writes its line or allocates it, "
+                     "never both; a written line carries every pending value; per lane, "
+                     "nothing lost or made",
     "discard_totals": "the step's discard count and sum add up the accounted discards since the "
                       "first gradient accepted after the last completed flush barrier",
     "dual_threshold": "a tiny miss (and only it) is discarded: dropped or written as "
@@ -99,7 +102,7 @@ COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "combine": "l2_lines", "queue": "q
                     "queue_sum": "queue_lines",
                     "lfsr": "lfsr",
                     "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards",
-                    "registers": "registers"}
+                    "registers": "registers", "line_decision": "line_decision"}
 
 
 def balance_width(value_width, fifo_depth, queue_depth):

@@ -23,6 +23,7 @@ from amaranth.hdl import Assume
 from amaranth.lib.wiring import In
 
 from gradient_compressor.design.l1 import L1Accumulator
+from gradient_compressor.design.line_decision import LineDecision
 from gradient_compressor.design.layouts import line_pair_layout, value_width, write_layout
 from gradient_compressor.design.compressor import signature as compressor_signature
 from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
@@ -31,7 +32,7 @@ from gradient_compressor.design.queue import WriteQueue
 from gradient_compressor.design.streamer import Streamer
 from gradient_compressor.design.writeback import WritebackBuffer
 
-from . import discards, ema, lfsr, queue, registers, streamer, writeback
+from . import discards, ema, lfsr, line_decision, queue, registers, streamer, writeback
 from .base import PropertySet, balance_width
 
 __all__ = ["COMPONENTS", "ComponentHarness", "instances"]
@@ -141,6 +142,20 @@ COMPONENTS = {
         # enough for the count's bit 2 (four discards)
         contract=discards.contract, covers=discards.covers, depth=2, bmc_depth=lambda p: 8,
         pins_outputs=True),     # count, sum, barrier_done
+    # The whole-line rule's decision (combinational: one step), at LINE_LANES on the smallest
+    # and the product's widths, and at 8 lanes on the product's.
+    "line_decision": Component(
+        params=lambda c: dict(lanes=LINE_LANES, grad_width=c["grad_width"],
+                              max_updates=c["max_updates"]),
+        build=lambda **p: LineDecision(**p), probes=lambda _: {},
+        contract=line_decision.contract, covers=line_decision.covers, depth=1,
+        bmc_depth=lambda p: 2, pins_outputs=False, only_on=("small", "default")),
+    "line_decision_8": Component(
+        params=lambda c: dict(lanes=8, grad_width=c["grad_width"],
+                              max_updates=c["max_updates"]),
+        build=lambda **p: LineDecision(**p), probes=lambda _: {},
+        contract=line_decision.contract, covers=None, depth=1,
+        bmc_depth=lambda p: 2, shares=("line_decision",), only_on=("default",)),
     "registers": Component(
         # the widths of the counters and the status follow the whole geometry
         params=lambda c: dict(c),

@@ -1,0 +1,207 @@
+"""The whole-line rule's decision on one line: what one beat does to the line's L1 entry.
+
+:class:`LineDecision` is combinational: from a beat (its lanes' gradients, mask, and which
+lanes are direct, tiny or rounded up) and the entry its line hits (or none), it decides
+whether the beat *writes its line*, what that one line write carries, the entry the line
+leaves (kept, freed, or allocated on a miss) and which lanes the dual threshold accounts
+for. It is the policy of :class:`model.LineModel` with ``whole_line=True`` (model/lines.py
+states it in words), for one beat, as a component of its own: an L1 pipeline composes it
+with the row's read, the hit, the victim and the output queue. The RTL's L1 does not use it
+yet.
+
+The rule, per beat (lanes outside the mask take no part):
+
+* **Hit.** Each lane of the beat adds its gradient to its held sum (0 where it holds none).
+  The line is written if a lane is direct, a small lane's new sum crosses ``threshold`` or
+  would leave ``grad_width`` bits, or the line reaches ``max_updates`` updates. The write
+  carries every held lane and every lane of the beat, each with its new sum; a lane whose
+  new sum would not fit writes its held sum and keeps its gradient (small) or writes its
+  gradient and keeps its held sum (direct). The entry then holds what was kept, as updated
+  once, or is freed. A line not written takes the small lanes' new sums and one update.
+* **Miss.** The line is written with every lane of the beat as it came if a lane is direct
+  or (``max_updates == 1``) a small lane is not tiny; else, if a tiny lane is rounded up,
+  with the rounded lanes (``sign(g) * level``) and the small lanes that are not tiny; else
+  the small lanes that are not tiny allocate the line, as updated once. The tiny lanes of a
+  line not written as it came are accounted (dropped, or rounded).
+
+A beat with an empty mask decides nothing.
+"""
+
+from amaranth import *
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from .compare import at_least
+from .layouts import Cause
+from .params import check_int, check_lanes
+
+__all__ = ["LineDecision", "line_entry_layout"]
+
+
+def line_entry_layout(lanes, grad_width, count_width):
+    """A line's L1 entry as the decision sees it: a sum per lane (``grad_width`` bits: every
+    value the whole-line rule holds fits the gradients' own format), the lanes holding a sum,
+    and the updates the line has taken."""
+    return data.StructLayout({
+        "sums":  data.ArrayLayout(signed(grad_width), lanes),
+        "held":  unsigned(lanes),
+        "count": unsigned(count_width),
+    })
+
+
+class LineDecision(wiring.Component):
+    """The whole-line rule's decision on one beat and its line's entry (combinational).
+
+    Parameters
+    ----------
+    lanes : int
+        Gradients per line (:data:`~design.params.LANES`).
+    grad_width : int
+        Width of a gradient, of a held sum and of a written value.
+    max_updates : int
+        Updates after which a line is written.
+
+    Attributes
+    ----------
+    grads : In(ArrayLayout(signed(grad_width), lanes))
+        The beat's gradients.
+    mask : In(lanes)
+        The lanes the beat carries.
+    direct : In(lanes)
+        Lanes with ``|g| >= `` their threshold (0 in a bypass window): written as they come.
+    tiny : In(lanes)
+        Lanes with ``|g| < small_threshold`` (the dual threshold; 0 when it is off).
+    rounded : In(lanes)
+        Tiny lanes the stochastic mode rounds up on this beat's draw (0 outside it).
+    threshold : In(grad_width)
+        The threshold a small lane's sum crosses.
+    level : In(grad_width - 1)
+        The stochastic mode's rounding level, ``min(small_threshold, 2**(grad_width-1) - 1)``.
+    hit : In(1)
+        The line holds an entry: ``entry``.
+    entry : In(line_entry_layout)
+        The line's entry (when ``hit``).
+    written : Out(1)
+        The beat writes its line: one line write of ``values`` under ``write_mask``.
+    values : Out(ArrayLayout(signed(grad_width), lanes))
+    write_mask : Out(lanes)
+    causes : Out(ArrayLayout(Cause, lanes))
+    after : Out(line_entry_layout)
+        The line's entry after the beat, when ``keeps``.
+    keeps : Out(1)
+        The line holds an entry after the beat (kept on a hit, allocated on a miss).
+    allocates : Out(1)
+        A miss that allocates the line (the pipeline picks the way, and writes a victim).
+    accounted : Out(lanes)
+        Tiny lanes the dual threshold accounts for: dropped, or written rounded.
+    """
+
+    def __init__(self, *, lanes, grad_width, max_updates):
+        check_lanes(lanes)
+        check_int("grad_width", grad_width, minimum=2)
+        check_int("max_updates", max_updates, minimum=1)
+        self.lanes, self.grad_width, self.max_updates = lanes, grad_width, max_updates
+        #: Width of an entry's count: up to ``max_updates - 1`` updates are held.
+        self.count_width = max(1, (max_updates - 1).bit_length())
+        values = data.ArrayLayout(signed(grad_width), lanes)
+        entry = line_entry_layout(lanes, grad_width, self.count_width)
+        super().__init__({
+            "grads": In(values), "mask": In(lanes), "direct": In(lanes), "tiny": In(lanes),
+            "rounded": In(lanes), "threshold": In(grad_width), "level": In(grad_width - 1),
+            "hit": In(1), "entry": In(entry),
+            "written": Out(1), "values": Out(values), "write_mask": Out(lanes),
+            "causes": Out(data.ArrayLayout(Cause, lanes)),
+            "after": Out(entry), "keeps": Out(1), "allocates": Out(1),
+            "accounted": Out(lanes),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # Only the lanes of the mask take part.
+        direct = Signal(self.lanes, name="direct_lanes")
+        small = Signal(self.lanes, name="small_lanes")
+        m.d.comb += [direct.eq(self.direct & self.mask), small.eq(self.mask & ~self.direct)]
+        lanes = self._lanes(m, small)
+        active = self.mask.any()
+        with m.If(active & self.hit):
+            self._hit(m, lanes, direct, small)
+        with m.Elif(active):
+            self._miss(m, direct, small)
+        with m.Else():      # nothing to decide: the entry stays as it is
+            m.d.comb += [self.after.eq(self.entry), self.keeps.eq(self.hit)]
+        return m
+
+    def _lanes(self, m, small):
+        """Per lane: the held sum (0 where none), the new sum (held sum plus the gradient,
+        one bit wider), whether it fits ``grad_width`` bits, whether a small lane crosses."""
+        gw = self.grad_width
+        lanes = []
+        for i in range(self.lanes):
+            held = Signal(signed(gw), name=f"held_sum{i}")
+            new = Signal(signed(gw + 1), name=f"new_sum{i}")
+            fits, crosses = Signal(name=f"fits{i}"), Signal(name=f"crosses{i}")
+            m.d.comb += [
+                held.eq(Mux(self.entry.held[i], self.entry.sums[i], 0)),
+                new.eq(held + Mux(self.mask[i], self.grads[i], 0)),
+                # mutation site: value-fits
+                fits.eq(new[gw] == new[gw - 1]),
+                # mutation site: lane-crosses
+                crosses.eq(small[i] & (at_least(abs(new), self.threshold) | ~fits)),
+            ]
+            lanes.append((held, new, fits, crosses))
+        return lanes
+
+    def _hit(self, m, lanes, direct, small):
+        gw = self.grad_width
+        fills = self.entry.count >= self.max_updates - 1
+        crossed = Cat(crosses for _, _, _, crosses in lanes)
+        written = direct.any() | crossed.any() | fills
+        kept = Signal(self.lanes, name="kept_lanes")   # lanes whose value would not fit
+        m.d.comb += kept.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))
+        with m.If(written):
+            # mutation site: written-line-carries
+            m.d.comb += [self.written.eq(1), self.write_mask.eq(self.entry.held | self.mask)]
+            for i, (held, new, fits, crosses) in enumerate(lanes):
+                m.d.comb += [
+                    self.values[i].eq(Mux(~kept[i], new[:gw],
+                                          Mux(direct[i], self.grads[i], held))),
+                    self.causes[i].eq(Mux(direct[i], Cause.DIRECT,
+                                      Mux(crosses, Cause.ACCUM_THRESHOLD,
+                                      Mux(fills, Cause.MAX_UPDATES, Cause.LINE)))),
+                    self.after.sums[i].eq(Mux(kept[i], Mux(direct[i], held,
+                                                           self.grads[i]), 0)),
+                ]
+            m.d.comb += [self.after.held.eq(kept), self.after.count.eq(1),
+                         self.keeps.eq(kept.any())]
+        with m.Else():
+            for i, (held, new, _, _) in enumerate(lanes):
+                m.d.comb += self.after.sums[i].eq(Mux(small[i], new[:gw], held))
+            m.d.comb += [self.after.held.eq(self.entry.held | small),
+                         self.after.count.eq(self.entry.count + 1), self.keeps.eq(1)]
+
+    def _miss(self, m, direct, small):
+        kept = small & ~self.tiny       # lanes a line not written would allocate
+        rounded = self.rounded & self.tiny & small
+        as_it_came = direct.any() | (kept.any() if self.max_updates == 1 else 0)
+        for i in range(self.lanes):
+            rounded_value = Mux(self.grads[i][-1], -self.level, self.level)
+            m.d.comb += [
+                self.values[i].eq(Mux(rounded[i] & ~as_it_came, rounded_value,
+                                      self.grads[i])),
+                self.causes[i].eq(Mux(direct[i], Cause.DIRECT,
+                                  Mux(kept[i] & (self.max_updates == 1), Cause.MAX_UPDATES,
+                                  Mux(rounded[i] & ~as_it_came, Cause.STOCHASTIC,
+                                      Cause.LINE)))),
+                self.after.sums[i].eq(Mux(kept[i], self.grads[i], 0)),
+            ]
+        with m.If(as_it_came):
+            # mutation site: miss-written
+            m.d.comb += [self.written.eq(1), self.write_mask.eq(self.mask)]
+        with m.Elif(rounded.any()):
+            m.d.comb += [self.written.eq(1), self.write_mask.eq(rounded | kept),
+                         self.accounted.eq(small & self.tiny)]
+        with m.Else():
+            m.d.comb += self.accounted.eq(small & self.tiny)
+            if self.max_updates > 1:
+                m.d.comb += [self.allocates.eq(kept.any()), self.keeps.eq(kept.any())]
+        m.d.comb += [self.after.held.eq(kept), self.after.count.eq(1)]
