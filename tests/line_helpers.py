@@ -1,8 +1,27 @@
-"""Stream helpers shared by the tests of lines: put a line on a payload, offer it until taken,
-read a line write back."""
+"""Helpers shared by the tests of lines: put a line on a payload, offer it until taken, read a
+line write back; random beats on a small geometry, and the comparison of a run of them with the
+line model (the Amaranth simulation's and the exported Verilog's under Verilator)."""
+
+from collections import Counter
 
 from gradient_compressor.design.layouts import Cause
-from gradient_compressor.model import LineWrite
+from gradient_compressor.model import LineModel, LineWrite
+
+#: A small geometry (2 sets x 2 ways of lines, an L2 of 4), where evictions and L2 backpressure
+#: are frequent.
+GEOMETRY = dict(addr_width=9, grad_width=8, sets=2, ways=2, max_updates=3, fifo_depth=4,
+                burst_size=2)
+#: Run-time mode settings by port name, one set per mode.
+MODES = {
+    "off": {},
+    "drop": dict(small_threshold=10),
+    "stochastic": dict(small_threshold=10, stochastic=1),
+    "ema": dict(ema_enable=1, ema_shift=2, ema_scale=24, ema_min=4, ema_max=100),
+    "ema_per_step": dict(ema_enable=1, ema_per_step=1, ema_shift=1, ema_scale=16, ema_min=2,
+                         ema_max=120),
+    "bypass": dict(bypass__0__base=5, bypass__0__limit=11, bypass__0__enable=1, bypass__1__base=30,
+                   bypass__1__limit=30, bypass__1__enable=1, small_threshold=6),
+}
 
 
 def set_line(ctx, payload, addr, lanes, mask, field="grads"):
@@ -38,3 +57,70 @@ def line_write(ctx, payload, lanes):
                      mask,
                      tuple(Cause(ctx.get(payload.causes[i])).name if masked[i] else None
                            for i in range(lanes)))
+
+
+def random_steps(rng, lanes, steps=3, beats=25):
+    """``steps`` lists of ``beats`` random beats ``(line, grads, mask, threshold)`` on
+    :data:`GEOMETRY` (8 lines, so that they conflict; small, medium and full-range gradients;
+    random masks and thresholds), each list to be ended by a flush barrier."""
+    top = 2 ** (GEOMETRY["grad_width"] - 1)
+    out = []
+    for _ in range(steps):
+        out.append([(rng.randrange(8) * lanes,
+                     [rng.choice([rng.randint(-12, 12), rng.randint(-50, 50),
+                                  rng.randint(-top, top - 1)]) for _ in range(lanes)],
+                     rng.randrange(2 ** lanes), rng.choice([15, 40, 90]))
+                    for _ in range(beats)])
+    return out
+
+
+def model_run(lanes, steps, modes):
+    """The line model on :data:`GEOMETRY` run through ``steps`` (:func:`random_steps`) in
+    ``modes``: its line writes, and its discards ``(addr, error)``."""
+    model = LineModel(lanes=lanes, **{k: GEOMETRY[k] for k in
+                                      ("addr_width", "grad_width", "sets", "ways",
+                                       "max_updates")})
+    ops = [("modes", modes)] if modes else []
+    for beats in steps:
+        ops += [("line", *beat) for beat in beats] + [("flush",)]
+    return model.run(ops), [(d.addr, d.error) for d in model.discards]
+
+
+def per_address(pairs):
+    """``{addr: sum}`` of ``(addr, value)`` pairs, the addresses whose sum is 0 left out."""
+    total = Counter()
+    for addr, value in pairs:
+        total[addr] += value
+    return {addr: value for addr, value in total.items() if value}
+
+
+def check_with_the_model(lanes, steps, modes, dram, discards):
+    """Assert that a compressor of ``lanes`` on :data:`GEOMETRY`, run through ``steps`` in
+    ``modes``, did what the line model does.
+
+    Parameters
+    ----------
+    lanes : int
+        Gradients per line.
+    steps, modes
+        As for :func:`model_run`.
+    dram : list of (int, int)
+        The DRAM writes taken, lane by lane: ``(addr, value)`` for each lane in a write's mask.
+    discards : list of (int, int)
+        The discards ``(addr, error)``, in order (within a cycle, by lane).
+
+    Returns
+    -------
+    list of LineWrite
+        The model's line writes, for a caller that can see L1's.
+    """
+    expected, expected_discards = model_run(lanes, steps, modes)
+    assert discards == expected_discards
+    # DRAM holds the line writes' values per address (L2 combines writes, never changes a sum)
+    assert per_address(dram) == per_address(w for lw in expected for w in
+                                            ((x.addr, x.value) for x in lw.writes()))
+    # ... and, with what was accounted, everything accepted.
+    accepted = [(line + i, grads[i]) for beats in steps for line, grads, mask, _ in beats
+                for i in range(lanes) if mask >> i & 1]
+    assert per_address(dram + discards) == per_address(accepted)
+    return expected

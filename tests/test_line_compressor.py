@@ -2,29 +2,15 @@
 writes write for write, DRAM per address after the flush, in every run-time mode."""
 
 import random
-from collections import Counter
 
 import pytest
 from amaranth.sim import Simulator
 
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.design.params import port
-from gradient_compressor.model import LineModel
 
-from .line_helpers import line_write, offer, set_line
-
-GEOMETRY = dict(addr_width=9, grad_width=8, sets=2, ways=2, max_updates=3, fifo_depth=4,
-                burst_size=2)
-MODES = {
-    "off": {},
-    "drop": dict(small_threshold=10),
-    "stochastic": dict(small_threshold=10, stochastic=1),
-    "ema": dict(ema_enable=1, ema_shift=2, ema_scale=24, ema_min=4, ema_max=100),
-    "ema_per_step": dict(ema_enable=1, ema_per_step=1, ema_shift=1, ema_scale=16, ema_min=2,
-                         ema_max=120),
-    "bypass": dict(bypass__0__base=5, bypass__0__limit=11, bypass__0__enable=1, bypass__1__base=30,
-                   bypass__1__limit=30, bypass__1__enable=1, small_threshold=6),
-}
+from .line_helpers import (GEOMETRY, MODES, check_with_the_model, line_write, model_run, offer,
+                           per_address, random_steps, set_line)
 
 
 def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
@@ -79,35 +65,6 @@ def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
     return l1_writes, dram, discards
 
 
-def model_run(lanes, steps, modes):
-    model = LineModel(lanes=lanes, **{k: GEOMETRY[k] for k in
-                                      ("addr_width", "grad_width", "sets", "ways",
-                                       "max_updates")})
-    ops = [("modes", modes)] if modes else []
-    for beats in steps:
-        ops += [("line", *beat) for beat in beats] + [("flush",)]
-    return model.run(ops), [(d.addr, d.error) for d in model.discards]
-
-
-def random_steps(rng, lanes, steps=3, beats=25):
-    top = 2 ** 7
-    out = []
-    for _ in range(steps):
-        out.append([(rng.randrange(8) * lanes,
-                     [rng.choice([rng.randint(-12, 12), rng.randint(-50, 50),
-                                  rng.randint(-top, top - 1)]) for _ in range(lanes)],
-                     rng.randrange(2 ** lanes), rng.choice([15, 40, 90]))
-                    for _ in range(beats)])
-    return out
-
-
-def per_address(pairs):
-    total = Counter()
-    for addr, value in pairs:
-        total[addr] += value
-    return {addr: value for addr, value in total.items() if value}
-
-
 @pytest.mark.parametrize("mode", sorted(MODES))
 @pytest.mark.parametrize("lanes", [2, 4])
 def test_line_compressor_is_the_line_model(lanes, mode):
@@ -116,16 +73,7 @@ def test_line_compressor_is_the_line_model(lanes, mode):
     stall = [rng.random() < 0.4 for _ in range(11)]
     l1_writes, dram, discards = simulate(lanes, steps, MODES[mode],
                                          ready=lambda cycle: not stall[cycle % 11])
-    expected, expected_discards = model_run(lanes, steps, MODES[mode])
-    assert l1_writes == expected
-    assert discards == expected_discards
-    # DRAM holds the line writes' values per address (L2 combines writes, never changes a sum)
-    assert per_address(dram) == per_address(w for lw in expected for w in
-                                            ((x.addr, x.value) for x in lw.writes()))
-    # ... and, with what was accounted, everything accepted.
-    accepted = [(line + i, grads[i]) for beats in steps for line, grads, mask, _ in beats
-                for i in range(lanes) if mask >> i & 1]
-    assert per_address(dram + discards) == per_address(accepted)
+    assert l1_writes == check_with_the_model(lanes, steps, MODES[mode], dram, discards)
 
 
 def test_write_combining_saves_dram_writes():

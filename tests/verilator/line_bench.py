@@ -1,0 +1,143 @@
+"""cocotb testbench: the exported Verilog of the compressor on lines (``design/verilog.py``,
+``--lanes 8`` on :data:`tests.line_helpers.GEOMETRY`) under Verilator against the line model.
+
+Run by ``tests/verilator/test_verilator.py`` (cocotb's runner); not collected by pytest itself.
+Random beats (:func:`~tests.line_helpers.random_steps`: random lines, gradients, masks and
+thresholds), each step ended by a flush barrier, go in through the flat ports ``in_grads`` and
+``in_mask``, with the bypass windows and the dual threshold on (their windows cover some lanes
+of a line and not others) and a seeded random ``dram_ready``. What leaves through
+``dram_addr``, ``dram_values`` and ``dram_mask``, lane by lane, and the discards reported on
+``discard``, ``discard_addr`` and ``discard_error`` are then compared with the line model's
+(:func:`~tests.line_helpers.check_with_the_model`, the comparison the Amaranth simulation's
+test makes). Lanes packed in another order than the documented one (lane ``i`` in bits
+``[i*w +: w]``, mask bit ``i``) on any of these ports put values at the wrong addresses.
+"""
+
+import random
+
+import cocotb
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, Timer
+
+from ..line_helpers import GEOMETRY, MODES, check_with_the_model, random_steps
+
+#: Steps of random beats (each ended by a flush), and beats per step.
+STEPS, BEATS = 60, 60
+#: Run-time modes: lanes of one line inside and outside a bypass window, tiny misses dropped.
+MODE = "bypass"
+#: The probabilities that DRAM is ready in a cycle, one drawn per step.
+READY_PROBABILITIES = (0.25, 0.5, 0.9)
+#: Cycle limits of the waits.
+ACCEPT_LIMIT = 2_000
+FLUSH_LIMIT = 2_000
+RESET_CYCLES = 2
+
+
+def lanes_of(value, lanes):
+    """The ``lanes`` fields of a packed port's value, lane ``i`` in bits ``[i*w +: w]``, as
+    signed integers."""
+    width = len(value) // lanes
+    fields = [int(value) >> i * width & ((1 << width) - 1) for i in range(lanes)]
+    return [field - (1 << width) if field >> width - 1 else field for field in fields]
+
+
+def packed(values, width):
+    """``values`` packed into one integer, value ``i`` (two's complement) in bits
+    ``[i*width +: width]``."""
+    return sum((v & ((1 << width) - 1)) << i * width for i, v in enumerate(values))
+
+
+class LineHarness:
+    """Drives the inputs after each falling edge and samples the settled outputs 1 ns later,
+    which is what the next rising edge takes; records the DRAM writes and the discards lane by
+    lane."""
+
+    def __init__(self, dut, seed):
+        self.dut = dut
+        self.lanes = len(dut.in_mask)
+        self.rng = random.Random(seed)
+        self.ready_probability = 1.0
+        self.cycle = 0
+        self.dram, self.discards = [], []
+
+    def lanes_in(self, mask):
+        """The lanes whose bit is set in ``mask``."""
+        return [i for i in range(self.lanes) if int(mask) >> i & 1]
+
+    async def step(self):
+        """One cycle: draw DRAM's ready, settle, record the DRAM write taken and the discards.
+        Returns whether the beat offered (if any) was taken."""
+        dut = self.dut
+        dut.dram_ready.value = int(self.rng.random() < self.ready_probability)
+        await Timer(1, unit="ns")
+        taken = bool(dut.in_valid.value) and bool(dut.in_ready.value)
+        if dut.dram_valid.value and dut.dram_ready.value:
+            addr, values = int(dut.dram_addr.value), lanes_of(dut.dram_values.value, self.lanes)
+            self.dram += [(addr + i, values[i]) for i in self.lanes_in(dut.dram_mask.value)]
+        if int(dut.discard.value):
+            addr = int(dut.discard_addr.value)
+            errors = lanes_of(dut.discard_error.value, self.lanes)
+            self.discards += [(addr + i, errors[i]) for i in self.lanes_in(dut.discard.value)]
+        await FallingEdge(dut.clk)
+        self.cycle += 1
+        return taken
+
+    async def offer(self, line, grads, mask, threshold):
+        """Offer one beat and hold it until it is taken."""
+        dut = self.dut
+        dut.in_addr.value = line
+        dut.in_grads.value = packed(grads, GEOMETRY["grad_width"])
+        dut.in_mask.value = mask
+        dut.threshold.value = threshold
+        dut.in_valid.value = 1
+        for _ in range(ACCEPT_LIMIT):
+            if await self.step():
+                dut.in_valid.value = 0
+                return
+        raise AssertionError(f"cycle {self.cycle}: beat ({line}, {grads}, {mask:#x}) not "
+                             f"taken within {ACCEPT_LIMIT} cycles")
+
+    async def flush(self):
+        """Raise flush until idle, then drop it."""
+        dut = self.dut
+        dut.flush.value = 1
+        for _ in range(FLUSH_LIMIT):
+            await Timer(1, unit="ns")
+            if dut.idle.value:
+                break
+            await self.step()
+        else:
+            raise AssertionError(f"cycle {self.cycle}: not idle within {FLUSH_LIMIT} cycles "
+                                 f"of flush")
+        await self.step()
+        dut.flush.value = 0
+
+
+@cocotb.test()
+async def random_beats_are_the_line_model(dut):
+    """Random beats with flushes, the bypass windows and DRAM backpressure: DRAM's writes and
+    the discards, lane by lane, are the line model's."""
+    lanes = len(dut.in_mask)
+    assert len(dut.in_grads) == lanes * GEOMETRY["grad_width"], \
+        "the Verilog is not of tests.line_helpers.GEOMETRY"
+    cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start(start_high=False))
+    for name in ("in_valid", "in_addr", "in_grads", "in_mask", "flush", "dram_ready"):
+        getattr(dut, name).value = 0
+    for name, value in MODES[MODE].items():
+        getattr(dut, name).value = value
+    dut.rst.value = 1
+    for _ in range(RESET_CYCLES):
+        await FallingEdge(dut.clk)
+    dut.rst.value = 0
+    rng = random.Random(f"verilator-lines-{lanes}")
+    steps = random_steps(rng, lanes, steps=STEPS, beats=BEATS)
+    harness = LineHarness(dut, rng.random())
+    for beats in steps:
+        harness.ready_probability = rng.choice(READY_PROBABILITIES)
+        for beat in beats:
+            await harness.offer(*beat)
+        await harness.flush()
+    check_with_the_model(lanes, steps, MODES[MODE], harness.dram, harness.discards)
+    dut._log.info("%d beats in %d steps, %d cycles: %d lane writes, %d discards, as the model",
+                  STEPS * BEATS, STEPS, harness.cycle, len(harness.dram),
+                  len(harness.discards))
