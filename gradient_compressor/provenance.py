@@ -60,8 +60,9 @@ def write_results(path, title, summary, body, command=None):
                    else os.path.basename(sys.argv[0]))
         command = " ".join([program] + sys.argv[1:])
     code = describe(provenance())     # before the file is opened: writing it is a change
+    from .console import replacing
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
+    with replacing(path) as [part], open(part, "w") as f:
         f.write(f"# {title}\n\nMade by `{command}` with {code} on "
                 f"{datetime.date.today().isoformat()}, {os.cpu_count()} cores: {summary}.\n\n"
                 f"{body.rstrip()}\n")

@@ -33,8 +33,8 @@ from gradient_compressor.provenance import write_results
 from .run import run_jobs, print_summary, report_failures, progress, work_dir
 from .replay import WitnessError
 from .trace_table import COLUMNS, TraceError, read_vcd, print_table
-from gradient_compressor.console import (ArgumentParser, UsageError, positive_integer, table,
-                                     usage_error)
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, positive_integer,
+                                         require_extra, table, usage_error)
 
 
 def power_of_two(text):
@@ -45,7 +45,10 @@ def power_of_two(text):
     return value
 
 
-def _run(jobs, parallel, title, out=None):
+def _run(command, jobs, parallel, title, out=None):
+    """Run the proof jobs ``jobs`` of ``command`` (its name, for a message), once the solvers
+    are known to be there; return the exit status."""
+    require_extra("prove", command)
     start = time.time()
     print(f"{title}: {len(jobs)} jobs, {parallel} in parallel "
           f"(work dir {os.path.relpath(work_dir())}/)", flush=True)
@@ -80,7 +83,7 @@ def build_parser():
         s = sub.add_parser(name)
         s.add_argument("-j", "--jobs", type=positive_integer, default=2)
         s.add_argument("-k", "--filter", default=None, help="only jobs whose name contains this")
-        s.add_argument("--out", default=None, metavar="FILE.md",
+        s.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                        help="also write the table here, with the command, commit and date")
     s = sub.add_parser("run")
     s.add_argument("names", nargs="+")
@@ -96,18 +99,18 @@ def build_parser():
                    help="L2 depths")
     s.add_argument("-j", "--jobs", type=positive_integer, default=2)
     s.add_argument("--list", action="store_true", help="list the jobs, run none")
-    s.add_argument("--out", default=None, metavar="FILE.md",
+    s.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                    help="also write the table here, with the command, commit and date")
     s = sub.add_parser("trace")
     s.add_argument("vcd")
     s = sub.add_parser("replay")
     s.add_argument("witness")
-    s.add_argument("--pytest", default=None, metavar="FILE.py",
+    s.add_argument("--pytest", type=file_name, default=None, metavar="FILE.py",
                    help="write a pytest regression test here (only if the replay shows a "
                         "violation; a test that passes now could never fail)")
     s.add_argument("--force", action="store_true", help="let --pytest replace an existing file")
     s.add_argument("--design", default=None, help="a directory holding a copy of design/")
-    s.add_argument("--vcd", default=None, metavar="FILE",
+    s.add_argument("--vcd", type=file_name, default=None, metavar="FILE",
                    help="write the replay as a waveform here (and a .gtkw beside it)")
     return p
 
@@ -134,7 +137,7 @@ def _command(args):
             jobs = [j for j in jobs if args.filter in j.name]
             if not jobs:
                 raise UsageError(f"-k {args.filter}: no {args.cmd} job's name contains it")
-        return _run(jobs, args.jobs, f"make {args.cmd}", out=args.out)
+        return _run(args.cmd, jobs, args.jobs, f"make {args.cmd}", out=args.out)
     if args.cmd == "run":
         import dataclasses
         try:
@@ -146,13 +149,13 @@ def _command(args):
             path = os.path.abspath(args.design)
             jobs = [dataclasses.replace(j, design_path=path, name=j.name + "-on-" +
                                         os.path.basename(path)) for j in jobs]
-        return _run(jobs, args.jobs, "run")
+        return _run("run", jobs, args.jobs, "run")
     if args.cmd == "sweep":
         jobs = sweep_jobs(args.sets, args.ways, args.depths)
         if args.list:
             print("\n".join(f"{j.name}  {j.properties}" for j in jobs))
             return 0
-        return _run(jobs, args.jobs, "geometry sweep", out=args.out)
+        return _run("sweep", jobs, args.jobs, "geometry sweep", out=args.out)
     if args.cmd == "list":
         rows = [[j.name, j.config, j.mode, j.depth, j.properties] for j in all_jobs()]
         print(table(rows, ["job", "config", "mode", "depth", "properties"],

@@ -30,9 +30,8 @@ def solver(job=None):
         return os.environ["PROOF_SOLVER"]
     if job and job.get("solver"):
         return job["solver"]
-    import shutil
-    here = os.path.dirname(sys.executable)
-    if os.path.exists(os.path.join(here, "yices-smt2")) or shutil.which("yices-smt2"):
+    from gradient_compressor.console import find_tool
+    if find_tool("yices-smt2"):
         return "yices"
     return "z3"
 

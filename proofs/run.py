@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from xml.etree import ElementTree
 
-from gradient_compressor.console import table
+from gradient_compressor.console import find_tool, table
 from .trace_table import read_vcd, print_table
 
 __all__ = ["run_jobs", "run_job", "print_summary", "work_dir", "tool_args"]
@@ -30,9 +30,7 @@ def work_dir():
 
 
 def _bin(name):
-    here = os.path.dirname(sys.executable)
-    path = os.path.join(here, name)
-    return path if os.path.exists(path) else name
+    return find_tool(name) or name
 
 
 def _smtbmc():

@@ -34,8 +34,8 @@ from .line_report import run_lines
 from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
                       compute_metrics)
 from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
-                                     integer, interrupted, parse_params, positive_integer,
-                                     prepare_out, usage_error)
+                                         file_name, integer, parse_params, positive_integer,
+                                         prepare_out, replacing, run_command)
 from gradient_compressor.console import progress as console_progress
 from .markdown import fmt, render_markdown
 from gradient_compressor.provenance import provenance
@@ -79,7 +79,7 @@ def build_parser():
                         help=f"workload names or .npz trace paths "
                              f"(default: {' '.join(DEFAULT_WORKLOADS)})")
     parser.add_argument("--list", action="store_true", help="list the workload names and exit")
-    parser.add_argument("--out", default=DEFAULT_OUT,
+    parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     _add_geometry_options(parser)
     _add_run_options(parser)
@@ -121,7 +121,7 @@ def _add_run_options(parser):
     run.add_argument("--sim", choices=BACKENDS, default=None,
                      help="RTL simulator: compiled (CXXRTL, default when available) or "
                           "amaranth (slow, ~2000 cycles/s)")
-    run.add_argument("--vcd", default=None, metavar="FILE",
+    run.add_argument("--vcd", type=file_name, default=None, metavar="FILE",
                      help="write the first --vcd-cycles cycles of the workload (one workload "
                           "only) as a waveform, with a GTKWave save file (.gtkw) beside it; "
                           "with --lanes N, of its run on lines")
@@ -221,41 +221,36 @@ def seed_comparison(metrics, result):
 
 
 def write_report(report, out, plots=True):
-    """Write ``report.json``, ``report.md`` and the plots into ``out``."""
+    """Write ``report.json``, ``report.md`` and the plots into ``out`` (each file renamed into
+    place once all are written: a failure leaves the last report as it was)."""
     os.makedirs(out, exist_ok=True)
     geometry = f"{report['configuration']['sets']}x{report['configuration']['ways']}"
+    names = ["report.json", "report.md"]
     if plots:
-        from . import plots as p
         for m in report["workloads"]:
             if m["conservation"]["ok"]:
                 m["plots"] = {"causes": f"{m['workload']}-causes.png",
                               "bursts": f"{m['workload']}-bursts.png"}
-                p.plot_causes(m, os.path.join(out, m["plots"]["causes"]), geometry)
-                p.plot_bursts(m, os.path.join(out, m["plots"]["bursts"]))
-        p.plot_summary(report["workloads"], os.path.join(out, "summary.png"), geometry)
-    with open(os.path.join(out, "report.json"), "w") as f:
-        json.dump(report, f, indent=1)
-    with open(os.path.join(out, "report.md"), "w") as f:
-        f.write(render_markdown(report))
+                names += m["plots"].values()
+        names.append("summary.png")
+    with replacing(*(os.path.join(out, name) for name in names)) as parts:
+        part = dict(zip(names, parts))
+        with open(part["report.json"], "w") as f:
+            json.dump(report, f, indent=1)
+        with open(part["report.md"], "w") as f:
+            f.write(render_markdown(report))
+        if plots:
+            from . import plots as p
+            for m in report["workloads"]:
+                if "plots" in m:
+                    p.plot_causes(m, part[m["plots"]["causes"]], geometry)
+                    p.plot_bursts(m, part[m["plots"]["bursts"]])
+            p.plot_summary(report["workloads"], part["summary.png"], geometry)
 
 
 def main(argv=None, *, result_filter=None):
     """Entry point; returns the exit status (``result_filter`` is a test hook)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    from gradient_compressor.workloads import workload_names
-    if args.list:
-        print("\n".join(workload_names()))
-        return 0
-    new_out = not os.path.exists(args.out)
-    try:
-        return _report(args, argv, result_filter)
-    except UsageError as error:
-        return usage_error(parser.prog, error)
-    except KeyboardInterrupt:
-        from gradient_compressor.simulation.waves import gtkw_path_for
-        vcd = [args.vcd, gtkw_path_for(args.vcd)] if args.vcd else []
-        return interrupted(parser.prog, files=vcd, folder=args.out if new_out else None)
+    return run_command(build_parser(), lambda args: _report(args, argv, result_filter), argv)
 
 
 def _train(args):
@@ -283,6 +278,11 @@ def _train(args):
 
 
 def _report(args, argv, result_filter):
+    """The command, once parsed; its exit status."""
+    if args.list:
+        from gradient_compressor.workloads import workload_names
+        print("\n".join(workload_names()))
+        return 0
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
     check_params(dict(params, lanes=args.lanes), args.threshold)

@@ -73,10 +73,10 @@ def measure_lines(ops, lanes, dram_ready, backend="amaranth"):
 
 def main(argv=None):
     """The command; its exit status (0 done, 2 a bad argument, 130 interrupted)."""
-    from gradient_compressor.console import ArgumentParser, run_command
+    from gradient_compressor.console import ArgumentParser, file_name, run_command
     parser = ArgumentParser(prog="python -m gradient_compressor.reports.cycles",
                             description=__doc__.strip().splitlines()[0])
-    parser.add_argument("--out", default=None, metavar="FILE.md",
+    parser.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                         help="also write the tables here, with the command, commit and date")
     parser.add_argument("--lanes", type=lanes_list, default=[1, 8], metavar="N[,N...]",
                         help="lanes of the line table (default: 1,8)")

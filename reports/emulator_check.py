@@ -182,7 +182,7 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients):
 
 
 def build_parser():
-    from gradient_compressor.console import ArgumentParser, int_list, positive_integer
+    from gradient_compressor.console import ArgumentParser, file_name, int_list, positive_integer
     parser = ArgumentParser(prog="python -m gradient_compressor.reports.emulator_check",
                             description="Check the emulator against the reference models on "
                                         "whole workloads (--check) and measure its speed "
@@ -210,7 +210,7 @@ def build_parser():
     parser.add_argument("--model-gradients", type=positive_integer, default=100_000,
                         help="--bench: gradients the reference model is timed on "
                              "(default 100000)")
-    parser.add_argument("--out", default=None, metavar="FILE.md",
+    parser.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                         help="also write the tables to this Markdown file (docs/results/)")
     return parser
 

@@ -29,8 +29,8 @@ import numpy as np
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
-                                     positive_integer, run_command, table)
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+                                         int_list, positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 
 __all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "whole_line_bytes", "line_policy", "pack_lines", "pack_beats",
@@ -213,7 +213,7 @@ def build_parser():
                         help="L1 sets, each holding lines (default: %(default)s)")
     parser.add_argument("--ways", type=positive_integer, default=DEFAULTS["ways"],
                         help="default: %(default)s")
-    parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
+    parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser
 

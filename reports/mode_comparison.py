@@ -38,8 +38,8 @@ import sys
 import time
 from collections import defaultdict
 
-from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, integer,
-                                         prepare_out, table, usage_error)
+from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, file_name,
+                                         integer, prepare_out, replacing, run_command, table)
 from gradient_compressor.design.params import DEFAULTS, check_lanes
 from gradient_compressor.model import LineModel, ReferenceModel
 from gradient_compressor.provenance import describe, provenance
@@ -221,45 +221,47 @@ def build_parser():
                         help="gradients per beat: with N > 1 every workload runs packed into "
                              "beats of N lanes, through the line model and the RTL on lines "
                              "(default: %(default)s)")
-    parser.add_argument("--out", default=DEFAULT_OUT,
+    parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     return parser
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run_command(build_parser(), lambda args: _compare(args, argv), argv)
+
+
+def _compare(args, argv):
+    """The command, once parsed (``argv``: as given, for the report); its exit status."""
+    from gradient_compressor.workloads import TraceError, get_workload
     try:
-        from gradient_compressor.workloads import TraceError, get_workload
+        check_lanes(args.lanes)
+    except ValueError as error:
+        raise UsageError(f"--{error}") from None    # "--lanes must be ..."
+    try:
+        traces = [get_workload(name) for name in args.workloads]
+    except TraceError as error:
+        raise UsageError(error) from None
+    prepare_out(args.out)
+    backend = resolve_backend(args.sim) if args.engine == "rtl" else None
+    start = time.monotonic()
+    results = []
+    for trace in traces:
         try:
-            check_lanes(args.lanes)
+            results.append(compare_modes(trace, threshold=args.threshold,
+                                         small_threshold=args.small_threshold,
+                                         backend=backend, lanes=args.lanes))
         except ValueError as error:
-            raise UsageError(f"--{error}") from None    # "--lanes must be ..."
-        prepare_out(args.out)
-        backend = resolve_backend(args.sim) if args.engine == "rtl" else None
-        start = time.monotonic()
-        results = []
-        for name in args.workloads:
-            try:
-                trace = get_workload(name)
-            except TraceError as error:
-                raise UsageError(error) from None
-            try:
-                results.append(compare_modes(trace, threshold=args.threshold,
-                                             small_threshold=args.small_threshold,
-                                             backend=backend, lanes=args.lanes))
-            except ValueError as error:
-                raise UsageError(error) from None
-    except UsageError as error:
-        return usage_error(parser.prog, error)
+            raise UsageError(error) from None
     data = {"command": "python -m gradient_compressor.reports.mode_comparison " +
             " ".join(map(shlex.quote, argv if argv is not None else sys.argv[1:])),
             **provenance(), "seconds": round(time.monotonic() - start, 2),
             "backend": backend, "workloads": results}
-    with open(os.path.join(args.out, "modes.json"), "w") as f:
-        json.dump(data, f, indent=1)
-    with open(os.path.join(args.out, "modes.md"), "w") as f:
-        f.write(render_markdown(data))
+    paths = [os.path.join(args.out, name) for name in ("modes.json", "modes.md")]
+    with replacing(*paths) as (json_part, markdown_part):
+        with open(json_part, "w") as f:
+            json.dump(data, f, indent=1)
+        with open(markdown_part, "w") as f:
+            f.write(render_markdown(data))
     print(f"wrote {args.out}/modes.md and modes.json ({data['seconds']:.1f} s)", file=sys.stderr)
     failed = [f"{w['workload']}/{r['mode']}" for w in results for r in w["rows"]
               if r["rtl_check"] is False]

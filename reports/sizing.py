@@ -20,8 +20,8 @@ import sys
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
-                                     positive_integer, progress, run_command, table)
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+                                         int_list, positive_integer, progress, run_command, table)
 from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
 from gradient_compressor.provenance import write_results
 
@@ -104,7 +104,7 @@ def build_parser():
     parser.add_argument("--max-ways", type=positive_integer, default=8,
                         help="most ways of the grid, whose ways are the powers of two from 1 "
                              "(default: %(default)s)")
-    parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
+    parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser
 

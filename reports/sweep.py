@@ -20,9 +20,9 @@ import time
 from collections import Counter
 
 from gradient_compressor import console
-from gradient_compressor.console import (ArgumentParser, UsageError, int_list, integer,
-                                         interrupted, positive_integer, prepare_out, table,
-                                         usage_error)
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, int_list, integer,
+                                         positive_integer, prepare_out, replacing, run_command,
+                                         table)
 from gradient_compressor.console import progress as console_progress
 from gradient_compressor.design.params import DEFAULTS
 from gradient_compressor.model import CAUSES, ReferenceModel
@@ -67,7 +67,7 @@ def build_parser():
                              "every point")
     parser.add_argument("--sim", choices=BACKENDS, default=None,
                         help="RTL simulator for --engine rtl (default: compiled if available)")
-    parser.add_argument("--out", default=DEFAULT_OUT,
+    parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
@@ -163,15 +163,7 @@ def render_markdown(data):
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    new_out = not os.path.exists(args.out)
-    try:
-        return _sweep(args, argv)
-    except UsageError as error:
-        return usage_error(parser.prog, error)
-    except KeyboardInterrupt:
-        return interrupted(parser.prog, folder=args.out if new_out else None)
+    return run_command(build_parser(), lambda args: _sweep(args, argv), argv)
 
 
 def _sweep(args, argv):
@@ -248,14 +240,15 @@ def _checked_trace(args):
 def _write_sweep(data, points, oracle, trace, note, out):
     """Write ``sweep.png``, ``sweep.json`` and ``sweep.md`` into ``out``."""
     from .plots import plot_sweep
+    names = ("sweep.png", "sweep.json", "sweep.md")
     try:
-        plot_sweep(points, oracle, os.path.join(out, "sweep.png"),
-                   f"{trace.name}: {len(trace)} gradients, {trace.steps} steps, flush per step",
-                   note)
-        with open(os.path.join(out, "sweep.json"), "w") as f:
-            json.dump(data, f, indent=1)
-        with open(os.path.join(out, "sweep.md"), "w") as f:
-            f.write(render_markdown(data))
+        with replacing(*(os.path.join(out, name) for name in names)) as (png, json_part, md):
+            plot_sweep(points, oracle, png, f"{trace.name}: {len(trace)} gradients, "
+                       f"{trace.steps} steps, flush per step", note)
+            with open(json_part, "w") as f:
+                json.dump(data, f, indent=1)
+            with open(md, "w") as f:
+                f.write(render_markdown(data))
     except OSError as error:
         raise UsageError(f"--out {out}: cannot write the sweep ({error})") from None
 

@@ -32,8 +32,8 @@ import numpy as np
 
 from gradient_compressor.design.params import check_lanes
 
-from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, int_list,
-                                     positive_integer, progress, run_command, table)
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+                                         int_list, positive_integer, progress, run_command, table)
 from .line_costs import FORMAT
 from gradient_compressor.provenance import write_results
 from .write_path import MODES, CompressedWritePath, SizingPaths
@@ -296,9 +296,9 @@ def build_parser():
     parser.add_argument("--sizing", action="store_true",
                         help="instead: one exact run per model through every L1 geometry up "
                              "to 1024 x 8 at 1, 8 and 32 lanes")
-    parser.add_argument("--out", metavar="FILE.md", help="also write the table here, with the "
+    parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
-    parser.add_argument("--plots", metavar="FOLDER", help="write a plot per model here "
+    parser.add_argument("--plots", type=file_name, metavar="FOLDER", help="write a plot per model here "
                         "(training-MODEL.png)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser

@@ -59,7 +59,7 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from gradient_compressor.console import UsageError
+from gradient_compressor.console import UsageError, replacing
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
                                                check_modes)
@@ -273,28 +273,33 @@ class CompiledSimulator:
         if flush_timeout is None:
             flush_timeout = 4 * (p["sets"] * (p["ways"] + 1) + p["fifo_depth"]) + 1000
         dram = self._dram_args(dram_ready)
-        with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp:
+        from .waves import gtkw_path_for
+        waves = [vcd, gtkw_path_for(vcd)] if vcd else []
+        with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp, \
+                replacing(*waves) as waves_part:
             ops_path, out_path = os.path.join(tmp, "ops.bin"), os.path.join(tmp, "out.bin")
             encoded = self._encode_ops(ops, gap)
             with open(ops_path, "wb") as f:
                 f.write(encoded)
             args = [str(self.binary), ops_path, out_path, *dram[:4], str(int(idle_hold)),
                     str(int(flush_timeout)), "-1" if max_cycles is None else str(int(max_cycles)),
-                    dram[4], os.path.abspath(vcd) if vcd else "-",
+                    dram[4], os.path.abspath(waves_part[0]) if vcd else "-",
                     str((1 << 62) if vcd_cycles is None else int(vcd_cycles))]
             n_ops = struct.unpack_from("<q", encoded)[0]
             returncode, stderr = _run_reporting(args, n_ops, progress,
                                                 os.path.join(tmp, "stderr.txt"))
-            if vcd and os.path.exists(vcd):
-                from .waves import write_gtkw
-                write_gtkw(vcd)
-            if returncode == 3 and stderr.startswith("ASSERTION: "):
-                raise AssertionError(stderr[len("ASSERTION: "):].strip())
-            if returncode != 0:
+            assertion = returncode == 3 and stderr.startswith("ASSERTION: ")
+            if returncode != 0 and not assertion:
                 raise RuntimeError(f"compiled simulator failed (status {returncode}): "
                                    f"{stderr.strip()}")
-            with open(out_path, "rb") as f:
-                data = f.read()
+            if vcd:     # also after a failed check: its waveform is the evidence
+                from .waves import write_gtkw
+                write_gtkw(*waves_part, dumpfile=vcd)
+            if not assertion:
+                with open(out_path, "rb") as f:
+                    data = f.read()
+        if assertion:
+            raise AssertionError(stderr[len("ASSERTION: "):].strip())
         result = self._decode(data)
         self.last_total_seconds = time.perf_counter() - start
         return result

@@ -417,11 +417,17 @@ def run_testbench(dut, testbench, *, vcd=None, vcd_cycles=None):
             cycles += 1
 
     sim.add_testbench(count_cycles, background=True)
-    try:
-        with sim.write_vcd(vcd):
-            while (vcd_cycles is None or cycles < vcd_cycles) and sim.advance():
-                pass
-        sim.run()
-    finally:
-        from .waves import write_gtkw
-        write_gtkw(vcd)
+    from gradient_compressor.console import replacing
+    from .waves import gtkw_path_for, write_gtkw
+    failure = None
+    with replacing(vcd, gtkw_path_for(vcd)) as (vcd_part, gtkw_part):
+        try:
+            with sim.write_vcd(vcd_part):
+                while (vcd_cycles is None or cycles < vcd_cycles) and sim.advance():
+                    pass
+            sim.run()
+        except AssertionError as error:     # a check failed: its waveform is the evidence
+            failure = error
+        write_gtkw(vcd_part, gtkw_part, dumpfile=vcd)
+    if failure:
+        raise failure

@@ -154,16 +154,18 @@ def _find(variables, key):
     return None
 
 
-def write_gtkw(vcd_path, gtkw_path=None):
+def write_gtkw(vcd_path, gtkw_path=None, *, dumpfile=None):
     """Write a GTKWave save file for ``vcd_path`` (default: the same name, ``.gtkw``) with
-    the trace table's signal groups; returns its path and the number of signals in it."""
+    the trace table's signal groups; returns its path and the number of signals in it.
+    ``dumpfile``: the VCD the save file names, if not ``vcd_path`` (a VCD written under a
+    temporary name, renamed later)."""
     vcd_path = Path(vcd_path)
     gtkw_path = Path(gtkw_path) if gtkw_path else gtkw_path_for(vcd_path)
     variables = read_vcd_header(vcd_path)
     count = 0
     with open(gtkw_path, "w") as f:
         save = GTKWSave(f)
-        save.dumpfile(str(vcd_path.resolve()))
+        save.dumpfile(str(Path(dumpfile or vcd_path).resolve()))
         save.size(1400, 900)
         save.zoom_markers(-7)       # about 50 cycles of 10 ns across the window
         save.signals_width(260)
@@ -200,8 +202,11 @@ def main(argv=None):
     parser.add_argument("vcd", help="a VCD file")
     parser.add_argument("gtkw", nargs="?", help="save file to write (default: beside the VCD)")
     args = parser.parse_args(argv)
+    from gradient_compressor.console import replacing
+    path = Path(args.gtkw) if args.gtkw else gtkw_path_for(args.vcd)
     try:
-        path, count = write_gtkw(args.vcd, args.gtkw)
+        with replacing(path) as [part]:
+            _, count = write_gtkw(args.vcd, part)
     except (OSError, ValueError, VCDParseError) as error:
         return usage_error(parser.prog, f"{args.vcd}: {error}")
     print(f"wrote {path} ({count} signals): gtkwave {args.vcd} {path}")

