@@ -620,7 +620,7 @@ def _component_jobs():
     for name, spec in COMPONENTS.items():
         for config in instances(name, {c: CONFIGS[c] for c in PROVEN}):
             jobs.append(Job(f"{name}-{config}", config, "prove", spec.depth, component=name,
-                            timeout=300))
+                            solver=spec.solver, timeout=300))
             # Covers from reset, on the smallest and the product's parameters (where the
             # component has them): the covers show the contract is not vacuous, which the
             # sizes between add nothing to.
