@@ -9,8 +9,8 @@ patched text begins. The text is matched whatever its whitespace and comments, a
 fails loudly if the site or its text is not found, so the check cannot rot silently when the RTL
 changes or is reformatted. The copy stands in for ``gradient_compressor.design`` while the
 harness is generated (``proofs.run.module_command``). Mutants come in classes (policy, progress,
-counters, power-up, widths, l2, forwarding, and one per run-time mode: dual-threshold,
-stochastic, ema, bypass), several per class. Every mutant is checked by bounded model checking
+counters, power-up, widths, l2, forwarding, lanes, whole-line, and one per run-time mode:
+dual-threshold, stochastic, ema, bypass), several per class. Every mutant is checked by bounded model checking
 from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
 safety property, then progress and termination under DRAM fairness. The mutants that only a long
@@ -428,7 +428,7 @@ DEFAULT_SAMPLE = ["direct_zero_skipped", "victim_moves_on_free_way_miss", "highe
                   "init_does_not_clear", "value_truncated_to_l2", "r_ptr_not_advanced",
                   "forward_ignores_address", "tiny_bound_inclusive", "stochastic_write_unsigned",
                   "ema_sampled_in_windows", "bypass_limit_exclusive", "lfsr_wrong_tap",
-                  "register_write_ignores_strobes"]
+                  "register_write_ignores_strobes", "value_one_bit_too_wide"]
 
 
 #: A mutation site in the design: a comment ``# mutation site: NAME`` at the end of the line
@@ -620,7 +620,8 @@ def _component_jobs(name, design_path, config):
         spec = COMPONENTS[component]
         jobs.append(Job(f"mutant-{name}-{component}-{config}", config, "bmc",
                         spec.bmc_depth(spec.params(CONFIGS[config])), component=component,
-                        design_path=design_path, reset="initial", timeout=600))
+                        design_path=design_path, reset="initial", solver=spec.solver,
+                        timeout=600))
     return jobs
 
 

@@ -536,7 +536,7 @@ def test_mutant_classes():
         classes.setdefault(cls, []).append(name)
     assert set(classes) == {"policy", "progress", "counters", "power-up", "widths", "l2",
                             "forwarding", "dual-threshold", "stochastic", "ema", "bypass",
-                            "lfsr", "registers", "lanes"}
+                            "lfsr", "registers", "lanes", "whole-line"}
     assert all(len(names) >= 3 for names in classes.values()), classes
     # make mutants checks one mutant of every class on the default configuration too (but
     # the lane mutants: their check, the compressor on lines, is the same for any)
