@@ -17,7 +17,7 @@
 namespace {
 
 // Causes, in the order of model.CAUSES; NONE marks a lane outside a write's mask.
-enum : uint8_t { DIRECT = 0, ACCUM_THRESHOLD, MAX_UPDATES, EVICTION, FLUSH, STOCHASTIC,
+enum : uint8_t { DIRECT = 0, ACCUM_THRESHOLD, MAX_UPDATES, EVICTION, FLUSH, STOCHASTIC, LINE,
                  NONE = 255 };
 
 // Run-time mode settings, in the order of model/emulator.py's _KERNEL_MODES.
@@ -51,6 +51,7 @@ struct Loose {
 struct State {
     int lanes, lane_bits, set_bits, ways;
     bool unbounded;
+    bool whole_line;             // the whole-line rule (model.lines, whole_line=True)
     int64_t sets, max_updates, grad_width, grad_min, grad_max, threshold_max;
     uint64_t addr_max;
     int fraction_bits;           // of the EMA: 8 + log2(lanes)
@@ -255,6 +256,229 @@ void flush(State &s, Sink &o) {
     s.valid_count = 0;
 }
 
+// The entry of a line: its held lanes, count and sums (null on a miss), and where it lies
+// (the slot of the unbounded L1, or the entry, set and tag of the bounded one).
+struct Found {
+    uint32_t *held = nullptr;
+    int64_t *count = nullptr, *sums = nullptr;
+    int64_t entry = -1, slot = -1, set = 0;
+    uint64_t tag = 0;
+};
+
+Found find(State &s, uint64_t line) {
+    const int L = s.lanes;
+    Found f;
+    if (s.unbounded) {
+        auto it = s.where.find(line);
+        if (it != s.where.end()) {
+            f.slot = it->second;
+            f.held = &s.loose[f.slot].held;
+            f.count = &s.loose[f.slot].count;
+            f.sums = &s.loose_sums[f.slot * L];
+        }
+        return f;
+    }
+    const uint64_t number = line >> s.lane_bits;
+    f.set = (int64_t)(number & (uint64_t)(s.sets - 1));
+    f.tag = number >> s.set_bits;
+    const int64_t base = f.set * s.ways;
+    for (int w = 0; w < s.ways; w++)
+        if (s.valid[base + w] && s.tag[base + w] == f.tag) { f.entry = base + w; break; }
+    if (f.entry >= 0) {
+        f.held = &s.held[f.entry];
+        f.count = &s.count[f.entry];
+        f.sums = &s.sums[f.entry * L];
+    }
+    return f;
+}
+
+// Free the line found at f.
+void free_line(State &s, const Found &f, uint64_t line) {
+    if (s.unbounded) {
+        Loose &x = s.loose[f.slot];
+        if (x.prev >= 0) s.loose[x.prev].next = x.next; else s.head = x.next;
+        if (x.next >= 0) s.loose[x.next].prev = x.prev; else s.tail = x.prev;
+        s.where.erase(line);
+        s.free_slots.push_back(f.slot);
+    } else {
+        s.valid[f.entry] = 0;
+    }
+    s.valid_count--;
+}
+
+// Allocate the line that missed (f from find) with the lanes `kept` holding their gradients:
+// a free way (the lowest), else the set's round-robin victim, whose held lanes become the
+// line write `victim` at `victim_line`. Returns whether there is a victim.
+bool allocate(State &s, const Found &f, uint64_t line, uint32_t kept, const int32_t *g,
+              Line &victim, uint64_t &victim_line) {
+    const int L = s.lanes;
+    if (s.unbounded) {
+        int64_t k;
+        if (!s.free_slots.empty()) {
+            k = s.free_slots.back();
+            s.free_slots.pop_back();
+        } else {
+            k = (int64_t)s.loose.size();
+            s.loose.push_back(Loose{});
+            s.loose_sums.resize(s.loose_sums.size() + L);
+        }
+        Loose &x = s.loose[k];
+        x.line = line;
+        x.held = kept;
+        x.count = 1;
+        x.prev = s.tail;
+        x.next = -1;
+        if (s.tail >= 0) s.loose[s.tail].next = k; else s.head = k;
+        s.tail = k;
+        int64_t *ks = &s.loose_sums[k * L];
+        for (int i = 0; i < L; i++) ks[i] = (kept >> i & 1) ? g[i] : 0;
+        s.where.emplace(line, k);
+        s.valid_count++;
+        return false;
+    }
+    const int64_t base = f.set * s.ways;
+    int64_t e = -1;
+    bool evicts = false;
+    for (int w = 0; w < s.ways; w++)
+        if (!s.valid[base + w]) { e = base + w; break; }
+    if (e < 0) {   // a full set: the round-robin victim leaves
+        e = base + s.victim[f.set];
+        victim_line = ((s.tag[e] << s.set_bits) | (uint64_t)f.set) << s.lane_bits;
+        held_line(victim, L, s.held[e], &s.sums[e * L], EVICTION);
+        evicts = true;
+        s.victim[f.set] = (s.victim[f.set] + 1) % s.ways;
+    } else {
+        s.valid_count++;
+    }
+    s.valid[e] = 1;
+    s.tag[e] = f.tag;
+    s.held[e] = kept;
+    s.count[e] = 1;
+    int64_t *es = &s.sums[e * L];
+    for (int i = 0; i < L; i++) es[i] = (kept >> i & 1) ? g[i] : 0;
+    return evicts;
+}
+
+// The tiny lanes of a miss, dropped or rounded to sign(g) * level on one draw of the random
+// bits (written into `own` as STOCHASTIC), each accounted as a discard.
+inline void tiny_miss(State &s, Sink &o, uint64_t line, const int32_t *g, uint32_t tiny,
+                      int64_t level, Line &own) {
+    const bool stochastic = s.mode[STOCHASTIC_MODE] != 0;
+    const uint64_t random = s.random_bits >= 32 ? s.lfsr
+        : (s.lfsr & ((1u << s.random_bits) - 1));
+    for (uint32_t m = tiny; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        int64_t written = 0;
+        if (stochastic &&
+            random * (uint64_t)level < ((uint64_t)iabs(g[i]) << s.random_bits)) {
+            written = g[i] > 0 ? level : -level;
+            own.add(i, written, STOCHASTIC);
+        }
+        discard(o, line + i, g[i] - written);
+        s.discard_count += 1;
+        s.discard_sum += g[i] - written;
+    }
+}
+
+// One beat under the whole-line rule (model.lines.LineModel._whole_line): a beat writes its
+// line, carrying every pending value of it, or allocates it; every value fits grad_width bits.
+template <int FIXED>
+inline int whole_line_beat(State &s, uint64_t line, const int32_t *g, uint32_t mask,
+                           uint32_t bypass, int64_t judged, Sink &o) {
+    const int L = FIXED ? FIXED : s.lanes;
+    uint32_t direct = 0;
+    for (uint32_t m = mask; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        if (iabs(g[i]) >= ((bypass >> i & 1) ? 0 : judged)) direct |= 1u << i;
+    }
+    const uint32_t small = mask & ~direct;
+    Found f = find(s, line);
+    Line own;
+    own.clear(L);
+    if (f.held) {
+        int64_t *sums = f.sums;           // 0 where a lane holds nothing
+        uint32_t unfit = 0, crossed = 0;  // lanes whose sum and gradient would not fit
+        for (uint32_t m = mask; m; m &= m - 1) {
+            int i = __builtin_ctz(m);
+            const int64_t total = sums[i] + g[i];
+            if (total < s.grad_min || total > s.grad_max) unfit |= 1u << i;
+            else if ((small >> i & 1) && iabs(total) >= judged) crossed |= 1u << i;
+        }
+        crossed |= unfit & small;
+        const bool fills = *f.count + 1 >= s.max_updates;
+        if (!direct && !crossed && !fills) {
+            for (uint32_t m = small; m; m &= m - 1) {
+                int i = __builtin_ctz(m);
+                sums[i] += g[i];
+            }
+            *f.held |= small;
+            *f.count += 1;
+            return OK;
+        }
+        uint32_t left = 0;
+        for (uint32_t m = *f.held | mask; m; m &= m - 1) {
+            int i = __builtin_ctz(m);
+            const uint32_t bit = 1u << i;
+            const int64_t in = (mask & bit) ? g[i] : 0;
+            if (unfit & direct & bit) {          // the gradient alone; the held sum stays
+                own.add(i, g[i], DIRECT);
+                left |= bit;
+            } else if (unfit & bit) {            // the held sum; the gradient stays
+                own.add(i, sums[i], ACCUM_THRESHOLD);
+                sums[i] = g[i];
+                left |= bit;
+            } else {
+                own.add(i, sums[i] + in, (direct & bit) ? DIRECT : (crossed & bit) ?
+                        ACCUM_THRESHOLD : fills ? MAX_UPDATES : LINE);
+            }
+        }
+        for (int i = 0; i < L; i++)
+            if (!(left >> i & 1)) sums[i] = 0;
+        if (left) {
+            *f.held = left;
+            *f.count = 1;
+        } else {
+            free_line(s, f, line);
+        }
+        emit<FIXED>(o, L, line, own);
+        return OK;
+    }
+    uint32_t tiny = 0;
+    for (uint32_t m = small; m; m &= m - 1) {
+        int i = __builtin_ctz(m);
+        if (iabs(g[i]) < s.mode[SMALL_THRESHOLD]) tiny |= 1u << i;
+    }
+    uint32_t kept = small & ~tiny;
+    if (direct || (kept && s.max_updates == 1)) {   // written as it came
+        for (uint32_t m = mask; m; m &= m - 1) {
+            int i = __builtin_ctz(m);
+            own.add(i, g[i], (direct >> i & 1) ? DIRECT :
+                    ((kept >> i & 1) && s.max_updates == 1) ? MAX_UPDATES : LINE);
+        }
+    } else if (tiny) {
+        const int64_t level = s.mode[SMALL_THRESHOLD] < s.grad_max ? s.mode[SMALL_THRESHOLD]
+                                                                   : s.grad_max;
+        tiny_miss(s, o, line, g, tiny, level, own);
+        if (own.mask) {                   // a rounded lane writes the line: the kept ride
+            for (uint32_t m = kept; m; m &= m - 1) {
+                int i = __builtin_ctz(m);
+                own.add(i, g[i], LINE);
+            }
+            kept = 0;
+        }
+    }
+    if (tiny && s.mode[STOCHASTIC_MODE]) s.lfsr = lfsr_step(s.lfsr);
+    if (own.mask) {
+        emit<FIXED>(o, L, line, own);
+    } else if (kept) {
+        Line victim;
+        uint64_t victim_line = 0;
+        if (allocate(s, f, line, kept, g, victim, victim_line))
+            emit<FIXED>(o, L, victim_line, victim);
+    }
+    return OK;
+}
+
 // One beat, the lanes a compile-time constant where it is one of the designs' (0: any).
 template <int FIXED>
 inline __attribute__((always_inline))
@@ -295,6 +519,7 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
         for (int k = 0; k < EMA_LINE_LAG; k++) s.ema_recent[k] = s.ema_recent[k + 1];
         s.ema_recent[EMA_LINE_LAG] = s.ema;
     }
+    if (s.whole_line) return whole_line_beat<FIXED>(s, line, g, mask, bypass, judged, o);
     Line own, victim;
     own.clear(L);
     uint64_t victim_line = 0;
@@ -307,32 +532,9 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
     }
     bool victim_written = false;
     if (small) {
-        // Find the line.
-        uint32_t *held = nullptr;
-        int64_t *count = nullptr, *sums = nullptr;
-        int64_t entry = -1, slot = -1;
-        uint64_t number = line >> s.lane_bits, tag = 0;
-        int64_t set = 0;
-        if (s.unbounded) {
-            auto it = s.where.find(line);
-            if (it != s.where.end()) {
-                slot = it->second;
-                held = &s.loose[slot].held;
-                count = &s.loose[slot].count;
-                sums = &s.loose_sums[slot * L];
-            }
-        } else {
-            set = (int64_t)(number & (uint64_t)(s.sets - 1));
-            tag = number >> s.set_bits;
-            const int64_t base = set * s.ways;
-            for (int w = 0; w < s.ways; w++)
-                if (s.valid[base + w] && s.tag[base + w] == tag) { entry = base + w; break; }
-            if (entry >= 0) {
-                held = &s.held[entry];
-                count = &s.count[entry];
-                sums = &s.sums[entry * L];
-            }
-        }
+        Found f = find(s, line);
+        uint32_t *held = f.held;
+        int64_t *count = f.count, *sums = f.sums;
         if (held) {
             // A hit: the small lanes add, the beat is one update of the line.
             for (uint32_t m = small; m; m &= m - 1) {
@@ -356,18 +558,7 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
                 }
                 *held = 0;
             }
-            if (!*held) {   // free the line
-                if (s.unbounded) {
-                    Loose &x = s.loose[slot];
-                    if (x.prev >= 0) s.loose[x.prev].next = x.next; else s.head = x.next;
-                    if (x.next >= 0) s.loose[x.next].prev = x.prev; else s.tail = x.prev;
-                    s.where.erase(line);
-                    s.free_slots.push_back(slot);
-                } else {
-                    s.valid[entry] = 0;
-                }
-                s.valid_count--;
-            }
+            if (!*held) free_line(s, f, line);
         } else {
             // A miss: tiny lanes are dropped or rounded, on one draw of the random bits.
             uint32_t tiny = 0;
@@ -377,23 +568,8 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
             }
             const uint32_t kept = small & ~tiny;
             if (tiny) {
-                const int64_t st = s.mode[SMALL_THRESHOLD];
-                const bool stochastic = s.mode[STOCHASTIC_MODE] != 0;
-                const uint64_t random = s.random_bits >= 32 ? s.lfsr
-                    : (s.lfsr & ((1u << s.random_bits) - 1));
-                for (uint32_t m = tiny; m; m &= m - 1) {
-                    int i = __builtin_ctz(m);
-                    int64_t written = 0;
-                    if (stochastic &&
-                        random * (uint64_t)st < ((uint64_t)iabs(g[i]) << s.random_bits)) {
-                        written = g[i] > 0 ? st : -st;
-                        own.add(i, written, STOCHASTIC);
-                    }
-                    discard(o, line + i, g[i] - written);
-                    s.discard_count += 1;
-                    s.discard_sum += g[i] - written;
-                }
-                if (stochastic) s.lfsr = lfsr_step(s.lfsr);
+                tiny_miss(s, o, line, g, tiny, s.mode[SMALL_THRESHOLD], own);
+                if (s.mode[STOCHASTIC_MODE]) s.lfsr = lfsr_step(s.lfsr);
             }
             if (kept) {
                 if (s.max_updates == 1) {
@@ -401,49 +577,8 @@ int beat(State &s, uint64_t line, const int32_t *g, uint32_t mask, int64_t thres
                         int i = __builtin_ctz(m);
                         own.add(i, g[i], MAX_UPDATES);
                     }
-                } else if (s.unbounded) {
-                    int64_t k;
-                    if (!s.free_slots.empty()) {
-                        k = s.free_slots.back();
-                        s.free_slots.pop_back();
-                    } else {
-                        k = (int64_t)s.loose.size();
-                        s.loose.push_back(Loose{});
-                        s.loose_sums.resize(s.loose_sums.size() + L);
-                    }
-                    Loose &x = s.loose[k];
-                    x.line = line;
-                    x.held = kept;
-                    x.count = 1;
-                    x.prev = s.tail;
-                    x.next = -1;
-                    if (s.tail >= 0) s.loose[s.tail].next = k; else s.head = k;
-                    s.tail = k;
-                    int64_t *ks = &s.loose_sums[k * L];
-                    for (int i = 0; i < L; i++) ks[i] = (kept >> i & 1) ? g[i] : 0;
-                    s.where.emplace(line, k);
-                    s.valid_count++;
                 } else {
-                    const int64_t base = set * s.ways;
-                    int64_t e = -1;
-                    for (int w = 0; w < s.ways; w++)
-                        if (!s.valid[base + w]) { e = base + w; break; }
-                    if (e < 0) {   // a full set: the round-robin victim leaves
-                        e = base + s.victim[set];
-                        uint64_t old = ((s.tag[e] << s.set_bits) | (uint64_t)set) << s.lane_bits;
-                        held_line(victim, L, s.held[e], &s.sums[e * L], EVICTION);
-                        victim_line = old;
-                        victim_written = true;
-                        s.victim[set] = (s.victim[set] + 1) % s.ways;
-                    } else {
-                        s.valid_count++;
-                    }
-                    s.valid[e] = 1;
-                    s.tag[e] = tag;
-                    s.held[e] = kept;
-                    s.count[e] = 1;
-                    int64_t *es = &s.sums[e * L];
-                    for (int i = 0; i < L; i++) es[i] = (kept >> i & 1) ? g[i] : 0;
+                    victim_written = allocate(s, f, line, kept, g, victim, victim_line);
                 }
             }
         }
@@ -553,9 +688,10 @@ extern "C" {
 // A new state, or nullptr if L1 does not fit in memory (no C++ exception crosses into Python,
 // where it would abort the process).
 void *gc_new(int64_t lanes, int64_t sets, int64_t ways, int64_t max_updates,
-             int64_t grad_width, int64_t addr_width) try {
+             int64_t grad_width, int64_t addr_width, int64_t whole_line) try {
     State *s = new State();
     s->lanes = (int)lanes;
+    s->whole_line = whole_line != 0;
     s->lane_bits = __builtin_ctzll((uint64_t)lanes);
     s->unbounded = sets == 0;
     s->sets = s->unbounded ? 0 : sets;

@@ -234,7 +234,7 @@ def _compile(command, folder, library, verbose):
 def _bind(lib):
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     lib.gc_new.restype = ptr
-    lib.gc_new.argtypes = [i64] * 6
+    lib.gc_new.argtypes = [i64] * 7
     lib.gc_free.restype = None
     lib.gc_free.argtypes = [ptr]
     lib.gc_run.restype = i64
@@ -397,6 +397,8 @@ class LineEmulator:
         Gradient width, 2 to 32.
     addr_width : int
         Address width, 1 to 64: addresses (and bypass windows) lie in ``[0, 2**addr_width)``.
+    whole_line : bool
+        The whole-line rule (:class:`model.LineModel`'s ``whole_line``).
 
     Notes
     -----
@@ -410,11 +412,11 @@ class LineEmulator:
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"]):
+                 addr_width=DEFAULTS["addr_width"], whole_line=False):
         check_lanes(lanes)
         self._check_params(sets, ways, max_updates, grad_width, addr_width)
         self.lanes = lanes
-        self._setup(sets, ways, max_updates, grad_width, addr_width)
+        self._setup(sets, ways, max_updates, grad_width, addr_width, whole_line)
 
     @staticmethod
     def _check_params(sets, ways, max_updates, grad_width, addr_width):
@@ -426,8 +428,9 @@ class LineEmulator:
         check_int("grad_width", grad_width, minimum=2, maximum=32)
         check_int("addr_width", addr_width, minimum=1, maximum=64)
 
-    def _setup(self, sets, ways, max_updates, grad_width, addr_width):
+    def _setup(self, sets, ways, max_updates, grad_width, addr_width, whole_line=False):
         self.sets, self.ways = sets, ways
+        self.whole_line = bool(whole_line)
         self.max_updates = max_updates
         self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
         self.threshold_max = 2 ** grad_width - 1
@@ -441,7 +444,8 @@ class LineEmulator:
             raise too_large
         self._state = self._lib.gc_new(self.lanes, 0 if sets is None else sets,
                                        0 if sets is None else ways,
-                                       min(max_updates, 2 ** 63 - 1), grad_width, addr_width)
+                                       min(max_updates, 2 ** 63 - 1), grad_width, addr_width,
+                                       int(self.whole_line))
         if not self._state:
             raise too_large
         weakref.finalize(self, self._lib.gc_free, self._state)
@@ -458,7 +462,8 @@ class LineEmulator:
     def __repr__(self):
         return (f"{type(self).__name__}(lanes={self.lanes}, sets={self.sets}, ways={self.ways}, "
                 f"max_updates={self.max_updates}, grad_width={self.grad_width}, "
-                f"addr_width={self.addr_width})")
+                f"addr_width={self.addr_width}" +
+                (", whole_line=True)" if self.whole_line else ")"))
 
     # -- the state, as the models' attributes ----------------------------------------------
 

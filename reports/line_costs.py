@@ -171,7 +171,7 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     geometry = dict(sets=sets, ways=ways, max_updates=max_updates)
     line_writes = line_policy(lanes=lanes, **geometry).run(beats)
     records = len(line_policy(lanes=1, **geometry).run(ops))
-    whole = len(LineModel(lanes=lanes, whole_line=True, **geometry).run(beats))
+    whole = len(line_policy(lanes=lanes, whole_line=True, **geometry).run(beats))
     n_beats = sum(op[0] == "line" for op in beats)
     return {
         "gradients": sum(op[0] == "grad" for op in ops),

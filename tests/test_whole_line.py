@@ -114,3 +114,23 @@ def test_one_lane_writes_no_more_than_the_seeds_policy(workload):
     for write in (w for lw in rule for w in lw.writes()):
         total[write.addr] -= write.value
     assert not +total and not -total
+
+
+@pytest.mark.parametrize("modes", MODES)
+@pytest.mark.parametrize("lanes", [1, 2, 8])
+@pytest.mark.parametrize("geometry", [dict(sets=2, ways=2, max_updates=3),
+                                      dict(sets=1, ways=1, max_updates=1),
+                                      dict(sets=None, max_updates=4)])
+def test_the_emulator_follows_the_rule(lanes, modes, geometry):
+    """The emulator's kernel under the whole-line rule makes the model's writes, discards and
+    step totals, write for write."""
+    from gradient_compressor.model.emulator import LineEmulator
+    from gradient_compressor.model.native import compiler_available
+    if not compiler_available():
+        pytest.skip("no C++ compiler for the emulator's kernel")
+    params = dict(lanes=lanes, grad_width=8, addr_width=8, whole_line=True, **geometry)
+    ops = beats(lanes * 7 + 1, lanes, 800, modes=modes)
+    model, emulator = LineModel(**params), LineEmulator(**params)
+    assert emulator.run(ops) == model.run(ops)
+    assert emulator.discards == model.discards
+    assert emulator.step_discards == model.step_discards and emulator.lfsr == model.lfsr
