@@ -12,7 +12,9 @@ of :data:`reports.line_costs.FORMAT`. The table gives, per workload and N, the s
 (fewest lines held, then fewest ways) whose line writes cost fewer bytes than dense
 write-through, the saving there, the saving at the default geometry, and the best saving of
 the grid with the smallest geometry that reaches it (a larger L1 saves no more once it holds
-a step's working set). "none" says that no geometry of the grid saves.
+a step's working set). "none" says that no geometry of the grid saves. With ``--whole-line``
+the line writes are the whole-line rule's (``LineModel(whole_line=True)``, values in the
+gradients' own format), which the RTL does not implement yet.
 """
 
 import sys
@@ -22,7 +24,8 @@ from gradient_compressor.model import LineModel
 
 from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
-from .line_costs import FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines
+from .line_costs import (FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines,
+                         whole_line_bytes)
 from gradient_compressor.provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
@@ -39,20 +42,21 @@ def geometries(max_sets, max_ways):
     return sorted(((s, w) for s in sets for w in ways), key=lambda g: (g[0] * g[1], g[1]))
 
 
-def _line_bytes(beats, lanes, sets, ways):
-    writes = line_policy(lanes=lanes, sets=sets, ways=ways,
-                         max_updates=DEFAULTS["max_updates"]).run(beats)
-    return line_write_bytes(len(writes), lanes)
+def _line_bytes(beats, lanes, sets, ways, whole_line=False):
+    writes = line_policy(lanes=lanes, sets=sets, ways=ways, max_updates=DEFAULTS["max_updates"],
+                         whole_line=whole_line).run(beats)
+    return (whole_line_bytes if whole_line else line_write_bytes)(len(writes), lanes)
 
 
-def sizing(ops, lanes, grid, on_step=None):
+def sizing(ops, lanes, grid, on_step=None, whole_line=False):
     """For ``ops`` packed into beats of ``lanes``: ``{"dense": bytes, "bytes": {(sets, ways):
-    line bytes}}`` over the geometries ``grid``; ``on_step()`` is called after each one."""
+    line bytes}}`` over the geometries ``grid`` (under the whole-line rule if
+    ``whole_line``); ``on_step()`` is called after each one."""
     beats = pack_lines(ops, lanes)
     dense = dense_bytes(sum(op[0] == "line" for op in beats), lanes)
     costs = {}
     for sets, ways in grid:
-        costs[(sets, ways)] = _line_bytes(beats, lanes, sets, ways)
+        costs[(sets, ways)] = _line_bytes(beats, lanes, sets, ways, whole_line)
         if on_step:
             on_step()
     return {"dense": dense, "bytes": costs}
@@ -104,6 +108,9 @@ def build_parser():
     parser.add_argument("--max-ways", type=positive_integer, default=8,
                         help="most ways of the grid, whose ways are the powers of two from 1 "
                              "(default: %(default)s)")
+    parser.add_argument("--whole-line", action="store_true",
+                        help="the line writes of the whole-line rule (the line model's; the RTL "
+                             "does not implement it yet)")
     parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser
@@ -131,16 +138,18 @@ def _sizing(args):
     for trace in traces:
         ops = trace.ops()
         for lanes in args.lanes:
-            rows.append(_row(trace.name, lanes, sizing(ops, lanes, grid, lambda: bar.update(1)),
-                             grid))
+            rows.append(_row(trace.name, lanes, sizing(ops, lanes, grid, lambda: bar.update(1),
+                                                       args.whole_line), grid))
     bar.close()
     text = render(rows)
     print(text)
     if args.out:
+        rule = ("the whole-line rule's line writes (values in the gradients' format; the RTL "
+                "does not implement it yet)" if args.whole_line else "masked line writes")
         write_results(args.out, "Which L1 saves DRAM bytes against dense write-through",
                       f"geometries {grid[0][0]} x {grid[0][1]} to {grid[-1][0]} x {grid[-1][1]} "
-                      f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, figures "
-                      f"from the line model; {FORMAT}", text)
+                      f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, {rule}, "
+                      f"figures from the line model; {FORMAT}", text)
     return 0
 
 
