@@ -12,6 +12,7 @@ from .compare import less, at_least, at_most
 from .l1 import L1Accumulator, L1State, _Decision
 from .layouts import (Cause, classified_line_layout, line_pair_layout, line_write_layout,
                       value_width)
+from .line_decision import LineDecision
 from .modes import ema_candidate, ema_clamp
 from .params import check_lanes, checked, ema_fraction_bits, log2
 
@@ -22,7 +23,7 @@ class _LineDecision(_Decision):
     """What the steps of a line's decision in ``s3`` pass on (beside :class:`_Decision`'s)."""
     __slots__ = (
         "direct", "small", "hit_add", "crossed", "way_outcomes", "leaves", "flushed",
-        "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write",
+        "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write", "level",
     )
 
 
@@ -58,6 +59,12 @@ class LineAccumulator(L1Accumulator):
     Invariants, beside L1's: a lane not held has a sum of 0; a valid line holds at least one
     lane.
 
+    With ``whole_line``, ``s3`` decides by the whole-line rule instead
+    (:class:`~design.line_decision.LineDecision`, ``model.LineModel(whole_line=True)``): a beat
+    writes its line, carrying every pending value, or allocates it; every value fits
+    ``grad_width`` bits. Not yet proven (the properties state the rule above); checked against
+    the line model in simulation.
+
     Parameters
     ----------
     lanes : int
@@ -65,6 +72,8 @@ class LineAccumulator(L1Accumulator):
     addr_width, grad_width, sets, ways, max_updates
         As for :class:`~design.l1.L1Accumulator`; ``sets`` and ``ways`` count lines and
         ``max_updates`` beats.
+    whole_line : bool
+        Decide by the whole-line rule.
 
     Members
     -------
@@ -86,12 +95,13 @@ class LineAccumulator(L1Accumulator):
         is one step per beat that used the random bits).
     """
 
-    def __init__(self, *, lanes, **parameters):
+    def __init__(self, *, lanes, whole_line=False, **parameters):
         with checked(self):
             if lanes == 1:
                 raise ValueError("lanes must be at least 2 for LineAccumulator (one lane is "
                                  "L1Accumulator)")
             self.lanes = check_lanes(lanes)
+        self.whole_line = bool(whole_line)
         self.lane_bits = log2(lanes)
         super().__init__(**parameters)
         vw = value_width(self.grad_width)
@@ -212,7 +222,8 @@ class LineAccumulator(L1Accumulator):
         the bits now and after one more step."""
         s2, gw = self.s2, self.grad_width
         magnitudes = [self.s2_magnitude[i] for i in range(self.lanes)]
-        draws = [(random * s2.small_threshold)[gw:] for random in (self.random, self.random_next)]
+        level = self._rounding_level(s2.small_threshold)
+        draws = [(random * level)[gw:] for random in (self.random, self.random_next)]
         return [
             self.s3_tiny.eq(Cat(less(mag, s2.small_threshold) for mag in magnitudes)),
             self.s3_chance.eq(Cat(Cat(less(draw, mag) for mag in magnitudes) for draw in draws)),
@@ -241,17 +252,97 @@ class LineAccumulator(L1Accumulator):
             ]
         return judged
 
+    def _rounding_level(self, small_threshold):
+        """The value a tiny lane is rounded to: ``small_threshold``; under the whole-line rule
+        at most ``2**(grad_width-1) - 1``, so that it fits a gradient's width."""
+        if not self.whole_line:
+            return small_threshold
+        top = 2 ** (self.grad_width - 1) - 1
+        return Mux(small_threshold > top, top, small_threshold)
+
     # -- stage s3: decide -----------------------------------------------------------------------
 
     def _decide_stage(self, m, shared):
         d = _LineDecision()
         self._s3_entry(m, d)            # the row and the hit, as they are now (L1's)
         self._s3_ways(m, d)             # the way a miss would take (L1's)
-        self._s3_hit_lanes(m, d)        # on a hit: the lanes' new sums, crossings, what leaves
-        self._s3_miss_lanes(m, d)       # on a miss: tiny lanes, allocation, eviction
-        self._s3_row(m, d)              # the set's new row
-        self._s3_writes(m, d, shared)   # the beat's line write and the victim's, the strobes
+        if self.whole_line:
+            self._s3_whole_line(m, d, shared)   # the decision, its row, writes and strobes
+        else:
+            self._s3_hit_lanes(m, d)        # on a hit: the lanes' new sums, crossings, what leaves
+            self._s3_miss_lanes(m, d)       # on a miss: tiny lanes, allocation, eviction
+            self._s3_row(m, d)              # the set's new row
+            self._s3_writes(m, d, shared)   # the beat's line write and the victim's, the strobes
         self._s3_to_s4(m, d, shared)    # s4's registers
+
+    def _s3_whole_line(self, m, d, shared):
+        """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`) on the
+        hit way's entry, and from it the set's new row, the beat's line write, the victim's,
+        the strobes and the change to ``valid_count``."""
+        s3, N, gw = self.s3, self.lanes, self.grad_width
+        m.submodules.decision = decision = LineDecision(
+            lanes=N, grad_width=gw, max_updates=self.max_updates)
+        hit = self.s3_now_hit
+        entry = Signal(self.row_layout.members["ways"].elem_shape, name="s3_hit_entry")
+        m.d.comb += entry.eq(functools.reduce(operator.or_, (
+            Mux(d.hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.s3_row.ways))))
+        mask = Mux(self.s3_valid, s3.mask, 0)
+        small = mask & ~self.s3_direct
+        level = self._rounding_level(s3.small_threshold)
+        chance = Mux(self.s4_valid & self.s4_stepped, self.s3_chance[1], self.s3_chance[0])
+        m.d.comb += [
+            decision.grads.eq(s3.grads), decision.mask.eq(mask),
+            decision.direct.eq(self.s3_direct), decision.tiny.eq(self.s3_tiny),
+            decision.rounded.eq(Mux(s3.stochastic, self.s3_tiny & chance, 0)),
+            decision.threshold.eq(s3.threshold), decision.level.eq(level),
+            decision.hit.eq(hit), decision.entry.held.eq(entry.held),
+            decision.entry.count.eq(entry.count),
+            *[decision.entry.sums[i].eq(entry.sums[i]) for i in range(N)],
+        ]
+        active = mask.any()
+        allocates = decision.allocates
+        d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates
+        d.leaves = ~decision.keeps
+        d.tiny, d.level = decision.accounted, level
+        d.rounded = Mux(decision.written, decision.accounted & decision.write_mask, 0)
+        # The set's new row: the hit way takes the entry after; an allocated way the kept lanes.
+        new_row = Signal(self.row_layout)
+        m.d.comb += new_row.eq(self.s3_row_now)
+        for k, way in enumerate(new_row.ways):
+            after = decision.after
+            with m.If((d.hit_ways[k] & d.c_hit) | (d.alloc_ways[k] & allocates)):
+                m.d.comb += [way.valid.eq(decision.keeps), way.held.eq(after.held),
+                             way.count.eq(after.count),
+                             *[way.sums[i].eq(after.sums[i]) for i in range(N)]]
+                with m.If(allocates):
+                    m.d.comb += way.tag.eq(d.s3_tag)
+        with m.If(d.c_evict):
+            m.d.comb += new_row.victim.eq(d.victim_way + 1)
+        d.new_row = new_row
+        # The beat's line write and the victim's.
+        own = Signal(self._write_layout(), name="s3_own_write")
+        m.d.comb += [own.addr.eq(s3.addr),
+                     own.mask.eq(Mux(decision.written, decision.write_mask, 0)),
+                     *[own.values[i].eq(decision.values[i]) for i in range(N)],
+                     *[own.causes[i].eq(decision.causes[i]) for i in range(N)]]
+        victim_write = Signal(self._write_layout(), name="s3_victim_write")
+        m.d.comb += [
+            victim_write.addr.eq(self._line(d.s3_set, d.victim.tag)),
+            victim_write.values.eq(d.victim.sums),
+            victim_write.mask.eq(Mux(d.c_evict, d.victim.held, 0)),
+            *[cause.eq(Cause.EVICTION) for cause in victim_write.causes],
+        ]
+        m.d.comb += [
+            self.hit.eq(hit & small.any()),
+            self.miss.eq(~hit & (small & ~self.s3_tiny).any()),
+            self.small_miss.eq(decision.accounted),
+            # the random bits step for a miss with tiny lanes, whether or not they were used
+            self.random_step.eq(~hit & (small & self.s3_tiny).any() & s3.stochastic),
+            shared.count_inc.eq(allocates & ~d.full),
+            shared.count_dec.eq(d.c_hit & ~decision.keeps),
+        ]
+        d.own, d.victim_write = own, victim_write
+        d.d_write = d.c_hit | allocates
 
     def _s3_hit_lanes(self, m, d):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
@@ -445,7 +536,8 @@ class LineAccumulator(L1Accumulator):
         # new_row equal to s3_row, the set as it is now, so it forwards that.
         with m.If(self.s3_valid & next_same_set):  # mutation site: line-forward
             m.d.sync += self.s3_row.eq(d.new_row)
+        level = d.level if self.whole_line else small
         for i in range(self.lanes):
             grad = s3.grads[i]
-            written = Mux(d.rounded[i], Mux(grad[-1], -small, small), 0)
+            written = Mux(d.rounded[i], Mux(grad[-1], -level, level), 0)
             m.d.sync += self.discard_error[i].eq(grad - written)

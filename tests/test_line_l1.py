@@ -15,12 +15,13 @@ from .line_helpers import line_write, offer, set_line
 
 
 def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=9,
-              small_threshold=0, stochastic=0, ready=lambda cycle: True, limit=2000):
+              small_threshold=0, stochastic=0, ready=lambda cycle: True, limit=2000,
+              whole_line=False):
     """Send ``beats`` (``(line, grads, mask, threshold)``) through a LineAccumulator, then a
     flush; return the line writes it pushed (unmasked lanes' values 0, causes None) and the
     accounted discards ``(addr, error)``."""
     dut = LineAccumulator(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates,
-                          grad_width=grad_width, addr_width=addr_width)
+                          grad_width=grad_width, addr_width=addr_width, whole_line=whole_line)
     writes, discards = [], []
     bits = grad_width
 
@@ -67,9 +68,9 @@ def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr
 
 
 def model_writes(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=9,
-                 small_threshold=0, stochastic=0):
+                 small_threshold=0, stochastic=0, whole_line=False):
     model = LineModel(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates,
-                      grad_width=grad_width, addr_width=addr_width)
+                      grad_width=grad_width, addr_width=addr_width, whole_line=whole_line)
     model.set_modes(small_threshold=small_threshold, stochastic=stochastic)
     writes = model.run([("line", *beat) for beat in beats] + [("flush",)])
     return writes, [(d.addr, d.error) for d in model.discards]
@@ -146,3 +147,20 @@ def test_one_lane_is_refused():
         LineAccumulator(lanes=1)
     with pytest.raises(ValueError, match="lanes must be one of"):
         LineAccumulator(lanes=64)
+
+
+@pytest.mark.parametrize("lanes, max_updates, options", [
+    (2, 3, {}), (4, 3, {}), (8, 3, {}), (4, 1, {}), (4, 2, {}),
+    (4, 3, dict(small_threshold=12)), (4, 3, dict(small_threshold=12, stochastic=1)),
+    (4, 3, dict(small_threshold=200, stochastic=1))])    # a level above the gradients' range
+def test_whole_line_writes_are_the_models(lanes, max_updates, options):
+    """The line L1 deciding by the whole-line rule (LineDecision) against the line model's
+    whole-line rule, write for write, discards included, DRAM taking 2 writes in 3."""
+    rng = random.Random(lanes * 100 + max_updates)
+    beats = random_beats(rng, lanes, 80, thresholds=(20, 40, 90, 200))
+    params = dict(max_updates=max_updates, whole_line=True, **options)
+    got = run_beats(lanes, beats, ready=lambda cycle: cycle % 3 != 1, **params)
+    expected = model_writes(lanes, beats, **params)
+    assert got == expected
+    causes = {cause for write in got[0] for cause in write.causes if cause}
+    assert "LINE" in causes or max_updates == 1, causes
