@@ -59,6 +59,21 @@ def test_report_bad_input(args, message, tmp_path):
     assert not (tmp_path / "out" / "report.json").exists()
 
 
+def test_report_limit_cuts_the_workload_and_its_phases(tmp_path):
+    # --limit cuts the seed mid-phase: the report's phases are those of the gradients kept,
+    # and the waveform is written.
+    out, vcd = tmp_path / "out", tmp_path / "w.vcd"
+    done = run_module("gradient_compressor.reports.cli", "seed", "--limit", 100, "--sim",
+                      "amaranth", "--vcd", vcd, "--out", out, "-q", "--no-plots")
+    assert done.returncode == 0, done.stderr
+    import json
+    [metrics] = json.loads((out / "report.json").read_text())["workloads"]
+    phases = metrics["seed_comparison"]["phases"]
+    assert [p["gradients"] for p in phases] == [8, 10, 82, 0]      # the last: the final flush
+    assert sum(p["writes"] for p in phases) == metrics["dram_writes"]
+    assert vcd.stat().st_size > 0
+
+
 @pytest.mark.parametrize("args, message", [
     (["nope"], "unknown model nope: choose from recsys, lm, digits"),
     (["--modes", "exact,fast"], "argument --modes: unknown mode fast in 'exact,fast'"),
