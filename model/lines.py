@@ -92,10 +92,9 @@ class LineModel(ReferenceModel):
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
-        check_lanes(lanes)
+        self.lanes = check_lanes(lanes)     # before the geometry's checks, which count lines
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width, bypass_windows=bypass_windows)
-        self.lanes = lanes
         # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
         # (lines: a beat is judged by the oldest).
         self._ema_recent = [self.ema] * (EMA_LINE_LAG + 1)

@@ -11,7 +11,7 @@ from collections import namedtuple
 from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
                                                EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
                                                BYPASS_WINDOWS, BYPASS_WINDOWS_MAX,
-                                               DISCARD_COUNT_WIDTH, check_int, check_power_of_two,
+                                               DISCARD_COUNT_WIDTH, check_int, check_l1_geometry,
                                                Config, check_modes, modes_off)
 
 __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
@@ -45,7 +45,7 @@ class ReferenceModel:
     grad_width : int
         Gradient width; gradients must lie in ``[-2**(grad_width-1), 2**(grad_width-1))``.
     addr_width : int
-        Address width (only to check the bypass windows' settings).
+        Address width: addresses lie in ``[0, 2**addr_width)``.
     bypass_windows : int
         Number of bypass windows (mode settings ``bypass__<i>__base``, ...).
 
@@ -61,9 +61,9 @@ class ReferenceModel:
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
+        check_int("addr_width", addr_width, minimum=1)
         if sets is not None:
-            check_power_of_two("sets", sets)
-            check_power_of_two("ways", ways)
+            check_l1_geometry(sets, ways, addr_width=addr_width, lanes=self.lanes)
         check_int("max_updates", max_updates, minimum=1)
         check_int("grad_width", grad_width, minimum=2)
         check_int("bypass_windows", bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)
@@ -89,6 +89,8 @@ class ReferenceModel:
 
     #: The :class:`~design.params.Config` parameters the model takes.
     CONFIG_PARAMS = ("sets", "ways", "max_updates", "grad_width", "addr_width", "bypass_windows")
+    #: Gradients per beat (:class:`~model.LineModel` takes lines of several).
+    lanes = 1
 
     @classmethod
     def of(cls, config=None, /, **params):

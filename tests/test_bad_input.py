@@ -49,6 +49,9 @@ def run_module(module, *args, cwd=None):
     (["--train", "--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
     (["--lanes", "3"], "--lanes must be a power of two (1, 2, 4, ...), not 3"),
     (["--lanes", "64"], "--lanes must be one of 1, 2, 4, 8, 16, 32, not 64"),
+    (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648: sets x ways is "
+                               "at most 65536 L1 entries"),
+    (["--sets", "4096", "--ways", "32"], "--ways must be at most 16 with 4096 sets, not 32"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -98,6 +101,8 @@ def test_training_bad_input_before_any_training(args, message):
     (["--max-updates", "0"], "--max-updates must be at least 1, not 0"),
     (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
     (["no-such-workload"], "unknown workload 'no-such-workload'"),
+    (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648"),
+    (["--sets", "8,16384", "--ways", "1,8"], "--ways must be at most 4 with 16384 sets, not 8"),
 ])
 def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
     out = tmp_path / "sweep"
