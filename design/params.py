@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from amaranth.hdl import Shape
+from amaranth.hdl import Elaboratable, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,7 +26,7 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
-           "check_power_of_two", "check_modes", "log2", "checked"]
+           "check_power_of_two", "check_modes", "log2", "checked", "unused"]
 
 
 @dataclass(frozen=True)
@@ -227,13 +227,25 @@ MODE_INPUTS = mode_inputs()
 @contextmanager
 def checked(component):
     """Run a component's argument checks. If one fails, the half-made component is marked as
-    not meant to be used, so Amaranth does not add an ``UnusedElaboratable`` warning to the
-    error that names the bad argument."""
+    not meant to be used (:func:`unused`)."""
     try:
         yield
     except (TypeError, ValueError):
-        component._MustUse__silence = True
+        unused(component)
         raise
+
+
+def unused(component):
+    """Mark ``component`` and the elaboratables it holds (its submodules, its memories) as not
+    meant to be used, so that Amaranth does not add ``UnusedElaboratable`` warnings to the
+    error that stopped it from being elaborated."""
+    todo, seen = [component], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            obj._MustUse__silence = True
+            todo += [value for value in vars(obj).values() if isinstance(value, Elaboratable)]
 
 
 def check_int(name, value, *, minimum=None, maximum=None):
