@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from amaranth.hdl import Shape
+from amaranth.hdl import Elaboratable, Shape
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,9 +23,10 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
            "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
+           "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
-           "check_power_of_two", "check_modes", "log2", "checked"]
+           "check_power_of_two", "check_modes", "log2", "checked", "unused"]
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Config(Mapping):
     """
     addr_width:  int = 32    # address bits
     grad_width:  int = 16    # signed gradient bits (and unsigned threshold bits)
-    sets:        int = 32    # L1 sets (a power of two)
+    sets:        int = 32    # L1 sets (a power of two; sets * ways <= L1_ENTRIES_MAX)
     ways:        int = 4     # L1 ways (a power of two)
     max_updates: int = 255   # updates after which an L1 entry is written out
     fifo_depth:  int = 32    # L2 write-back buffer capacity, in writes
@@ -106,6 +107,12 @@ LFSR_RESET = 1
 EMA_FRACTION_BITS = 8
 #: The numbers of lanes (gradients per beat, a line) the line-rate design takes.
 LANES = (1, 2, 4, 8, 16, 32)
+#: The most L1 entries (``sets * ways``; on lines, lines) a configuration may have: 16 times
+#: the large configuration the proofs cover (1024 x 4). The simulators and the reference model
+#: hold every entry in memory (the Amaranth design's RTLIL grows by about 200 bytes an entry
+#: and takes seconds per thousand sets to make), so a larger L1 would exhaust the machine
+#: before it simulated a gradient.
+L1_ENTRIES_MAX = 2 ** 16
 #: On lines (more than one lane), a beat is judged by the EMA as it was before the updates of
 #: the last ``EMA_LINE_LAG`` beats that updated it: the RTL takes that many cycles to form a
 #: beat's update (the bypass windows' compares, then the lanes' sum), outside the EMA's loop.
@@ -220,13 +227,25 @@ MODE_INPUTS = mode_inputs()
 @contextmanager
 def checked(component):
     """Run a component's argument checks. If one fails, the half-made component is marked as
-    not meant to be used, so Amaranth does not add an ``UnusedElaboratable`` warning to the
-    error that names the bad argument."""
+    not meant to be used (:func:`unused`)."""
     try:
         yield
     except (TypeError, ValueError):
-        component._MustUse__silence = True
+        unused(component)
         raise
+
+
+def unused(component):
+    """Mark ``component`` and the elaboratables it holds (its submodules, its memories) as not
+    meant to be used, so that Amaranth does not add ``UnusedElaboratable`` warnings to the
+    error that stopped it from being elaborated."""
+    todo, seen = [component], set()
+    while todo:
+        obj = todo.pop()
+        if id(obj) not in seen:
+            seen.add(id(obj))
+            obj._MustUse__silence = True
+            todo += [value for value in vars(obj).values() if isinstance(value, Elaboratable)]
 
 
 def check_int(name, value, *, minimum=None, maximum=None):
@@ -261,19 +280,41 @@ def log2(value):
     return value.bit_length() - 1
 
 
+def check_l1_geometry(sets, ways, *, addr_width, lanes=1):
+    """Check an L1 geometry of ``sets`` x ``ways`` entries (each a line of ``lanes``) on
+    ``addr_width``-bit addresses (an integer, at least 1): powers of two, a tag above the set
+    index, and no more entries than the addresses can tag (``sets * ways * lanes <=
+    2**addr_width``: a set holds ``2**tag_bits`` different tags at most) or than
+    :data:`L1_ENTRIES_MAX`.
+    Raises :class:`ValueError` naming the parameter to change and the bound."""
+    check_power_of_two("sets", sets)
+    check_power_of_two("ways", ways)
+    if sets > L1_ENTRIES_MAX:
+        raise ValueError(f"sets must be at most {L1_ENTRIES_MAX}, not {sets}: sets x ways is "
+                         f"at most {L1_ENTRIES_MAX} L1 entries")
+    index_bits = log2(sets) + log2(lanes)
+    if addr_width <= index_bits:
+        what = "log2(sets)" if lanes == 1 else "log2(sets) + log2(lanes)"
+        raise ValueError(f"addr_width must be greater than {what} = {index_bits} so that a tag "
+                         f"remains above the set index, not {addr_width}")
+    tag_bits = addr_width - index_bits
+    if ways > 2 ** tag_bits:
+        raise ValueError(f"ways must be at most {2 ** tag_bits} with {sets} sets, not {ways}: "
+                         f"{addr_width}-bit addresses leave {tag_bits}-bit tags, "
+                         f"{2 ** tag_bits} per set")
+    if sets * ways > L1_ENTRIES_MAX:
+        raise ValueError(f"ways must be at most {L1_ENTRIES_MAX // sets} with {sets} sets, "
+                         f"not {ways}: sets x ways is at most {L1_ENTRIES_MAX} L1 entries")
+    return sets, ways
+
+
 def _check_config(config):
     """:class:`Config`'s checks, each parameter before those whose range depends on it."""
-    check_power_of_two("sets", config.sets)
-    check_power_of_two("ways", config.ways)
     check_int("grad_width", config.grad_width, minimum=2)
     check_int("max_updates", config.max_updates, minimum=1)
     check_int("addr_width", config.addr_width, minimum=1)
     check_lanes(config.lanes)
-    index_bits = log2(config.sets) + log2(config.lanes)
-    if config.addr_width <= index_bits:
-        what = "log2(sets)" if config.lanes == 1 else "log2(sets) + log2(lanes)"
-        raise ValueError(f"addr_width must be greater than {what} = {index_bits} so that a tag "
-                         f"remains above the set index, not {config.addr_width}")
+    check_l1_geometry(config.sets, config.ways, addr_width=config.addr_width, lanes=config.lanes)
     check_int("fifo_depth", config.fifo_depth, minimum=1)
     check_int("burst_size", config.burst_size, minimum=1)
     check_int("bypass_windows", config.bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)

@@ -66,7 +66,7 @@ from collections import namedtuple
 
 from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, EMA_LINE_LAG,
                                                EMA_SCALE_FRACTION_BITS,
-                                               LANES, check_int, check_lanes, ema_fraction_bits)
+                                               LANES, check_lanes, ema_fraction_bits)
 from .reference import ReferenceModel, Write, lfsr_step
 
 __all__ = ["LineModel", "LineWrite", "LANES"]
@@ -116,15 +116,15 @@ class LineModel(ReferenceModel):
     """
 
     CONFIG_PARAMS = ("lanes", *ReferenceModel.CONFIG_PARAMS)
+    OPERATIONS = ("line", *ReferenceModel.OPERATIONS)
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS,
                  whole_line=False):
-        check_lanes(lanes)
+        self.lanes = check_lanes(lanes)     # before the geometry's checks, which count lines
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width, bypass_windows=bypass_windows)
-        self.lanes = lanes
         self.whole_line = bool(whole_line)
         # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
         # (lines: a beat is judged by the oldest).
@@ -152,7 +152,7 @@ class LineModel(ReferenceModel):
     def write_line(self, line, grads, mask, threshold):
         """Take one beat; return the list (empty, of one or of two) of line writes it
         causes: the beat's own line first, then a victim line."""
-        self._check_beat(line, grads, mask, threshold)
+        self.check.beat(line, grads, mask, threshold)
         lanes = [i for i in range(self.lanes) if mask >> i & 1]
         if not lanes:
             return []
@@ -377,36 +377,17 @@ class LineModel(ReferenceModel):
         return writes
 
     def write(self, addr, grad, threshold):
-        """One gradient as a beat with one lane (any ``lanes``); returns its line writes."""
+        """One gradient as a beat with one lane (any ``lanes``), checked as that beat; returns
+        its line writes."""
         line = addr - addr % self.lanes
         grads = [0] * self.lanes
         grads[addr - line] = grad
         return self.write_line(line, grads, 1 << (addr - line), threshold)
 
-    def run(self, ops):
-        """Run ``("line", line, grads, mask, threshold)``, ``("grad", addr, grad,
-        threshold)``, ``("flush",)``, ``("modes", {...})`` and ``("seed", value)`` operations;
-        return all the line writes."""
-        writes = []
-        for op in ops:
-            if op[0] == "line":
-                writes += self.write_line(*op[1:])
-            else:
-                writes += super().run([op])
-        return writes
-
-    def _check_beat(self, line, grads, mask, threshold):
-        check_int("line", line, minimum=0, maximum=2 ** self.addr_width - 1)
-        if line % self.lanes:
-            raise ValueError(f"line address {line} is not a multiple of lanes ({self.lanes})")
-        check_int("mask", mask, minimum=0, maximum=2 ** self.lanes - 1)
-        if len(grads) != self.lanes:
-            raise ValueError(f"a beat has {self.lanes} gradients, not {len(grads)}")
-        for i, grad in enumerate(grads):
-            if mask >> i & 1 and not self.grad_min <= grad <= self.grad_max:
-                raise ValueError(f"gradient {grad} (lane {i}) is outside "
-                                 f"[{self.grad_min}, {self.grad_max}]")
-        self._check_threshold(threshold)
+    def _run_op(self, kind, op):
+        if kind == "line":
+            return self.write_line(*op[1:])
+        return super()._run_op(kind, op)
 
 
 def _held_write(line, sums, held, lanes, cause):

@@ -11,8 +11,9 @@ from collections import namedtuple
 from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
                                                EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
                                                BYPASS_WINDOWS, BYPASS_WINDOWS_MAX,
-                                               DISCARD_COUNT_WIDTH, check_int, check_power_of_two,
+                                               DISCARD_COUNT_WIDTH, check_int, check_l1_geometry,
                                                Config, check_modes, modes_off)
+from .ops import OpCheck, operations
 
 __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
@@ -47,7 +48,7 @@ class ReferenceModel:
     grad_width : int
         Gradient width; gradients must lie in ``[-2**(grad_width-1), 2**(grad_width-1))``.
     addr_width : int
-        Address width (only to check the bypass windows' settings).
+        Address width: addresses lie in ``[0, 2**addr_width)``.
     bypass_windows : int
         Number of bypass windows (mode settings ``bypass__<i>__base``, ...).
 
@@ -63,18 +64,19 @@ class ReferenceModel:
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
+        check_int("addr_width", addr_width, minimum=1)
         if sets is not None:
-            check_power_of_two("sets", sets)
-            check_power_of_two("ways", ways)
+            check_l1_geometry(sets, ways, addr_width=addr_width, lanes=self.lanes)
         check_int("max_updates", max_updates, minimum=1)
         check_int("grad_width", grad_width, minimum=2)
         check_int("bypass_windows", bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)
         self.sets, self.ways = sets, ways
         self.max_updates = max_updates
-        self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
-        self.threshold_max = 2 ** grad_width - 1
         self.grad_width, self.addr_width = grad_width, addr_width
         self.bypass_windows = bypass_windows
+        #: The checks of the operations (:mod:`model.ops`: the simulators' checks).
+        self.check = OpCheck(kinds=self.OPERATIONS, lanes=self.lanes, addr_width=addr_width,
+                             grad_width=grad_width, bypass_windows=bypass_windows)
         self.modes = modes_off(bypass_windows)
         self.lfsr = LFSR_RESET
         self.ema = 0           # EMA of |grad| with EMA_FRACTION_BITS fraction bits
@@ -91,6 +93,10 @@ class ReferenceModel:
 
     #: The :class:`~design.params.Config` parameters the model takes.
     CONFIG_PARAMS = ("sets", "ways", "max_updates", "grad_width", "addr_width", "bypass_windows")
+    #: Gradients per beat (:class:`~model.LineModel` takes lines of several).
+    lanes = 1
+    #: The operations :meth:`run` takes (:mod:`model.ops`).
+    OPERATIONS = operations(1)
 
     @classmethod
     def of(cls, config=None, /, **params):
@@ -127,7 +133,7 @@ class ReferenceModel:
 
     def seed(self, value):
         """Load the LFSR (the RTL does so only while idle: L1 must be empty)."""
-        check_int("lfsr_seed", value, minimum=0, maximum=2 ** LFSR_WIDTH - 1)
+        self.check.seed(value)
         if self.valid_count:
             raise ValueError("the LFSR is seeded only while the compressor is idle: "
                              "seed at the start or after a flush")
@@ -179,10 +185,6 @@ class ReferenceModel:
 
     # -- the step's bookkeeping, shared with model.lines ----------------------------------
 
-    def _check_threshold(self, threshold):
-        if not 0 <= threshold <= self.threshold_max:
-            raise ValueError(f"threshold {threshold} is outside [0, {self.threshold_max}]")
-
     def _start_of_input(self):
         """An input accepted: after a flush, it clears the step's running discard totals."""
         if self._clear_discards:
@@ -202,9 +204,7 @@ class ReferenceModel:
 
         ``threshold`` is the ``threshold`` input; in the EMA mode the EMA's threshold is in
         force instead, and in a bypass window 0 (every gradient is written through)."""
-        if not self.grad_min <= grad <= self.grad_max:
-            raise ValueError(f"gradient {grad} is outside [{self.grad_min}, {self.grad_max}]")
-        self._check_threshold(threshold)
+        self.check.gradient(addr, grad, threshold)
         self._start_of_input()
         if self.modes["ema_enable"]:
             threshold = self.ema_threshold
@@ -276,19 +276,24 @@ class ReferenceModel:
         return writes
 
     def run(self, ops):
-        """Run a sequence of ``("grad", addr, grad, threshold)``, ``("flush",)``,
-        ``("modes", {setting: value})`` and ``("seed", value)`` operations and return all the
-        writes."""
+        """Run a sequence of operations and return all the writes: ``("grad", addr, grad,
+        threshold)``, ``("flush",)``, ``("modes", {setting: value})``, ``("seed", value)`` and,
+        on a :class:`~model.LineModel`, ``("line", line, grads, mask, threshold)``
+        (:attr:`OPERATIONS`, :mod:`model.ops`). Each operation is checked (:attr:`check`) as
+        it is taken: those before a bad one are done, and it raises there."""
         writes = []
         for op in ops:
-            if op[0] == "grad":
-                writes += self.write(*op[1:])
-            elif op[0] == "flush":
-                writes += self.flush()
-            elif op[0] == "modes":
-                self.set_modes(**op[1])
-            elif op[0] == "seed":
-                self.seed(op[1])
-            else:
-                raise ValueError(f"unknown operation {op!r}")
+            writes += self._run_op(self.check.form(op), op)
         return writes
+
+    def _run_op(self, kind, op):
+        """The writes of one operation of the right form (its fields checked as it is taken)."""
+        if kind == "grad":
+            return self.write(*op[1:])
+        if kind == "flush":
+            return self.flush()
+        if kind == "modes":
+            self.set_modes(**op[1])
+        else:
+            self.seed(op[1])
+        return []

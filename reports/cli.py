@@ -25,7 +25,7 @@ import sys
 import time
 from collections import Counter
 
-from gradient_compressor.design.params import DEFAULTS, Config, check_threshold
+from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX, Config, check_threshold
 from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
@@ -89,7 +89,8 @@ def build_parser():
 def _add_geometry_options(parser):
     geometry = parser.add_argument_group("compressor configuration (the design's defaults)")
     geometry.add_argument("--sets", type=integer, default=DEFAULTS["sets"],
-                          help="L1 sets, a power of two (default: %(default)s)")
+                          help=f"L1 sets, a power of two; sets x ways is at most "
+                               f"{L1_ENTRIES_MAX} entries (default: %(default)s)")
     geometry.add_argument("--ways", type=integer, default=DEFAULTS["ways"],
                           help="L1 ways, a power of two (default: %(default)s)")
     geometry.add_argument("--max-updates", type=integer, default=DEFAULTS["max_updates"],

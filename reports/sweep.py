@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import sys
+import itertools
 import time
 from collections import Counter
 
@@ -24,7 +25,7 @@ from gradient_compressor.console import (ArgumentParser, UsageError, file_name, 
                                          positive_integer, prepare_out, replacing, run_command,
                                          table)
 from gradient_compressor.console import progress as console_progress
-from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX
 from gradient_compressor.model import CAUSES, ReferenceModel
 from gradient_compressor.provenance import describe, provenance
 
@@ -48,7 +49,8 @@ def build_parser():
     parser.add_argument("workload", nargs="?", default="tiny-embed",
                         help="workload name or .npz trace path (default: tiny-embed)")
     parser.add_argument("--sets", type=int_list, default=[8, 16, 32, 64, 128, 256, 512],
-                        help="comma-separated powers of two (default: 8,...,512)")
+                        help=f"comma-separated powers of two; sets x ways is at most "
+                             f"{L1_ENTRIES_MAX} entries (default: 8,...,512)")
     parser.add_argument("--ways", type=int_list, default=[1, 2, 4, 8],
                         help="comma-separated powers of two (default: 1,2,4,8)")
     parser.add_argument("--thresholds", type=int_list, default=None,
@@ -212,10 +214,9 @@ def _sweep(args, argv):
 
 def _check_grid(args):
     """Check every geometry and threshold of the grid with the design's own checks."""
-    for sets in args.sets:
-        check_params({"sets": sets, "max_updates": args.max_updates})
-    for ways in args.ways:
-        check_params({"ways": ways})
+    check_params({"max_updates": args.max_updates})
+    for sets, ways in itertools.product(args.sets, args.ways):
+        check_params({"sets": sets, "ways": ways})
     for threshold in args.thresholds or []:
         check_params({}, threshold, threshold_option="--thresholds")
     for small in args.small_thresholds:

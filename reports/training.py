@@ -30,7 +30,7 @@ import time
 
 import numpy as np
 
-from gradient_compressor.design.params import check_lanes
+from gradient_compressor.design.params import L1_ENTRIES_MAX, check_lanes
 
 from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
@@ -290,7 +290,8 @@ def build_parser():
     parser.add_argument("--lanes", type=positive_integer, default=1,
                         help="lanes per line of the compressor (default: %(default)s)")
     parser.add_argument("--sets", type=positive_integer, default=1024,
-                        help="L1 sets (default: %(default)s)")
+                        help=f"L1 sets, a power of two; sets x ways is at most {L1_ENTRIES_MAX} "
+                             f"entries (default: %(default)s)")
     parser.add_argument("--ways", type=positive_integer, default=8,
                         help="L1 ways (default: %(default)s)")
     parser.add_argument("--sizing", action="store_true",

@@ -21,7 +21,9 @@ side stays cheap even for a million gradients (about a second each way). ``ops``
 usual iterable of :func:`~simulation.driver.simulate`'s operations (``("grad", addr, grad,
 threshold)``, ``("flush",)``, ``("modes", {input: value})``, ``("seed", value)``), or a NumPy
 integer array of shape ``(n, 3)`` holding gradients ``(addr, grad, threshold)`` (no flush, every
-run-time mode off).
+run-time mode off). Every operation is checked before the simulator starts, with the reference
+model's checks (:func:`model.ops.check_ops`; a NumPy array's rows alike): a value that does not
+fit its port is refused, not wrapped.
 ``gap`` may be ``None``, an integer, or a callable ``gap(index)`` as for ``simulate``.
 
 Lines: a configuration with ``lanes`` = N > 1 (``GradientCompressor(lanes=N)``) takes the line
@@ -61,10 +63,10 @@ from amaranth.back import rtlil
 
 from gradient_compressor.console import UsageError, replacing
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
-                                               check_modes)
+from gradient_compressor.design.params import BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes
 from gradient_compressor.model import CAUSES, native
 from gradient_compressor.model.native import CompilerMissing, compiler_available, default_cache_dir
+from gradient_compressor.model.ops import OpCheck, operations
 
 from .driver import SimResult, always, every_other, random_ready, periodic_ready
 
@@ -129,8 +131,7 @@ class CompiledSimulator:
         #: 1, or the lanes of a line: then the operations are beats (``"line"``).
         self.lanes = self.params["lanes"]
         # The operations' kinds as the driver numbers them (a gradient, or on lines a beat, 0).
-        self._kinds = {"grad" if self.lanes == 1 else "line": 0, "flush": 1, "modes": 2,
-                       "seed": 3}
+        self._kinds = dict(zip(operations(self.lanes), range(4)))
         self.binary = Path(binary)
         #: Seconds the last :meth:`run` spent simulating (inside the compiled program).
         self.last_sim_seconds = None
@@ -141,16 +142,32 @@ class CompiledSimulator:
         return f"CompiledSimulator({self.params}, {str(self.binary)!r})"
 
     # -- encoding ------------------------------------------------------------------------------
-    def _encode_ops(self, ops, gap):
-        """The operations file (see ``cxxrtl_driver.cc``): a header, the kinds, the
-        gradients' (on lines the beats') columns, then the mode settings' columns."""
+    def check_ops(self, ops):
+        """``ops`` checked (:func:`model.ops.check_ops`): a list of operations, or a NumPy
+        array of gradients (each row checked as a gradient operation)."""
+        p = self.params
+        check = OpCheck(kinds=operations(self.lanes), lanes=self.lanes,
+                        addr_width=p["addr_width"], grad_width=p["grad_width"],
+                        bypass_windows=BYPASS_WINDOWS)
         np_ops = _as_numpy_gradients(ops)
-        if np_ops is not None and self.lanes > 1:
+        if np_ops is None:
+            return check.all(ops)
+        if self.lanes > 1:
             raise ValueError(f"a NumPy trace holds gradients of one lane: on lines "
                              f"(lanes={self.lanes}) pass (\"line\", line, grads, mask, "
                              f"threshold) operations")
+        outside = _rows_outside(np_ops, check)
+        if outside.size:    # the first such row raises the error of its gradient operation
+            check.gradient(*np_ops[outside[0]].tolist())
+        return np_ops
+
+    def _encode_ops(self, ops, gap):
+        """The operations file (see ``cxxrtl_driver.cc``) of ``ops`` already checked: a header,
+        the kinds, the gradients' (on lines the beats') columns, then the mode settings'
+        columns."""
+        np_ops = _as_numpy_gradients(ops)
         kinds_of = self._kinds
-        grad_kind = "grad" if self.lanes == 1 else "line"
+        grad_kind = operations(self.lanes)[0]
         settings = []   # (mode input index, value), one per kind 2 or 3
         if np_ops is not None:
             n = n_ops = np_ops.shape[0]
@@ -158,15 +175,7 @@ class CompiledSimulator:
             columns = [np_ops[:, i].astype("<i8", copy=False).tobytes() for i in range(3)]
             gap_indices = range(n)
         else:
-            if not isinstance(ops, (list, tuple)):
-                ops = list(ops)
-            try:
-                kinds = bytes(map(kinds_of.__getitem__, [op[0] for op in ops]))
-            except (KeyError, IndexError, TypeError):
-                for op in ops:
-                    if not op or op[0] not in kinds_of:
-                        raise ValueError(f"unknown operation {op!r}") from None
-                raise
+            kinds = bytes(map(kinds_of.__getitem__, [op[0] for op in ops]))
             # gap(index) counts the operations as given, before the settings are expanded.
             gap_indices = [i for i, k in enumerate(kinds) if k == kinds_of[grad_kind]]
             if len(gap_indices) + kinds.count(kinds_of["flush"]) < len(ops):
@@ -193,10 +202,6 @@ class CompiledSimulator:
 
     def _gradient_columns(self, grads):
         """The columns addr, grad, threshold of the gradient operations ``grads``."""
-        if grads and set(map(len, grads)) != {4}:
-            bad = next(op for op in grads if len(op) != 4)
-            raise ValueError(f"a gradient operation is (\"grad\", addr, grad, threshold), "
-                             f"not {bad!r}")
         widths = (self.params["addr_width"], self.params["grad_width"],
                   self.params["grad_width"])
         return [_int64_column([op[i + 1] for op in grads], width).tobytes()
@@ -206,10 +211,6 @@ class CompiledSimulator:
         """The columns addr, grads (``lanes`` per beat, beat by beat), threshold and mask of
         the line operations ``beats``."""
         lanes = self.lanes
-        for op in beats:
-            if len(op) != 5 or len(op[2]) != lanes:
-                raise ValueError(f"a line operation is (\"line\", line, grads, mask, threshold) "
-                                 f"with {lanes} grads, not {op!r}")
         addr_width, grad_width = self.params["addr_width"], self.params["grad_width"]
         return [_int64_column([op[1] for op in beats], addr_width).tobytes(),
                 _int64_column([g for op in beats for g in op[2]], grad_width).tobytes(),
@@ -223,14 +224,10 @@ class CompiledSimulator:
         expanded, settings = [], []
         for op in ops:
             if op[0] == "modes":
-                check_modes(op[1], addr_width=self.params["addr_width"],
-                            grad_width=self.params["grad_width"])
                 for name, value in op[1].items():
                     expanded.append(("mode",))
                     settings.append((_MODE_INPUTS.index(name), value))
             elif op[0] == "seed":
-                if not 0 <= op[1] < 2 ** 32:
-                    raise ValueError(f"an LFSR seed is a 32-bit unsigned integer, not {op[1]!r}")
                 expanded.append(op)
                 settings.append((0, op[1]))
             else:
@@ -273,6 +270,7 @@ class CompiledSimulator:
         if flush_timeout is None:
             flush_timeout = 4 * (p["sets"] * (p["ways"] + 1) + p["fifo_depth"]) + 1000
         dram = self._dram_args(dram_ready)
+        ops = self.check_ops(ops)
         from .waves import gtkw_path_for
         waves = [vcd, gtkw_path_for(vcd)] if vcd else []
         with tempfile.TemporaryDirectory(prefix="gc-cxxrtl-") as tmp, \
@@ -395,13 +393,26 @@ def _run_reporting(args, n_ops, progress, stderr_path):
 
 
 def _int64_column(values, width):
-    """``values`` as an int64 array, truncated to ``width`` bits (as a port would) only if they
-    do not fit as they are (the driver truncates them to the port width anyway)."""
+    """``values`` (checked to fit ``width`` bits) as an int64 array: those of 64 unsigned bits
+    above 2**63 (the addresses of ``addr_width`` 64) as their two's complement."""
     try:
         return array("q", values)
     except OverflowError:
         mask = (1 << width) - 1
         return array("q", [((v & mask) ^ (1 << 63)) - (1 << 63) for v in values])
+
+
+def _rows_outside(gradients, check):
+    """The rows of a NumPy array of gradients ``(addr, grad, threshold)`` outside the ranges
+    of ``check`` (an :class:`~model.ops.OpCheck`), in order."""
+    import numpy as np
+    ranges = ((0, check.addr_max), (check.grad_min, check.grad_max), (0, check.threshold_max))
+    outside = np.zeros(len(gradients), dtype=bool)
+    for i, (low, high) in enumerate(ranges):
+        column = gradients[:, i]
+        info = np.iinfo(column.dtype)   # a bound beyond the type's range holds for every value
+        outside |= (column < max(low, info.min)) | (column > min(high, info.max))
+    return np.flatnonzero(outside)
 
 
 def _as_numpy_gradients(ops):

@@ -9,7 +9,8 @@ model's ``("line", line, grads, mask, threshold)``: a compressor with ``lanes > 
 cycle more). A gradient is offered (after an optional gap with ``valid`` low) and held, with a
 stable payload, until the compressor takes it. A flush stops offering gradients, raises
 ``flush``, waits for ``idle``, checks that ``idle`` stays high for a few cycles, and drops
-``flush``.
+``flush``. Every operation is checked before the first cycle (:func:`model.ops.check_ops`, the
+reference model's checks): a value that does not fit its port is refused, not wrapped.
 
 The driver also checks the DRAM stream's rules on every cycle (``valid`` holds with a stable
 payload until taken) and raises :class:`AssertionError` on the first cycle that breaks them.
@@ -19,8 +20,9 @@ from dataclasses import dataclass, field
 
 from amaranth.sim import Simulator
 
-from gradient_compressor.design.params import check_modes, port
+from gradient_compressor.design.params import port, unused
 from gradient_compressor.model import CAUSES
+from gradient_compressor.model.ops import check_ops, operations
 
 __all__ = ["SimResult", "simulate", "run_testbench", "always", "every_other", "random_ready",
            "periodic_ready", "SplitMix64"]
@@ -167,7 +169,8 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     ----------
     dut : design.GradientCompressor
     ops : iterable
-        ``("grad", addr, grad, threshold)`` and ``("flush",)`` operations.
+        The operations (see the module's description; :mod:`model.ops`), checked before the
+        first cycle: a bad one raises :class:`ValueError` (or :class:`TypeError`).
     gap : callable or None
         ``gap(index)`` gives the idle cycles to leave before offering gradient ``index``.
     dram_ready : callable
@@ -187,7 +190,13 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     vcd_cycles : int or None
         Write only the first this many cycles to ``vcd``.
     """
-    ops = list(ops)
+    lanes = getattr(dut, "lanes", 1)
+    try:
+        ops = check_ops(ops, kinds=operations(lanes), lanes=lanes, addr_width=dut.addr_width,
+                        grad_width=dut.grad_width, bypass_windows=dut.bypass_windows)
+    except (TypeError, ValueError):
+        unused(dut)     # never elaborated: the error alone
+        raise
     # Generous bounds from the configuration (a flush, or a wait for L2 after L1's INIT).
     generous = 4 * (dut.sets * (dut.ways + 1) + dut.fifo_depth) + 1000
     bench = _Testbench(dut, dram_ready=dram_ready, max_cycles=max_cycles,
@@ -197,18 +206,16 @@ def simulate(dut, ops, *, gap=None, dram_ready=always, idle_hold=3, flush_timeou
     async def testbench(ctx):
         bench.ctx = ctx
         for index, op in enumerate(ops):
-            if op[0] == ("grad" if bench.lanes == 1 else "line"):
-                for _ in range(gap(index) if gap else 0):
-                    await bench.tick(False)
-                await bench.offer(index, op)
-            elif op[0] == "flush":
+            if op[0] == "flush":
                 await bench.flush(idle_hold)
             elif op[0] == "modes":
                 bench.set_modes(op[1])
             elif op[0] == "seed":
                 await bench.seed(op[1])
-            else:
-                raise ValueError(f"unknown operation {op!r}")
+            else:    # a gradient, or on lines a beat
+                for _ in range(gap(index) if gap else 0):
+                    await bench.tick(False)
+                await bench.offer(index, op)
         await bench.finish()
 
     run_testbench(dut, testbench, vcd=vcd, vcd_cycles=vcd_cycles)
@@ -347,12 +354,8 @@ class _Testbench:
         ctx.set(dut.flush, 0)
 
     def set_modes(self, settings):
-        dut = self.dut
-        for name, value in check_modes(settings, addr_width=dut.addr_width,
-                                       grad_width=dut.grad_width,
-                                       bypass_windows=dut.bypass_windows).items():
-            if name in settings:
-                self.ctx.set(port(dut, name), value)
+        for name, value in settings.items():
+            self.ctx.set(port(self.dut, name), value)
 
     async def seed(self, value):
         """``lfsr_seed`` and ``lfsr_load`` held until idle, then for the cycle the LFSR loads."""

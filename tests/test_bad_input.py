@@ -49,6 +49,9 @@ def run_module(module, *args, cwd=None):
     (["--train", "--seeds", "0"], "argument --seeds: must be at least 1, not 0"),
     (["--lanes", "3"], "--lanes must be a power of two (1, 2, 4, ...), not 3"),
     (["--lanes", "64"], "--lanes must be one of 1, 2, 4, 8, 16, 32, not 64"),
+    (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648: sets x ways is "
+                               "at most 65536 L1 entries"),
+    (["--sets", "4096", "--ways", "32"], "--ways must be at most 16 with 4096 sets, not 32"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -57,6 +60,21 @@ def test_report_bad_input(args, message, tmp_path):
     done = run_module("gradient_compressor.reports.cli", *args, *out, "-q", "--no-plots")
     assert message in _one_line_error(done, "compressor-report")
     assert not (tmp_path / "out" / "report.json").exists()
+
+
+def test_report_limit_cuts_the_workload_and_its_phases(tmp_path):
+    # --limit cuts the seed mid-phase: the report's phases are those of the gradients kept,
+    # and the waveform is written.
+    out, vcd = tmp_path / "out", tmp_path / "w.vcd"
+    done = run_module("gradient_compressor.reports.cli", "seed", "--limit", 100, "--sim",
+                      "amaranth", "--vcd", vcd, "--out", out, "-q", "--no-plots")
+    assert done.returncode == 0, done.stderr
+    import json
+    [metrics] = json.loads((out / "report.json").read_text())["workloads"]
+    phases = metrics["seed_comparison"]["phases"]
+    assert [p["gradients"] for p in phases] == [8, 10, 82, 0]      # the last: the final flush
+    assert sum(p["writes"] for p in phases) == metrics["dram_writes"]
+    assert vcd.stat().st_size > 0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -83,6 +101,8 @@ def test_training_bad_input_before_any_training(args, message):
     (["--max-updates", "0"], "--max-updates must be at least 1, not 0"),
     (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
     (["no-such-workload"], "unknown workload 'no-such-workload'"),
+    (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648"),
+    (["--sets", "8,16384", "--ways", "1,8"], "--ways must be at most 4 with 16384 sets, not 8"),
 ])
 def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
     out = tmp_path / "sweep"

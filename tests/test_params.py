@@ -22,11 +22,31 @@ from gradient_compressor.design import GradientCompressor, L1Accumulator, Stream
      "index, not 5"),
     ({"addr_width": True},   TypeError,  "addr_width must be an integer, not True"),
     ({"sets": "32"},         TypeError,  "sets must be an integer, not '32'"),
+    ({"sets": 2 ** 31},      ValueError,
+     "sets must be at most 65536, not 2147483648: sets x ways is at most 65536 L1 entries"),
+    ({"sets": 1024, "ways": 128}, ValueError,
+     "ways must be at most 64 with 1024 sets, not 128: sets x ways is at most 65536 L1 entries"),
+    ({"addr_width": 3, "sets": 4, "ways": 4}, ValueError,
+     "ways must be at most 2 with 4 sets, not 4: 3-bit addresses leave 1-bit tags, 2 per set"),
+    ({"addr_width": 4, "sets": 2, "ways": 8, "lanes": 2}, ValueError,
+     "ways must be at most 4 with 2 sets, not 8: 4-bit addresses leave 2-bit tags, 4 per set"),
 ])
 def test_compressor_parameter_errors(params, error, message):
     with pytest.raises(error) as info:
         GradientCompressor(**params)
     assert str(info.value) == message
+
+
+def test_the_models_take_the_geometry_check():
+    # The reference models (the sweeps' and the training's) check the L1 they would hold.
+    from gradient_compressor.model import LineModel, ReferenceModel
+    with pytest.raises(ValueError, match=r"^sets must be at most 65536, not 2147483648"):
+        ReferenceModel(sets=2 ** 31)
+    with pytest.raises(ValueError, match=r"^ways must be at most 16 with 4096 sets, not 32"):
+        LineModel(lanes=8, sets=4096, ways=32)
+    with pytest.raises(ValueError, match=r"^ways must be at most 2 with 2 sets, not 4"):
+        LineModel(lanes=2, sets=2, ways=4, addr_width=3)
+    assert ReferenceModel(sets=None).sets is None     # the unbounded oracle holds what it sees
 
 
 def test_component_parameter_errors():

@@ -21,7 +21,9 @@ A compressed NumPy archive (``.npz``, written by :func:`save`, read by :func:`lo
 ``meta``      a 0-d unicode array holding a JSON object: ``format`` (``"gradient-trace"``),
               ``version`` (1), ``name``, ``description``, ``threshold_per`` and, optionally,
               ``source`` (how it was made), ``tensors`` (a list of ``{"name", "base", "size",
-              "scale"}``, in address order) and any other JSON-able facts (seed, model, ...).
+              "scale"}``, in address order), ``phases`` (a list of ``{"name", "start",
+              "end"}``: named ranges ``[start, end)`` of gradient indices) and any other
+              JSON-able facts (seed, model, ...).
 
 Loading a file that breaks any of these rules raises :class:`TraceError` with a message that
 names the file and the problem.
@@ -148,7 +150,8 @@ class Trace:
         return out
 
     def head(self, limit):
-        """A trace of the first ``limit`` gradients (steps cut as in :meth:`ops`)."""
+        """A trace of the first ``limit`` gradients (steps cut as in :meth:`ops`, and the
+        ``phases`` of its ``meta`` with them)."""
         if limit is None or limit >= len(self):
             return self
         keep = []
@@ -159,6 +162,9 @@ class Trace:
         thr = self.threshold[:limit] if self.threshold_per == "gradient" \
             else self.threshold[:len(keep)]
         meta = dict(self.meta, truncated_to=int(limit))
+        if "phases" in meta:     # indices of gradients: keep those of the first `limit`
+            meta["phases"] = [dict(phase, end=min(phase["end"], limit))
+                              for phase in meta["phases"] if phase["start"] < limit]
         return Trace(self.addr[:limit], self.grad[:limit], np.array(keep), thr,
                      name=self.name, description=f"{self.description} (first {limit} "
                                                   f"gradients only)", meta=meta)
