@@ -93,6 +93,16 @@ class ReferenceModel:
 
     #: The :class:`~design.params.Config` parameters the model takes.
     CONFIG_PARAMS = ("sets", "ways", "max_updates", "grad_width", "addr_width", "bypass_windows")
+
+    @property
+    def grad_min(self):
+        """The least gradient (and value written): ``-2**(grad_width-1)``."""
+        return self.check.grad_min
+
+    @property
+    def grad_max(self):
+        """The greatest gradient (and value written): ``2**(grad_width-1) - 1``."""
+        return self.check.grad_max
     #: Gradients per beat (:class:`~model.LineModel` takes lines of several).
     lanes = 1
     #: The operations :meth:`run` takes (:mod:`model.ops`).
