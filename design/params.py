@@ -283,9 +283,9 @@ def log2(value):
 def check_l1_geometry(sets, ways, *, addr_width, lanes=1):
     """Check an L1 geometry of ``sets`` x ``ways`` entries (each a line of ``lanes``) on
     ``addr_width``-bit addresses (an integer, at least 1): powers of two, a tag above the set
-    index, and no more entries than the addresses can tag (``sets * ways * lanes <=
-    2**addr_width``: a set holds ``2**tag_bits`` different tags at most) or than
-    :data:`L1_ENTRIES_MAX`.
+    index, and no more entries than :data:`L1_ENTRIES_MAX`. (More ways than a set has tags,
+    ``2**tag_bits``, is allowed: the ways beyond never fill, and the geometry sweep proves
+    such L1s correct.)
     Raises :class:`ValueError` naming the parameter to change and the bound."""
     check_power_of_two("sets", sets)
     check_power_of_two("ways", ways)
@@ -297,11 +297,6 @@ def check_l1_geometry(sets, ways, *, addr_width, lanes=1):
         what = "log2(sets)" if lanes == 1 else "log2(sets) + log2(lanes)"
         raise ValueError(f"addr_width must be greater than {what} = {index_bits} so that a tag "
                          f"remains above the set index, not {addr_width}")
-    tag_bits = addr_width - index_bits
-    if ways > 2 ** tag_bits:
-        raise ValueError(f"ways must be at most {2 ** tag_bits} with {sets} sets, not {ways}: "
-                         f"{addr_width}-bit addresses leave {tag_bits}-bit tags, "
-                         f"{2 ** tag_bits} per set")
     if sets * ways > L1_ENTRIES_MAX:
         raise ValueError(f"ways must be at most {L1_ENTRIES_MAX // sets} with {sets} sets, "
                          f"not {ways}: sets x ways is at most {L1_ENTRIES_MAX} L1 entries")

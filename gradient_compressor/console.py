@@ -178,13 +178,22 @@ def progress(total, label, *, enabled=True, unit="op", bar_format=None):
                 bar_format=bar_format)
 
 
-def check_writable(option, path):
+def check_writable(option, path, *, make_folder=False):
     """Refuse, before any work, an output file ``path`` that cannot be written:
     :class:`UsageError` naming ``option``. A folder is refused; the file is probed by opening
-    it for appending (and removed again if it did not exist)."""
+    it for appending (and removed again if it did not exist). With ``make_folder`` a missing
+    folder is made when the file is written (``provenance.write_results``): it is refused only
+    if the nearest folder that exists cannot be written."""
     if os.path.isdir(path):
         raise UsageError(f"{option} {path}: a folder, not a file")
-    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+    folder = os.path.dirname(os.path.abspath(path))
+    if make_folder and not os.path.isdir(folder):
+        while not os.path.exists(folder):
+            folder = os.path.dirname(folder)
+        if not os.path.isdir(folder) or not os.access(folder, os.W_OK | os.X_OK):
+            raise UsageError(f"{option} {path}: cannot make its folder in {folder}")
+        return
+    if not os.path.isdir(folder):
         raise UsageError(f"{option} {path}: no such folder")
     existed = os.path.exists(path)
     try:

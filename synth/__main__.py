@@ -82,7 +82,7 @@ def _synth(args, argv):
         if not args.synth_only:
             require_extra("synth", "place and route")
         if args.results:
-            check_writable("--results", args.results)
+            check_writable("--results", args.results, make_folder=True)
         prepare_out(args.out)      # now, before minutes of synthesis
     except UsageError:
         _drop(configs)
