@@ -62,8 +62,8 @@ class LineAccumulator(L1Accumulator):
     With ``whole_line``, ``s3`` decides by the whole-line rule instead
     (:class:`~design.line_decision.LineDecision`, ``model.LineModel(whole_line=True)``): a beat
     writes its line, carrying every pending value, or allocates it; every value fits
-    ``grad_width`` bits. Not yet proven (the properties state the rule above); checked against
-    the line model in simulation.
+    ``grad_width`` bits. Proven alone on 2 lanes (jobs ``l1-whole-lines2-small-*``) and
+    checked against the line model in simulation.
 
     Parameters
     ----------

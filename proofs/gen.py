@@ -107,7 +107,8 @@ def _system_harness(job):
                          assume_others=job.get("assume_others", True),
                          stimulus=job.get("stimulus"),
                          shared_read=job.get("shared_read", False),
-                         alone=job.get("alone", False), lanes=job.get("lanes", 1))
+                         alone=job.get("alone", False), lanes=job.get("lanes", 1),
+                         whole_line=job.get("whole_line", False))
 
 
 if __name__ == "__main__":

@@ -141,6 +141,8 @@ class Job:
                               # or with ``alone`` the line L1 alone (its contract on lines)
     vcd: bool = True          # False: no VCD of a trace of yices, whose replay with z3 writes
                               # the VCD read (the mutation check)
+    whole_line: bool = False  # with ``alone`` and lanes: the line L1 deciding by the
+                              # whole-line rule (LineAccumulator(whole_line=True))
 
     @property
     def parameters(self):
@@ -150,8 +152,9 @@ class Job:
     @property
     def properties(self):
         if self.lanes > 1 and self.alone:
-            return f"l1 alone on lines of {self.lanes}: " + ("covers" if self.mode == "cover"
-                                                             else _named(list(self.focus)))
+            rule = ", whole-line rule" if self.whole_line else ""
+            return f"l1 alone on lines of {self.lanes}{rule}: " + (
+                "covers" if self.mode == "cover" else _named(list(self.focus)))
         if self.lanes > 1 and self.config == "lines":
             return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
         if self.lanes > 1:
@@ -343,6 +346,9 @@ def _line_l1_jobs(lanes, config, geometry=None, whole=False):
 
 #: The line L1's proofs, on 2 lanes and LINE_SMALL (its 2 sets read whole).
 LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
+#: ... and of the line L1 deciding by the whole-line rule (LineAccumulator(whole_line=True)).
+WHOLE_LINE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines2", "l1-whole-lines2"),
+                              whole_line=True) for job in LINE_L1_JOBS]
 def line_one_job_each(lanes):
     """On the default geometry the line L1's groups are split as one lane's L1 is there
     (SCALED_GROUPS, ONE_JOB_EACH; the same job names), the line policy's two more properties
@@ -648,8 +654,8 @@ def _encoded(jobs):
                     memories="flops" if job.name in FLOPS else job.memories) for job in jobs]
 
 
-PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + _cover_jobs()
-                      + [LINE_L1_COVER])
+PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
+                      _cover_jobs() + [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())
 

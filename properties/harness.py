@@ -87,18 +87,20 @@ class L1Alone(Elaboratable):
     random source; the system's ``idle`` group proves the compressor does so)."""
 
     @classmethod
-    def of(cls, config, *, l1_class=L1Accumulator):
+    def of(cls, config, *, l1_class=L1Accumulator, whole_line=False):
         """L1 alone of ``config`` (a :class:`~design.params.Config` or a mapping of its
-        parameters, ``lanes`` among them, else one lane)."""
-        return cls(l1_class=l1_class, lanes=config.get("lanes", 1), **geometry(config))
+        parameters, ``lanes`` among them, else one lane); ``whole_line``: the line L1 deciding
+        by the whole-line rule."""
+        return cls(l1_class=l1_class, lanes=config.get("lanes", 1), whole_line=whole_line,
+                   **geometry(config))
 
     def __init__(self, *, addr_width, grad_width, sets, ways, max_updates, fifo_depth,
-                 burst_size, l1_class=L1Accumulator, lanes=1):
+                 burst_size, l1_class=L1Accumulator, lanes=1, whole_line=False):
         self.addr_width, self.grad_width = addr_width, grad_width
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
         # lanes > 1: the line L1 (l1_class is then a LineAccumulator), beats of lanes gradients
-        extra = {} if lanes == 1 else {"lanes": lanes}
+        extra = {} if lanes == 1 else {"lanes": lanes, "whole_line": whole_line}
         self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
                            ways=ways, max_updates=max_updates, **extra)
         self.lfsr = FreeRandom()
@@ -193,7 +195,7 @@ class FormalHarness(Elaboratable):
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
                  reset="any", covers=False, design=None, assume_others=True,
                  stimulus=None, shared_read=False, simulate=False, driven=False, alone=False,
-                 lanes=1):
+                 lanes=1, whole_line=False):
         self._check_arguments(simulate=simulate, stimulus=stimulus, driven=driven,
                               alone=alone, fairness=fairness, covers=covers, lanes=lanes)
         self.stimulus = stimulus
@@ -206,6 +208,10 @@ class FormalHarness(Elaboratable):
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
+        if whole_line and not (alone and lanes > 1):
+            self._MustUse__silence = True       # never elaborated
+            raise ValueError("whole_line: the whole-line rule is proven on the line L1 alone")
+        self.whole_line = whole_line
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
@@ -251,7 +257,7 @@ class FormalHarness(Elaboratable):
         if not self.system:
             l1_class = ((L1Accumulator, LineAccumulator) if design is None else
                         (design.L1Accumulator, design.LineAccumulator))[self.lanes > 1]
-            return L1Alone.of(self.config, l1_class=l1_class)
+            return L1Alone.of(self.config, l1_class=l1_class, whole_line=self.whole_line)
         dut = (GradientCompressor if design is None else design.GradientCompressor)(**self.config)
         dut.lfsr._MustUse__silence = True     # not elaborated, on purpose
         dut.lfsr = FreeRandom()
@@ -770,8 +776,9 @@ class FormalHarness(Elaboratable):
             # On lines: the rule per lane, every lane of a beat on the same bits (one draw).
             N = self.lanes
             chance = Signal(2 * N, name="stochastic_rule_s3")
+            level = self.rounding_level(s2.small_threshold)
             m.d.sync += chance.eq(Cat(
-                Cat(modes.stochastic_writes(self, bits, s2.grads[i], s2.small_threshold)
+                Cat(modes.stochastic_writes(self, bits, s2.grads[i], level)
                     for i in range(N))
                 for bits in (d.lfsr.state, d.lfsr.next_state)))
             self.stepped_last = Signal(name="random_stepped_last_cycle")
@@ -789,6 +796,14 @@ class FormalHarness(Elaboratable):
         self.s3_rule = Signal(name="stochastic_rule_in_force_s3")
         m.d.comb += self.s3_rule.eq(chance.bit_select(self.stepped_last, 1))
         self.s3_chance = chance
+
+    def rounding_level(self, small_threshold):
+        """The value a tiny gradient is rounded to: ``small_threshold``, under the whole-line
+        rule at most ``2**(grad_width-1) - 1`` (model/lines.py)."""
+        if not self.whole_line:
+            return small_threshold
+        top = 2 ** (self.gw - 1) - 1
+        return Mux(small_threshold > top, top, small_threshold)
 
     def _properties(self, m):
         """The components' contracts (assumed) and every property module's properties; then the

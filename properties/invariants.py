@@ -42,6 +42,12 @@ def _row_checks(h, P, row, where, active):
                                                for j in range(N)).all())
             P.check("overflow", f"{where}_line_holds_a_lane",
                     ~active | ~way.valid | way.held.any())
+            if h.whole_line:
+                # The whole-line rule holds no sum a write of grad_width bits could not carry.
+                lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+                P.check("overflow", f"{where}_sum_fits_grad_width",
+                        ~active | ~way.valid | Cat((way.sums[j] >= lo) & (way.sums[j] <= hi)
+                                                   for j in range(N)).all())
         else:
             P.check("overflow", f"{where}_sum_below_2**grad_width-1",
                     ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))

@@ -285,7 +285,7 @@ def _add_lines(h, m, P):
     model = Signal(l1.row_layout, name="model_row")
     h.model = model
     x = _line_beat(h, m, model)
-    _line_decision(h, m, x, model)
+    (_line_decision_whole if h.whole_line else _line_decision)(h, m, x, model)
     _line_registered_decision(h, m, x)
     _line_conservation_terms(h, m, x)
     _model_holds_each_tag_at_most_once(h, P, model)
@@ -437,6 +437,95 @@ def _line_miss(h, m, x, model):
                              *[c.eq(Cause.EVICTION) for c in vic.causes]]
                 allocate(model.victim)
                 m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
+
+
+def _line_decision_whole(h, m, x, model):
+    """The model's decision by the whole-line rule (model/lines.py, LineModel._whole_line):
+    a beat writes its line, carrying every pending value of it (each held lane's sum, each
+    lane of the beat with its gradient added), or allocates it; a lane whose value would not
+    fit ``grad_width`` bits writes its held sum and keeps its gradient (small) or writes its
+    gradient and keeps its held sum (direct)."""
+    l1, N, W, mu, gw = h.dut.l1, h.lanes, h.dut.ways, h.dut.max_updates, h.gw
+    g, write_layout = x.g, l1.s4_push_p.shape()
+    x.own = own = Signal(write_layout, name="model_own_write")
+    x.vic = vic = Signal(write_layout, name="model_victim_write")
+    x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
+    x.exp_tiny = Signal(N, name="model_tiny_miss")
+    x.after = after = Signal(l1.row_layout, name="model_row_after")
+    m.d.comb += [after.eq(model), own.addr.eq(g.addr),
+                 vic.addr.eq(h.line_of(h.track_set, x.victim.tag))]
+    active, hit = g.mask.any(), x.match.any()
+    lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+    total = [Signal(signed(gw + 2), name=f"model_total{i}") for i in range(N)]
+    unfit = Signal(N, name="model_unfit_lanes")
+    m.d.comb += [t.eq(Mux(x.hit.held[i], x.hit.sums[i], 0) + Mux(g.mask[i], g.grads[i], 0))
+                 for i, t in enumerate(total)]
+    m.d.comb += unfit.eq(Cat((t < lo) | (t > hi) for t in total))
+    # (the seed's crossings and held lanes, made by _line_beat, are replaced by the rule's)
+    x.crossed = Signal(N, name="model_crossed_lanes_whole_line")
+    m.d.comb += x.crossed.eq(Cat(x.small[i] & ((abs(total[i]) >= x.thr[i]) | unfit[i])
+                                 for i in range(N)))
+    x.held_after = Signal(N, name="model_held_after_whole_line")
+    with m.If(active & hit):
+        m.d.comb += x.exp_hit.eq(x.small.any())
+        way = after.ways[x.hit_way]
+        with m.If(x.direct.any() | x.crossed.any() | x.fills):
+            left = x.hit.held & g.mask & unfit      # (a lane not held always fits)
+            m.d.comb += [own.mask.eq(x.hit.held | g.mask), x.held_after.eq(left),
+                         way.valid.eq(left.any()), way.held.eq(left), way.count.eq(1)]
+            for i in range(N):
+                m.d.comb += [
+                    own.values[i].eq(Mux(~unfit[i], total[i],
+                                         Mux(x.direct[i], g.grads[i], x.hit.sums[i]))),
+                    own.causes[i].eq(Mux(x.direct[i], Cause.DIRECT,
+                                     Mux(x.crossed[i], Cause.ACCUM_THRESHOLD,
+                                     Mux(x.fills, Cause.MAX_UPDATES, Cause.LINE)))),
+                    way.sums[i].eq(Mux(left[i], Mux(x.direct[i], x.hit.sums[i], g.grads[i]),
+                                       0)),
+                ]
+        with m.Else():
+            m.d.comb += [x.held_after.eq(x.hit.held | x.small), way.held.eq(x.held_after),
+                         way.count.eq(x.hit.count + 1)]
+            m.d.comb += [way.sums[i].eq(Mux(x.small[i], total[i], x.hit.sums[i]))
+                         for i in range(N)]
+    with m.Elif(active):
+        m.d.comb += x.exp_miss.eq(x.kept.any())
+        as_it_came = x.direct.any() | (x.kept.any() if mu == 1 else 0)
+        rounded = x.tiny & Mux(g.stochastic, h.s3_rule, 0)
+        level = h.rounding_level(g.small_threshold)
+        with m.If(as_it_came):
+            m.d.comb += own.mask.eq(g.mask)
+            for i in range(N):
+                m.d.comb += [own.values[i].eq(g.grads[i]),
+                             own.causes[i].eq(Mux(x.direct[i], Cause.DIRECT,
+                                              Mux(x.kept[i] & (mu == 1), Cause.MAX_UPDATES,
+                                                  Cause.LINE)))]
+        with m.Else():
+            m.d.comb += x.exp_tiny.eq(x.tiny)
+            with m.If(rounded.any()):
+                m.d.comb += own.mask.eq(rounded | x.kept)
+                for i in range(N):
+                    m.d.comb += [own.values[i].eq(Mux(rounded[i], Mux(g.grads[i] < 0, -level,
+                                                                      level), g.grads[i])),
+                                 own.causes[i].eq(Mux(rounded[i], Cause.STOCHASTIC,
+                                                      Cause.LINE))]
+            with m.Elif(x.kept.any() if mu > 1 else 0):
+                def allocate(way):
+                    entry = after.ways[way]
+                    m.d.comb += [entry.valid.eq(1), entry.tag.eq(x.tag),
+                                 entry.held.eq(x.kept), entry.count.eq(1)]
+                    m.d.comb += [entry.sums[i].eq(Mux(x.kept[i], g.grads[i], 0))
+                                 for i in range(N)]
+                with m.If(x.free.any()):
+                    allocate(x.free_way)
+                with m.Else():
+                    m.d.comb += [vic.mask.eq(x.victim.held), vic.values.eq(x.victim.sums),
+                                 *[c.eq(Cause.EVICTION) for c in vic.causes]]
+                    allocate(model.victim)
+                    m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0,
+                                                    model.victim + 1))
+    x.evicts = Signal(name="model_evicts")
+    m.d.comb += x.evicts.eq(vic.mask.any())
 
 
 def _line_registered_decision(h, m, x):
