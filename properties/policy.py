@@ -357,18 +357,46 @@ def _line_beat(h, m, model):
     return x
 
 
+def _line_outputs(h, m, x, model):
+    """What the model's decision on a line makes: the beat's own line write (``own``), the
+    victim's (``vic``), the strobes (``exp_hit``, ``exp_miss``, ``exp_tiny``) and the set
+    after it (``after``, the set as it is unless the decision changes it)."""
+    l1, N, g = h.dut.l1, h.lanes, x.g
+    write_layout = l1.s4_push_p.shape()
+    x.own = Signal(write_layout, name="model_own_write")
+    x.vic = Signal(write_layout, name="model_victim_write")
+    x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
+    x.exp_tiny = Signal(N, name="model_tiny_miss")
+    x.after = Signal(l1.row_layout, name="model_row_after")
+    m.d.comb += [x.after.eq(model), x.own.addr.eq(g.addr),
+                 x.vic.addr.eq(h.line_of(h.track_set, x.victim.tag))]
+    return x.own, x.vic, x.after
+
+
+def _line_allocate(h, m, x, model):
+    """The beat's kept lanes (``x.kept``) allocate its line: the lowest free way, else the
+    round-robin victim, whose held lanes are written (``EVICTION``)."""
+    N, W, g, after, vic = h.lanes, h.dut.ways, x.g, x.after, x.vic
+
+    def allocate(way):
+        entry = after.ways[way]
+        m.d.comb += [entry.valid.eq(1), entry.tag.eq(x.tag), entry.held.eq(x.kept),
+                     entry.count.eq(1)]
+        m.d.comb += [entry.sums[i].eq(Mux(x.kept[i], g.grads[i], 0)) for i in range(N)]
+    with m.If(x.free.any()):
+        allocate(x.free_way)
+    with m.Else():
+        m.d.comb += [vic.mask.eq(x.victim.held), vic.values.eq(x.victim.sums),
+                     *[c.eq(Cause.EVICTION) for c in vic.causes]]
+        allocate(model.victim)
+        m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
+
+
 def _line_decision(h, m, x, model):
     """The model's decision (model/lines.py, LineModel.write_line): the beat's own line write
     (``own``), the victim's (``vic``), the strobes and the set after it (``after``)."""
-    l1, N = h.dut.l1, h.lanes
-    g, write_layout = x.g, l1.s4_push_p.shape()
-    x.own = own = Signal(write_layout, name="model_own_write")
-    x.vic = vic = Signal(write_layout, name="model_victim_write")
-    x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
-    x.exp_tiny = Signal(N, name="model_tiny_miss")
-    x.after = after = Signal(l1.row_layout, name="model_row_after")
-    m.d.comb += [after.eq(model), own.addr.eq(g.addr),
-                 vic.addr.eq(h.line_of(h.track_set, x.victim.tag))]
+    N, g = h.lanes, x.g
+    own, vic, after = _line_outputs(h, m, x, model)
     # Direct lanes are written as they are (a direct lane's held sum joins it at max_updates).
     for i in range(N):
         with m.If(x.direct[i]):
@@ -409,8 +437,8 @@ def _line_miss(h, m, x, model):
     """A miss: tiny lanes dropped or rounded (one draw of the random bits for the beat: the
     harness's s3_rule, per lane), the others allocate the line (with max_updates 1 they are
     written instead), a full set's victim line is written."""
-    N, W, mu = h.lanes, h.dut.ways, h.dut.max_updates
-    g, own, vic, after = x.g, x.own, x.vic, x.after
+    N, mu = h.lanes, h.dut.max_updates
+    g, own = x.g, x.own
     m.d.comb += [x.exp_tiny.eq(x.tiny), x.exp_miss.eq(x.kept.any())]
     for i in range(N):
         with m.If(x.tiny[i] & g.stochastic & h.s3_rule[i]):
@@ -422,21 +450,9 @@ def _line_miss(h, m, x, model):
             with m.If(x.kept[i]):
                 m.d.comb += [own.mask[i].eq(1), own.values[i].eq(g.grads[i]),
                              own.causes[i].eq(Cause.MAX_UPDATES)]
-
-    def allocate(way):
-        entry = after.ways[way]
-        m.d.comb += [entry.valid.eq(1), entry.tag.eq(x.tag), entry.held.eq(x.kept),
-                     entry.count.eq(1)]
-        m.d.comb += [entry.sums[i].eq(Mux(x.kept[i], g.grads[i], 0)) for i in range(N)]
     if mu > 1:
         with m.If(x.kept.any()):
-            with m.If(x.free.any()):
-                allocate(x.free_way)
-            with m.Else():
-                m.d.comb += [vic.mask.eq(x.victim.held), vic.values.eq(x.victim.sums),
-                             *[c.eq(Cause.EVICTION) for c in vic.causes]]
-                allocate(model.victim)
-                m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
+            _line_allocate(h, m, x, model)
 
 
 def _line_decision_whole(h, m, x, model):
@@ -445,15 +461,8 @@ def _line_decision_whole(h, m, x, model):
     lane of the beat with its gradient added), or allocates it; a lane whose value would not
     fit ``grad_width`` bits writes its held sum and keeps its gradient (small) or writes its
     gradient and keeps its held sum (direct)."""
-    l1, N, W, mu, gw = h.dut.l1, h.lanes, h.dut.ways, h.dut.max_updates, h.gw
-    g, write_layout = x.g, l1.s4_push_p.shape()
-    x.own = own = Signal(write_layout, name="model_own_write")
-    x.vic = vic = Signal(write_layout, name="model_victim_write")
-    x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
-    x.exp_tiny = Signal(N, name="model_tiny_miss")
-    x.after = after = Signal(l1.row_layout, name="model_row_after")
-    m.d.comb += [after.eq(model), own.addr.eq(g.addr),
-                 vic.addr.eq(h.line_of(h.track_set, x.victim.tag))]
+    N, mu, gw, g = h.lanes, h.dut.max_updates, h.gw, x.g
+    own, vic, after = _line_outputs(h, m, x, model)
     active, hit = g.mask.any(), x.match.any()
     lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
     total = [Signal(signed(gw + 2), name=f"model_total{i}") for i in range(N)]
@@ -510,20 +519,7 @@ def _line_decision_whole(h, m, x, model):
                                  own.causes[i].eq(Mux(rounded[i], Cause.STOCHASTIC,
                                                       Cause.LINE))]
             with m.Elif(x.kept.any() if mu > 1 else 0):
-                def allocate(way):
-                    entry = after.ways[way]
-                    m.d.comb += [entry.valid.eq(1), entry.tag.eq(x.tag),
-                                 entry.held.eq(x.kept), entry.count.eq(1)]
-                    m.d.comb += [entry.sums[i].eq(Mux(x.kept[i], g.grads[i], 0))
-                                 for i in range(N)]
-                with m.If(x.free.any()):
-                    allocate(x.free_way)
-                with m.Else():
-                    m.d.comb += [vic.mask.eq(x.victim.held), vic.values.eq(x.victim.sums),
-                                 *[c.eq(Cause.EVICTION) for c in vic.causes]]
-                    allocate(model.victim)
-                    m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0,
-                                                    model.victim + 1))
+                _line_allocate(h, m, x, model)
     x.evicts = Signal(name="model_evicts")
     m.d.comb += x.evicts.eq(vic.mask.any())
 
