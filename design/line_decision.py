@@ -156,23 +156,24 @@ class LineDecision(wiring.Component):
         fills = self.entry.count >= self.max_updates - 1
         crossed = Cat(crosses for _, _, _, crosses in lanes)
         written = direct.any() | crossed.any() | fills
-        kept = Signal(self.lanes, name="kept_lanes")   # lanes whose value would not fit
-        m.d.comb += kept.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))
+        # The lanes whose value would not fit: a written line leaves them held.
+        unfit = Signal(self.lanes, name="unfit_lanes")
+        m.d.comb += unfit.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))
         with m.If(written):
             # mutation site: written-line-carries
             m.d.comb += [self.written.eq(1), self.write_mask.eq(self.entry.held | self.mask)]
             for i, (held, new, fits, crosses) in enumerate(lanes):
                 m.d.comb += [
-                    self.values[i].eq(Mux(~kept[i], new[:gw],
+                    self.values[i].eq(Mux(~unfit[i], new[:gw],
                                           Mux(direct[i], self.grads[i], held))),
                     self.causes[i].eq(Mux(direct[i], Cause.DIRECT,
                                       Mux(crosses, Cause.ACCUM_THRESHOLD,
                                       Mux(fills, Cause.MAX_UPDATES, Cause.LINE)))),
-                    self.after.sums[i].eq(Mux(kept[i], Mux(direct[i], held,
+                    self.after.sums[i].eq(Mux(unfit[i], Mux(direct[i], held,
                                                            self.grads[i]), 0)),
                 ]
-            m.d.comb += [self.after.held.eq(kept), self.after.count.eq(1),
-                         self.keeps.eq(kept.any())]
+            m.d.comb += [self.after.held.eq(unfit), self.after.count.eq(1),
+                         self.keeps.eq(unfit.any())]
         with m.Else():
             for i, (held, new, _, _) in enumerate(lanes):
                 m.d.comb += self.after.sums[i].eq(Mux(small[i], new[:gw], held))

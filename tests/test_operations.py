@@ -109,23 +109,19 @@ def test_good_operations_still_run_everywhere():
 
 
 @needs_compiler
-def test_the_compiled_simulator_refuses_alike():
-    import numpy as np
-    for op, _ in BAD_GRADIENTS:
-        ops = GOOD[1] + [op]
+@pytest.mark.parametrize("config, bad, good, model", [
+    (ONE_LANE, BAD_GRADIENTS, GOOD[1], ReferenceModel), (LINES, BAD_BEATS, GOOD[2], LineModel)])
+def test_the_compiled_simulator_refuses_alike(config, bad, good, model):
+    for op, _ in bad:
+        ops = good + [op]
         with pytest.raises(ValueError) as info:
-            simulate_compiled(ONE_LANE, ops)
-        assert str(info.value) == model_error(ReferenceModel.of(ONE_LANE), ops), op
-    # A NumPy trace's rows as gradient operations: its first bad row.
-    trace = np.array([[1, 1, 50], [2, 40000, 50], [2 ** 32 + 5, 1, 50]], dtype=np.int64)
-    with pytest.raises(ValueError, match=r"^gradient 40000 is outside \[-32768, 32767\]$"):
-        simulate_compiled(ONE_LANE, trace)
+            simulate_compiled(config, ops)
+        assert str(info.value) == model_error(model.of(config), ops), op
 
 
 @needs_compiler
-def test_the_compiled_simulator_on_lines_refuses_alike():
-    for op, _ in BAD_BEATS:
-        ops = GOOD[2] + [op]
-        with pytest.raises(ValueError) as info:
-            simulate_compiled(LINES, ops)
-        assert str(info.value) == model_error(LineModel.of(LINES), ops), op
+def test_the_compiled_simulator_refuses_a_trace_at_its_first_bad_row():
+    import numpy as np
+    trace = np.array([[1, 1, 50], [2, 40000, 50], [2 ** 32 + 5, 1, 50]], dtype=np.int64)
+    with pytest.raises(ValueError, match=r"^gradient 40000 is outside \[-32768, 32767\]$"):
+        simulate_compiled(ONE_LANE, trace)

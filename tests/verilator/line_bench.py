@@ -20,6 +20,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, Timer
 
 from ..line_helpers import GEOMETRY, MODES, check_with_the_model, random_steps
+from .handshake import flush, offer
 
 #: Steps of random beats (each ended by a flush), and beats per step.
 STEPS, BEATS = 60, 60
@@ -89,28 +90,11 @@ class LineHarness:
         dut.in_grads.value = packed(grads, GEOMETRY["grad_width"])
         dut.in_mask.value = mask
         dut.threshold.value = threshold
-        dut.in_valid.value = 1
-        for _ in range(ACCEPT_LIMIT):
-            if await self.step():
-                dut.in_valid.value = 0
-                return
-        raise AssertionError(f"cycle {self.cycle}: beat ({line}, {grads}, {mask:#x}) not "
-                             f"taken within {ACCEPT_LIMIT} cycles")
+        await offer(self, f"beat ({line}, {grads}, {mask:#x})", ACCEPT_LIMIT)
 
     async def flush(self):
-        """Raise flush until idle, then drop it."""
-        dut = self.dut
-        dut.flush.value = 1
-        for _ in range(FLUSH_LIMIT):
-            await Timer(1, unit="ns")
-            if dut.idle.value:
-                break
-            await self.step()
-        else:
-            raise AssertionError(f"cycle {self.cycle}: not idle within {FLUSH_LIMIT} cycles "
-                                 f"of flush")
-        await self.step()
-        dut.flush.value = 0
+        """Raise flush until idle, keep it a cycle more (idle must stay high), drop it."""
+        await flush(self, FLUSH_LIMIT, 1)
 
 
 @cocotb.test()

@@ -17,6 +17,8 @@ from cocotb.triggers import FallingEdge, Timer
 
 from gradient_compressor.workloads.seed import THRESHOLD, seed_phases
 
+from .handshake import flush, offer
+
 #: (phases of the seed's stimulus, probability that DRAM is ready in a cycle, seed)
 SCENARIOS = [
     (["T1", "T2", "T3"], 0.5, 1),    # direct writes, accumulation threshold, max updates
@@ -80,31 +82,11 @@ class Harness:
         dut = self.dut
         dut.in_addr.value = addr
         dut.in_grad.value = grad & ((1 << len(dut.in_grad)) - 1)
-        dut.in_valid.value = 1
-        for _ in range(ACCEPT_LIMIT):
-            if await self.step():
-                dut.in_valid.value = 0
-                return
-        raise AssertionError(f"cycle {self.cycle}: gradient ({addr:#x}, {grad}) not taken "
-                             f"within {ACCEPT_LIMIT} cycles")
+        await offer(self, f"gradient ({addr:#x}, {grad})", ACCEPT_LIMIT)
 
     async def flush(self):
         """Raise flush until idle, hold it a few cycles (idle must stay high), drop it."""
-        dut = self.dut
-        dut.flush.value = 1
-        for _ in range(FLUSH_LIMIT):
-            await Timer(1, unit="ns")
-            if dut.idle.value:
-                break
-            await self.step()
-        else:
-            raise AssertionError(f"cycle {self.cycle}: not idle within {FLUSH_LIMIT} cycles "
-                                 f"of flush")
-        for _ in range(IDLE_HOLD):
-            await self.step()
-            await Timer(1, unit="ns")
-            assert dut.idle.value, f"cycle {self.cycle}: idle fell while flush was high"
-        dut.flush.value = 0
+        await flush(self, FLUSH_LIMIT, IDLE_HOLD)
 
 
 @cocotb.test()
