@@ -301,6 +301,7 @@ class LineAccumulator(L1Accumulator):
         ]
         active = mask.any()
         allocates = decision.allocates
+        # mutation site: whole-line-evicts
         d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates
         d.leaves = ~decision.keeps
         d.tiny, d.level = decision.accounted, level

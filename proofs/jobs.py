@@ -349,6 +349,9 @@ LINE_L1_JOBS = _line_l1_jobs(2, "small", LINE_SMALL, whole=True)
 #: ... and of the line L1 deciding by the whole-line rule (LineAccumulator(whole_line=True)).
 WHOLE_LINE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines2", "l1-whole-lines2"),
                               whole_line=True) for job in LINE_L1_JOBS]
+#: ... with the transfer bound (properties/bound.py), the rule's guarantee, a job of its own.
+WHOLE_LINE_L1_JOBS.append(replace(WHOLE_LINE_L1_JOBS[0], name="l1-whole-lines2-small-bound",
+                                  focus=["bound"]))
 def line_one_job_each(lanes):
     """On the default geometry the line L1's groups are split as one lane's L1 is there
     (SCALED_GROUPS, ONE_JOB_EACH; the same job names), the line policy's two more properties
@@ -503,6 +506,9 @@ LINE_L1_BMC = Job("l1-lines2-small-bmc", "small", "bmc", 20, geometry=LINE_SMALL
                   focus=[g for groups in LINE_L1_GROUPS.values() for g in groups],
                   whole_storage=True, alone=True, lanes=2, reset="initial",
                   assume_others=False, timeout=600)
+#: ... and of the line L1 deciding by the whole-line rule, its transfer bound among them.
+WHOLE_LINE_L1_BMC = replace(LINE_L1_BMC, name="l1-whole-lines2-small-bmc", whole_line=True,
+                            focus=LINE_L1_BMC.focus + ["bound"])
 
 
 #: Cover jobs (from reset, free inputs): configuration, depth, covers (None: all), steps
@@ -678,7 +684,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC] +
+    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC, WHOLE_LINE_L1_BMC] +
                 LINE8_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_QUEUE +
                 LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER]):
         seen.setdefault(job.name, job)

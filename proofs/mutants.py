@@ -36,7 +36,7 @@ from gradient_compressor.console import (ArgumentParser, UsageError, file_name, 
                                          require_extra, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
-from .jobs import Job, LINE_JOBS, LINE_L1_BMC
+from .jobs import Job, LINE_JOBS, LINE_L1_BMC, WHOLE_LINE_L1_BMC
 from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -218,6 +218,12 @@ MUTANTS = {
         "lane-crosses",
         "crosses.eq(small[i] & (at_least(abs(new), self.threshold) | ~fits)),",
         "crosses.eq(small[i] & at_least(abs(new), self.threshold)),"),
+    # -- whole-line: the line L1 deciding by the rule (checked with its transfer bound) -----
+    "free_way_allocation_evicts": (
+        "whole-line", "a miss that allocates a free way also writes out the set's victim line "
+        "(two transfers for one beat)", "whole-line-evicts",
+        "d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates",
+        "d.c_hit, d.c_evict, d.allocates = hit & active, allocates, allocates"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -581,8 +587,13 @@ def jobs_for(name, design_path, config="small"):
     :data:`STALLS`, the liveness check first. A mutant of a component's file is first checked
     by that component's own proofs (:data:`COMPONENT_FILES`); a mutant of the line L1
     (:data:`LINE_FILES`) by the check of the compressor on lines (``lines2-bmc``, whatever
-    ``config``)."""
-    fname, _ = find_sites(os.path.join(ROOT, "design"))[MUTANTS[name][2]]
+    ``config``), and one of its whole-line decision (:data:`WHOLE_LINE_SITES`) by the check of
+    the whole-line L1 alone."""
+    site = MUTANTS[name][2]
+    fname, _ = find_sites(os.path.join(ROOT, "design"))[site]
+    if site in WHOLE_LINE_SITES:
+        return [replace(WHOLE_LINE_L1_BMC, name=f"mutant-{name}-l1-whole-lines2",
+                        design_path=design_path)]
     if fname in LINE_FILES:
         # (with the solver's VCD, which the replay of a line job reads: proofs.line_replay)
         return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
@@ -594,6 +605,9 @@ def jobs_for(name, design_path, config="small"):
 
 #: The design files only the compressor on lines uses.
 LINE_FILES = {"line_accumulator.py"}
+#: The mutation sites of the line L1's whole-line decision (a line L1 built with
+#: ``whole_line``): checked on that L1 alone, with its transfer bound.
+WHOLE_LINE_SITES = {"whole-line-evicts"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 

@@ -58,6 +58,9 @@ GROUPS = {
                     "against (0 in a bypass window) and the modes' settings",
     "registers":    "the AXI4-Lite register file: handshakes, responses; a write lands only in "
                     "its field; a read returns what was written or counted",
+    "bound":        "the whole-line rule on the line L1: line writes sent, waiting and lines "
+                    "held, with the beats deciding, never exceed the beats accepted; every "
+                    "value pushed fits grad_width",
     "line_decision": "the whole-line rule's decision: a beat writes its line or allocates it, "
                      "never both; a written line carries every pending value; per lane, "
                      "nothing lost or made",

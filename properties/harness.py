@@ -31,8 +31,8 @@ from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, MODE_INPUTS
                                                ema_fraction_bits, mode_inputs, port)
 
 from .base import PropertySet, balance_width
-from . import (assumptions, outputs, invariants, covers, discards, writeback, policy, liveness,
-               modes, pipeline, streamer, throughput)
+from . import (assumptions, bound, outputs, invariants, covers, discards, writeback, policy,
+               liveness, modes, pipeline, streamer, throughput)
 from .queue import contract as queue_contract, line_weight
 from .covers import check_stimulus
 from .liveness import flush_bound, measure_max, progress_bound
@@ -842,6 +842,8 @@ class FormalHarness(Elaboratable):
         invariants.add(self, m, P)
         pipeline.add(self, m, P)
         modes.add(self, m, P)
+        if self.whole_line:
+            bound.add(self, m, P)    # the transfer bound of the whole-line rule
         if self.system and self.lanes == 1:
             # (On lines a beat that writes two lines takes two of L2's cycles: no beat per
             # cycle to prove.)

@@ -544,10 +544,14 @@ def test_mutant_classes():
 
 
 def test_lane_mutants_are_checked_on_lines():
-    from gradient_compressor.proofs.mutants import jobs_for
-    for name, (cls, *_rest) in MUTANTS.items():
+    # (and the whole-line L1's own, on that L1 alone, with its transfer bound)
+    from gradient_compressor.proofs.mutants import WHOLE_LINE_SITES, jobs_for
+    for name, (cls, _, site, *_rest) in MUTANTS.items():
         jobs = jobs_for(name, "/nowhere", "default")
-        assert (cls == "lanes") == any(job.lanes > 1 for job in jobs), name
+        assert (cls == "lanes" or site in WHOLE_LINE_SITES) == any(job.lanes > 1
+                                                                   for job in jobs), name
+        if site in WHOLE_LINE_SITES:
+            assert all(job.whole_line and "bound" in job.focus for job in jobs), name
 
 
 def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
