@@ -268,3 +268,28 @@ def test_a_bad_whole_line_is_refused(make, value, message):
 def test_the_rule_is_off_by_default():
     assert ReferenceModel().whole_line is False and LineModel().whole_line is False
     assert ReferenceModel(whole_line=1).whole_line is True
+
+
+def test_the_line_costs_report_counts_whole_line_records_at_grad_width():
+    """reports.line_costs' whole-line records: the one-lane rule's writes, each a 4-byte
+    address and a 2-byte value (16-bit gradients); with one lane, its whole-line writes."""
+    from gradient_compressor.reports.line_costs import line_costs, main
+    from gradient_compressor.workloads import get_workload
+    ops = get_workload("tiny-embed").ops()
+    writes = len(model(dict(sets=32, ways=4)).run(ops))
+    one = line_costs(ops, lanes=1, sets=32, ways=4)
+    assert one["whole_line_records"] == one["whole_line"] == (writes, writes * (4 + 2))
+    assert line_costs(ops, lanes=8, sets=32, ways=4)["whole_line_records"] == (writes,
+                                                                               writes * 6)
+    assert main(["seed", "--lanes", "1"]) == 0
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C++ compiler for the emulator")
+def test_the_emulator_commands_take_the_rule(capsys):
+    from gradient_compressor.reports.emulator_check import main
+    assert main(["--check", "seed", "tiny-mlp", "--limit", "400", "--lanes", "1,8",
+                 "--modes", "exact,combined", "--whole-line"]) == 0
+    assert capsys.readouterr().out.count("| equal") == 8
+    assert main(["--bench", "--gradients", "20000", "--repeat", "1", "--modes", "exact",
+                 "--lanes", "1", "--model-gradients", "1000", "--whole-line"]) == 0
+    assert "|       1 | exact" in capsys.readouterr().out
