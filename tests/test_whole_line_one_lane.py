@@ -293,3 +293,28 @@ def test_the_emulator_commands_take_the_rule(capsys):
     assert main(["--bench", "--gradients", "20000", "--repeat", "1", "--modes", "exact",
                  "--lanes", "1", "--model-gradients", "1000", "--whole-line"]) == 0
     assert "|       1 | exact" in capsys.readouterr().out
+
+
+@pytest.mark.skipif(not compiler_available(), reason="no C++ compiler for the emulator")
+@pytest.mark.parametrize("lanes", [1, 8])
+def test_the_write_path_takes_the_rule(lanes):
+    """reports.write_path under the whole-line rule: line_costs' figures, and DRAM holds what
+    was accepted."""
+    import numpy as np
+    from gradient_compressor.reports.line_costs import line_costs
+    from gradient_compressor.reports.write_path import CompressedWritePath
+    from gradient_compressor.workloads import get_workload
+    from gradient_compressor.workloads.record import TensorLayout
+    trace = get_workload("tiny-embed")
+    size = int(trace.addr.max()) + 1
+    path = CompressedWritePath(lanes=lanes, whole_line=True, keep_dram=True)
+    path.start(TensorLayout([("all", size)]), int(trace.threshold[0]))
+    for start, end in trace.step_bounds():
+        path.micro_batch(trace.addr[start:end], trace.grad[start:end])
+        dram = path.end_step()
+        accepted = np.zeros(len(dram), np.int64)     # the layout rounds its size up
+        np.add.at(accepted, trace.addr[start:end], trace.grad[start:end])
+        assert (dram == accepted).all()
+    costs = line_costs(trace.ops(), lanes=lanes, sets=32, ways=4)
+    assert (path.line_writes, path.line_bytes) == costs["whole_line"]
+    assert path.saving >= 0
