@@ -281,6 +281,8 @@ class ReferenceModel:
         if abs(grad) < self.modes["small_threshold"]:
             return self._tiny_miss(addr, grad)
         if None in row and self.max_updates == 1:
+            # full at once: written instead of held (such an L1 never holds an entry, so a
+            # way is always free)
             return [Write(addr, grad, "MAX_UPDATES")]
         return self._allocate_entry(addr, grad)
 
