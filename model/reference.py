@@ -145,12 +145,13 @@ class ReferenceModel:
     OPERATIONS = operations(1)
 
     @classmethod
-    def of(cls, config=None, /, **params):
+    def of(cls, config=None, /, *, whole_line=False, **params):
         """The model of a compressor configuration: ``config`` (a
         :class:`~design.params.Config`, a mapping of some of its parameters, or ``None`` for
-        the defaults) with ``params`` in place of its own, checked as the RTL checks it."""
+        the defaults) with ``params`` in place of its own, checked as the RTL checks it;
+        ``whole_line`` (not a parameter of the RTL yet) as for the constructor."""
         config = Config.of(config, **params)
-        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS})
+        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS}, whole_line=whole_line)
 
     @property
     def valid_count(self):

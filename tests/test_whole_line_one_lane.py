@@ -268,6 +268,9 @@ def test_a_bad_whole_line_is_refused(make, value, message):
 def test_the_rule_is_off_by_default():
     assert ReferenceModel().whole_line is False and LineModel().whole_line is False
     assert ReferenceModel(whole_line=1).whole_line is True
+    assert ReferenceModel.of(dict(sets=16), whole_line=True).whole_line is True
+    assert LineModel.of(dict(lanes=8), whole_line=True).whole_line is True
+    assert ReferenceModel.of(None).whole_line is False
 
 
 def test_the_line_costs_report_counts_whole_line_records_at_grad_width():
