@@ -25,7 +25,7 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
            "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
-           "DISCARD_COUNT_WIDTH", "check_threshold", "check_int",
+           "DISCARD_COUNT_WIDTH", "check_threshold", "check_int", "check_bool",
            "check_power_of_two", "check_modes", "log2", "checked", "unused"]
 
 
@@ -257,6 +257,13 @@ def check_int(name, value, *, minimum=None, maximum=None):
     if maximum is not None and value > maximum:
         raise ValueError(f"{name} must be at most {maximum}, not {value}")
     return value
+
+
+def check_bool(name, value):
+    """Check that ``value`` is ``True`` or ``False`` (or 1 or 0) and return it as a bool."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return bool(value)
+    raise ValueError(f"{name} must be True or False, not {value!r}")
 
 
 def check_power_of_two(name, value):

@@ -380,8 +380,9 @@ inline void tiny_miss(State &s, Sink &o, uint64_t line, const int32_t *g, uint32
     }
 }
 
-// One beat under the whole-line rule (model.lines.LineModel._whole_line): a beat writes its
-// line, carrying every pending value of it, or allocates it; every value fits grad_width bits.
+// One beat under the whole-line rule (model.lines.LineModel._whole_line; with one lane,
+// model.reference.ReferenceModel._write_whole_line): a beat writes its line, carrying every
+// pending value of it, or allocates it; every value fits grad_width bits.
 template <int FIXED>
 inline int whole_line_beat(State &s, uint64_t line, const int32_t *g, uint32_t mask,
                            uint32_t bypass, int64_t judged, Sink &o) {

@@ -73,7 +73,7 @@ import numpy as np
 
 from gradient_compressor.design import params as _params
 from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS,
-                                               check_int, check_lanes, check_modes,
+                                               check_bool, check_int, check_lanes, check_modes,
                                                check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
 from .lines import LineWrite
@@ -398,7 +398,8 @@ class LineEmulator:
     addr_width : int
         Address width, 1 to 64: addresses (and bypass windows) lie in ``[0, 2**addr_width)``.
     whole_line : bool
-        The whole-line rule (:class:`model.LineModel`'s ``whole_line``).
+        The whole-line rule (:class:`model.LineModel`'s ``whole_line``; with one lane,
+        :class:`model.ReferenceModel`'s).
 
     Notes
     -----
@@ -416,7 +417,8 @@ class LineEmulator:
         check_lanes(lanes)
         self._check_params(sets, ways, max_updates, grad_width, addr_width)
         self.lanes = lanes
-        self._setup(sets, ways, max_updates, grad_width, addr_width, whole_line)
+        self._setup(sets, ways, max_updates, grad_width, addr_width,
+                    check_bool("whole_line", whole_line))
 
     @staticmethod
     def _check_params(sets, ways, max_updates, grad_width, addr_width):
@@ -428,9 +430,9 @@ class LineEmulator:
         check_int("grad_width", grad_width, minimum=2, maximum=32)
         check_int("addr_width", addr_width, minimum=1, maximum=64)
 
-    def _setup(self, sets, ways, max_updates, grad_width, addr_width, whole_line=False):
+    def _setup(self, sets, ways, max_updates, grad_width, addr_width, whole_line):
         self.sets, self.ways = sets, ways
-        self.whole_line = bool(whole_line)
+        self.whole_line = whole_line
         self.max_updates = max_updates
         self.grad_min, self.grad_max = -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
         self.threshold_max = 2 ** grad_width - 1
@@ -1112,8 +1114,9 @@ class Emulator(LineEmulator):
 
     Parameters
     ----------
-    sets, ways, max_updates, grad_width, addr_width
-        As for :class:`LineEmulator` (one lane).
+    sets, ways, max_updates, grad_width, addr_width, whole_line
+        As for :class:`LineEmulator` (one lane); ``whole_line`` runs
+        :class:`model.ReferenceModel`'s whole-line rule (the kernel's, one lane).
 
     :meth:`write`, :meth:`flush` and :meth:`run` return :class:`model.Write`\\ s, and
     :meth:`run` takes ReferenceModel's operations (no ``("line", ...)``); the fast path is
@@ -1124,10 +1127,11 @@ class Emulator(LineEmulator):
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"]):
+                 addr_width=DEFAULTS["addr_width"], whole_line=False):
         self._check_params(sets, ways, max_updates, grad_width, addr_width)
         self.lanes = 1
-        self._setup(sets, ways, max_updates, grad_width, addr_width)
+        self._setup(sets, ways, max_updates, grad_width, addr_width,
+                    check_bool("whole_line", whole_line))
 
     def _as_model_writes(self, arrays):
         return arrays.to_writes()

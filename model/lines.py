@@ -31,7 +31,8 @@ number of beats that updated it. The policy, per beat:
 * ``flush`` writes every held line (its held lanes, ``FLUSH``), set by set, lowest way first.
 
 With ``lanes = 1`` it makes exactly the decisions of :class:`model.ReferenceModel`: a beat is
-one gradient and a line write one write (tests check it write for write).
+one gradient and a line write one write (tests check it write for write, under the whole-line
+rule too).
 
 **The whole-line rule** (``whole_line=True``; the RTL does not implement it yet) makes the
 compressor never move more DRAM bytes than writing the beats straight through: every value
@@ -110,6 +111,9 @@ class LineModel(ReferenceModel):
     sets, ways, max_updates, grad_width, addr_width
         As for :class:`~model.ReferenceModel`; ``sets`` counts lines (``sets=None``: an
         unbounded L1 that never evicts). ``max_updates`` counts beats that updated a line.
+    whole_line : bool
+        Run the whole-line rule (see the module's description); with one lane it is
+        :class:`~model.ReferenceModel`'s ``whole_line``.
 
     The run-time modes, the LFSR and the discard accounting are :class:`~model.ReferenceModel`'s
     (per address: a discard names a lane's address).
@@ -124,8 +128,8 @@ class LineModel(ReferenceModel):
                  whole_line=False):
         self.lanes = check_lanes(lanes)     # before the geometry's checks, which count lines
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
-                         addr_width=addr_width, bypass_windows=bypass_windows)
-        self.whole_line = bool(whole_line)
+                         addr_width=addr_width, bypass_windows=bypass_windows,
+                         whole_line=whole_line)
         # The EMA after each of the last EMA_LINE_LAG updates and before them, oldest first
         # (lines: a beat is judged by the oldest).
         self._ema_recent = [self.ema] * (EMA_LINE_LAG + 1)
@@ -219,9 +223,6 @@ class LineModel(ReferenceModel):
 
     # -- the whole-line rule --------------------------------------------------------------
 
-    def _fits(self, value):
-        return self.grad_min <= value <= self.grad_max
-
     def _whole_line(self, line, grads, lanes, thresholds):
         """A beat under the whole-line rule (see the module's description): its line writes."""
         direct = {i for i in lanes if abs(grads[i]) >= thresholds[i]}
@@ -271,9 +272,9 @@ class LineModel(ReferenceModel):
                 out.add(i, grads[i], "DIRECT" if i in direct else
                         "MAX_UPDATES" if i in kept and self.max_updates == 1 else "LINE")
         else:
-            level = min(self.modes["small_threshold"], self.grad_max)
             for i in tiny:      # one draw for the beat's tiny lanes
-                for write in self._tiny_miss(line + i, grads[i], step=False, level=level):
+                for write in self._tiny_miss(line + i, grads[i], step=False,
+                                             level=self._whole_line_level):
                     out.add(i, write.value, write.cause)
             if any(cause is not None for cause in out.causes):
                 for i in kept:

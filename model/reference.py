@@ -4,6 +4,23 @@ It makes the same decisions as the RTL (same victim choice, same free-way choice
 order on flush), so for the same gradients, thresholds and flush points it returns the same DRAM
 writes in the same order. Tests compare the RTL with it write by write; the bandwidth reports
 use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts).
+
+``whole_line=True`` runs the whole-line rule instead (model/lines.py describes it for lines of
+any width; this is its one-lane case, which the RTL does not implement yet). It is the policy
+above but in two places:
+
+* a direct gradient that hits a held entry is written with the held sum added, as one record,
+  and the entry is freed (the seed's policy writes the gradient alone and the entry keeps
+  waiting);
+* every value written fits ``grad_width`` bits, the gradients' own format: where the held sum
+  plus the gradient would not fit, a direct gradient is written alone and the sum stays held,
+  and a small gradient writes the held sum and is held in its place (either way the entry
+  stays, as updated once); the stochastic mode rounds to ``min(small_threshold,
+  2**(grad_width-1) - 1)``.
+
+So a gradient causes at most one write, and writes sent plus entries held never exceed the
+gradients taken. It makes the decisions of ``LineModel(lanes=1, whole_line=True)``, write for
+write (tests/test_whole_line_one_lane.py).
 """
 
 from collections import namedtuple
@@ -11,7 +28,8 @@ from collections import namedtuple
 from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
                                                EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
                                                BYPASS_WINDOWS, BYPASS_WINDOWS_MAX,
-                                               DISCARD_COUNT_WIDTH, check_int, check_l1_geometry,
+                                               DISCARD_COUNT_WIDTH, check_bool, check_int,
+                                               check_l1_geometry,
                                                Config, check_modes, modes_off)
 from .ops import OpCheck, operations
 
@@ -19,7 +37,7 @@ __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
 #: Write causes, with the names of :class:`design.Cause` (in its order); ``LINE`` (a pending
 #: value carried by a line write that another lane caused) only under the whole-line rule
-#: (:class:`model.LineModel`'s ``whole_line``), which the RTL does not implement yet.
+#: on lines (:class:`model.LineModel`'s ``whole_line``), which the RTL does not implement yet.
 CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC", "LINE")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.
@@ -51,6 +69,10 @@ class ReferenceModel:
         Address width: addresses lie in ``[0, 2**addr_width)``.
     bypass_windows : int
         Number of bypass windows (mode settings ``bypass__<i>__base``, ...).
+    whole_line : bool
+        Run the whole-line rule (see the module's description): every value written fits
+        ``grad_width`` bits and a direct gradient carries its address's held sum. The RTL
+        does not implement it yet.
 
     Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
     {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or
@@ -62,7 +84,8 @@ class ReferenceModel:
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS):
+                 addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS,
+                 whole_line=False):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
         check_int("addr_width", addr_width, minimum=1)
         if sets is not None:
@@ -70,6 +93,7 @@ class ReferenceModel:
         check_int("max_updates", max_updates, minimum=1)
         check_int("grad_width", grad_width, minimum=2)
         check_int("bypass_windows", bypass_windows, minimum=0, maximum=BYPASS_WINDOWS_MAX)
+        self.whole_line = check_bool("whole_line", whole_line)
         self.sets, self.ways = sets, ways
         self.max_updates = max_updates
         self.grad_width, self.addr_width = grad_width, addr_width
@@ -103,18 +127,31 @@ class ReferenceModel:
     def grad_max(self):
         """The greatest gradient (and value written): ``2**(grad_width-1) - 1``."""
         return self.check.grad_max
+
+    def _fits(self, value):
+        """Whether ``value`` fits ``grad_width`` signed bits (the whole-line rule writes no
+        other)."""
+        return self.grad_min <= value <= self.grad_max
+
+    @property
+    def _whole_line_level(self):
+        """The value the stochastic mode rounds a tiny gradient to under the whole-line rule:
+        ``small_threshold``, at most :attr:`grad_max` so that it fits."""
+        return min(self.modes["small_threshold"], self.grad_max)
+
     #: Gradients per beat (:class:`~model.LineModel` takes lines of several).
     lanes = 1
     #: The operations :meth:`run` takes (:mod:`model.ops`).
     OPERATIONS = operations(1)
 
     @classmethod
-    def of(cls, config=None, /, **params):
+    def of(cls, config=None, /, *, whole_line=False, **params):
         """The model of a compressor configuration: ``config`` (a
         :class:`~design.params.Config`, a mapping of some of its parameters, or ``None`` for
-        the defaults) with ``params`` in place of its own, checked as the RTL checks it."""
+        the defaults) with ``params`` in place of its own, checked as the RTL checks it;
+        ``whole_line`` (not a parameter of the RTL yet) as for the constructor."""
         config = Config.of(config, **params)
-        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS})
+        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS}, whole_line=whole_line)
 
     @property
     def valid_count(self):
@@ -222,6 +259,8 @@ class ReferenceModel:
             threshold = 0
         else:
             self._update_ema(grad)
+        if self.whole_line:
+            return self._write_whole_line(addr, grad, threshold)
         if abs(grad) >= threshold:
             return [Write(addr, grad, "DIRECT")]
         if self.sets is None:
@@ -242,9 +281,22 @@ class ReferenceModel:
                 return []
         if abs(grad) < self.modes["small_threshold"]:
             return self._tiny_miss(addr, grad)
+        if None in row and self.max_updates == 1:
+            # full at once: written instead of held (such an L1 never holds an entry, so a
+            # way is always free)
+            return [Write(addr, grad, "MAX_UPDATES")]
+        return self._allocate_entry(addr, grad)
+
+    def _allocate_entry(self, addr, grad):
+        """Allocate an entry for ``addr`` holding ``grad``, updated once: the lowest free way
+        of its set, else the set's round-robin victim, which is written (``EVICTION``).
+        Returns the writes (empty, or the victim's)."""
+        if self.sets is None:
+            self._entries[addr] = [grad, 1]
+            return []
+        index, tag = addr % self.sets, addr // self.sets
+        row = self._rows[index]
         if None in row:
-            if self.max_updates == 1:
-                return [Write(addr, grad, "MAX_UPDATES")]
             row[row.index(None)] = [tag, grad, 1]
             return []
         victim = self._victim[index]
@@ -252,6 +304,55 @@ class ReferenceModel:
         row[victim] = [tag, grad, 1]
         self._victim[index] = (victim + 1) % self.ways
         return [Write(old_tag * self.sets + index, old_sum, "EVICTION")]
+
+    def _held_entry(self, addr):
+        """The entry holding ``addr`` and a function that frees it, or ``(None, None)``. An
+        entry is a list ending in its sum and its count of updates (``entry[-2:]``: the
+        bounded L1's entries begin with their tag, the unbounded one's do not)."""
+        if self.sets is None:
+            entry = self._entries.get(addr)
+            return (None, None) if entry is None else (entry, lambda: self._entries.pop(addr))
+        index, tag = addr % self.sets, addr // self.sets
+        row = self._rows[index]
+        for way, entry in enumerate(row):
+            if entry is not None and entry[0] == tag:
+                return entry, lambda: row.__setitem__(way, None)
+        return None, None
+
+    def _write_whole_line(self, addr, grad, threshold):
+        """One gradient under the whole-line rule (see the module's description), judged
+        against ``threshold`` (the one in force); returns its writes, at most one."""
+        direct = abs(grad) >= threshold
+        entry, free = self._held_entry(addr)
+        if entry is None:
+            # A miss: as the seed's policy, but a rounded tiny gradient fits grad_width bits.
+            if direct:
+                return [Write(addr, grad, "DIRECT")]
+            if abs(grad) < self.modes["small_threshold"]:
+                return self._tiny_miss(addr, grad, level=self._whole_line_level)
+            if self.max_updates == 1:
+                return [Write(addr, grad, "MAX_UPDATES")]
+            return self._allocate_entry(addr, grad)
+        held, updates = entry[-2:]
+        total = held + grad
+        if not self._fits(total):
+            # One value of grad_width bits cannot carry both: one leaves, the other stays
+            # held, the entry as updated once (a direct gradient leaves, a small one waits).
+            if direct:
+                entry[-1] = 1
+                return [Write(addr, grad, "DIRECT")]
+            entry[-2:] = [grad, 1]
+            return [Write(addr, held, "ACCUM_THRESHOLD")]
+        # The held sum rides along with a direct gradient; a small one adds as in the seed's
+        # policy.
+        cause = ("DIRECT" if direct else
+                 "ACCUM_THRESHOLD" if abs(total) >= threshold else
+                 "MAX_UPDATES" if updates + 1 >= self.max_updates else None)
+        if cause is None:
+            entry[-2:] = [total, updates + 1]
+            return []
+        free()
+        return [Write(addr, total, cause)]
 
     def _write_unbounded(self, addr, grad, threshold):
         if addr not in self._entries and abs(grad) < self.modes["small_threshold"]:

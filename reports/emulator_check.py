@@ -3,8 +3,9 @@
 
     python -m gradient_compressor.reports.emulator_check --check [WORKLOAD ...]
         [--lanes 1,8,32] [--modes exact,drop,...] [--limit N] [--param KEY=VALUE]
+        [--whole-line]
     python -m gradient_compressor.reports.emulator_check --bench [--lanes 1,8] [--modes ...]
-        [--gradients N] [--repeat R] [--out docs/results/emulator.md]
+        [--gradients N] [--repeat R] [--whole-line] [--out docs/results/emulator.md]
 
 ``--check`` runs every named workload (default: :data:`workloads.DEFAULT_WORKLOADS`), a flush
 after every step, in every mode setting of :func:`reports.mode_comparison.mode_settings`
@@ -24,6 +25,9 @@ default geometry: the best of ``--repeat`` runs, each on a fresh emulator, by th
 CPU time (one thread: one core's time, which the machine's other load does not inflate) and
 by the wall clock. It also times the reference model on the stream's first
 ``--model-gradients`` gradients.
+
+With ``--whole-line`` both run the whole-line rule (the models' and the emulator's
+``whole_line=True``) instead of the seed's policy.
 
 Exit status: 0 all equal, 1 a check found a difference, 2 a bad argument (one line).
 """
@@ -133,8 +137,9 @@ def bench_stream(gradients, lanes, seed=1):
     return line, grads, mask, events, count
 
 
-def bench(gradients, lanes_list, modes, repeat, model_gradients):
-    """Rows of the bench table (see the module's description)."""
+def bench(gradients, lanes_list, modes, repeat, model_gradients, whole_line=False):
+    """Rows of the bench table (see the module's description), under the whole-line rule if
+    ``whole_line``."""
     from gradient_compressor.model import LineModel, ReferenceModel
     from gradient_compressor.model.emulator import Emulator, LineEmulator
     rows, model_rows = [], []
@@ -146,7 +151,8 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients):
             prefix = [(0, op) for op in all_settings[mode]]
             best = best_cpu = None
             for _ in range(repeat):
-                emulator = Emulator() if lanes == 1 else LineEmulator(lanes=lanes)
+                emulator = (Emulator(whole_line=whole_line) if lanes == 1 else
+                            LineEmulator(lanes=lanes, whole_line=whole_line))
                 start, start_cpu = time.perf_counter(), time.process_time()
                 if lanes == 1:
                     writes = emulator.run_gradients(line, grads, BENCH_THRESHOLD,
@@ -167,12 +173,12 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients):
         if lanes == 1:
             ops = [("grad", a, g, BENCH_THRESHOLD) for a, g in zip(line[:k].tolist(),
                                                                     grads[:k].tolist())]
-            model = ReferenceModel()
+            model = ReferenceModel(whole_line=whole_line)
             done = k
         else:
             ops = [("line", a, g, m, BENCH_THRESHOLD) for a, g, m in
                    zip(line[:k].tolist(), grads[:k].tolist(), mask[:k].tolist())]
-            model = LineModel(lanes=lanes)
+            model = LineModel(lanes=lanes, whole_line=whole_line)
             done = int(np.bitwise_count(mask[:k]).sum())
         start_cpu = time.process_time()
         model.run(ops)
@@ -210,6 +216,9 @@ def build_parser():
     parser.add_argument("--model-gradients", type=positive_integer, default=100_000,
                         help="--bench: gradients the reference model is timed on "
                              "(default 100000)")
+    parser.add_argument("--whole-line", action="store_true",
+                        help="run the whole-line rule (model and emulator only) instead of "
+                             "the seed's policy")
     parser.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                         help="also write the tables to this Markdown file (docs/results/)")
     return parser
@@ -268,7 +277,8 @@ def _run(args):
     if args.out:
         from gradient_compressor.provenance import write_results
         summary = ("default geometry (32 sets x 4 ways, max_updates 255), the emulator on one "
-                   "core" + ("" if status == 0 else "; A CHECK FOUND A DIFFERENCE"))
+                   "core" + ("; the whole-line rule" if args.whole_line else "") +
+                   ("" if status == 0 else "; A CHECK FOUND A DIFFERENCE"))
         body = "\n\n".join(f"## {title}\n\n{text}" for title, text in sections)
         write_results(args.out, "The policy emulator", summary, body)
     return status
@@ -295,7 +305,8 @@ def _check(args, modes, table):
         all_settings = settings(threshold, low, high)
         for lanes in args.lanes or [1]:
             for mode in modes:
-                result = check_workload(trace, lanes, all_settings[mode], limit=args.limit)
+                result = check_workload(trace, lanes, all_settings[mode], limit=args.limit,
+                                        params={"whole_line": args.whole_line})
                 ok &= result["equal"]
                 rows.append([trace.name, lanes, mode, result["gradients"], result["writes"],
                              result["discards"], f"{result['model_seconds']:.3f}",
@@ -311,7 +322,7 @@ def _check(args, modes, table):
 
 def _bench(args, modes, table):
     rows, model_rows = bench(args.gradients, args.lanes or [1, 8], modes, args.repeat,
-                             args.model_gradients)
+                             args.model_gradients, whole_line=args.whole_line)
     import os
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     text = table(rows, ["lanes", "mode", "gradients", "beats", "writes", "discards",

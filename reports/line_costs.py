@@ -15,7 +15,12 @@ written three ways:
 * **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
   one transfer per line write, its lanes' values under their strobes;
 * **whole-line writes** (the line model's whole-line rule, ``whole_line=True``, which the RTL
-  does not implement yet): masked line writes whose values have the gradients' own width.
+  does not implement yet): masked line writes whose values have the gradients' own width;
+* **whole-line records** (the compressor of one lane under the whole-line rule,
+  :class:`model.ReferenceModel`'s ``whole_line=True``, at ``sets x ways`` entries): one
+  transfer per write, an address and a value of the gradients' own width. With one lane they
+  are the whole-line writes; the column sets them beside the seed's per-gradient records on
+  every row.
 
 The byte counts are stated in :data:`FORMAT`. Figures come from the line model, which the RTL
 on lines matches write for write in simulation (tests/test_line_compressor.py).
@@ -42,8 +47,9 @@ FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-throu
           f"{GRADIENT_BYTES} bytes per lane of the line (int16 gradients), a per-gradient "
           f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
           f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line, a "
-          f"whole-line write {GRADIENT_BYTES} (the gradients' format); strobes (the mask) are "
-          f"not counted")
+          f"whole-line write {GRADIENT_BYTES} per lane and a whole-line record one "
+          f"{GRADIENT_BYTES}-byte value (the gradients' format); strobes (the mask) are not "
+          f"counted")
 
 
 def dense_bytes(beats, lanes):
@@ -58,7 +64,7 @@ def line_write_bytes(writes, lanes):
 
 def whole_line_bytes(writes, lanes):
     """Bytes of ``writes`` line writes of ``lanes`` under the whole-line rule: values in the
-    gradients' own format, as dense write-through's."""
+    gradients' own format, as dense write-through's (one lane: whole-line records)."""
     return dense_bytes(writes, lanes)
 
 
@@ -164,14 +170,17 @@ def pack_beats(addr, grad, threshold, lanes):
 
 
 def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
-    """``{"gradients", "beats", "dense", "records", "lines"}`` for ``ops`` packed into lines of
-    ``lanes``; each way of writing as ``(transfers, bytes)``. The L1 holds ``sets x ways``
-    lines of ``lanes`` for the line writes, and ``sets x ways`` gradients for the records."""
+    """``{"gradients", "beats", "dense", "records", "lines", "whole_line",
+    "whole_line_records"}`` for ``ops`` packed into lines of ``lanes``; each way of writing as
+    ``(transfers, bytes)``. The L1 holds ``sets x ways`` lines of ``lanes`` for the line
+    writes, and ``sets x ways`` gradients for the records (the seed's policy's and the
+    whole-line rule's)."""
     beats = pack_lines(ops, lanes)
     geometry = dict(sets=sets, ways=ways, max_updates=max_updates)
     line_writes = line_policy(lanes=lanes, **geometry).run(beats)
     records = len(line_policy(lanes=1, **geometry).run(ops))
     whole = len(line_policy(lanes=lanes, whole_line=True, **geometry).run(beats))
+    whole_records = len(line_policy(lanes=1, whole_line=True, **geometry).run(ops))
     n_beats = sum(op[0] == "line" for op in beats)
     return {
         "gradients": sum(op[0] == "grad" for op in ops),
@@ -180,6 +189,7 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
         "records": (records, line_write_bytes(records, 1)),
         "lines": (len(line_writes), line_write_bytes(len(line_writes), lanes)),
         "whole_line": (whole, whole_line_bytes(whole, lanes)),
+        "whole_line_records": (whole_records, whole_line_bytes(whole_records, 1)),
     }
 
 
@@ -189,10 +199,12 @@ def _saving(cost, dense):
 
 def render(rows):
     headers = ["workload", "N", "gradients", "beats", "dense: transfers", "dense: bytes",
-               "records: bytes", "line writes", "line bytes", "line bytes vs dense",
+               "records: bytes", "whole-line records", "whole-line records: bytes",
+               "line writes", "line bytes", "line bytes vs dense",
                "whole-line writes", "whole-line bytes vs dense"]
     body = [[name, lanes, c["gradients"], c["beats"], c["dense"][0], c["dense"][1],
-             c["records"][1], c["lines"][0], c["lines"][1],
+             c["records"][1], c["whole_line_records"][0], c["whole_line_records"][1],
+             c["lines"][0], c["lines"][1],
              _saving(c["lines"][1], c["dense"][1]), c["whole_line"][0],
              _saving(c["whole_line"][1], c["dense"][1])]
             for name, lanes, c in rows]
@@ -203,8 +215,8 @@ def build_parser():
     parser = ArgumentParser(
         prog="python -m gradient_compressor.reports.line_costs",
         description="DRAM transfers and bytes of workloads streamed as lines of N lanes: dense "
-                    "write-through, per-gradient records, and the line model's masked line "
-                    "writes.",
+                    "write-through, per-gradient records (the seed's policy and the whole-line "
+                    "rule), and the line model's masked line writes (the same two).",
         epilog="Exit status: 0 done, 2 bad argument or trace.")
     parser.add_argument("workloads", nargs="*", help="workload names (default: the report's)")
     parser.add_argument("--lanes", type=int_list, default=[1, 8, 32],
@@ -243,7 +255,8 @@ def _lines(args):
                       f"{DEFAULTS['max_updates']}; {FORMAT}",
                       text + "\n\nFigures from the line model (model/lines.py), which the RTL "
                       "on lines matches write for write in simulation; the whole-line columns "
-                      "from its whole-line rule, which the RTL does not implement yet.\n")
+                      "from its whole-line rule (one lane: model/reference.py's), which the "
+                      "RTL does not implement yet.\n")
     return 0
 
 

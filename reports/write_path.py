@@ -20,7 +20,7 @@ import numpy as np
 
 from gradient_compressor.design.params import DEFAULTS
 
-from .line_costs import dense_bytes, line_write_bytes, pack_beats
+from .line_costs import dense_bytes, line_write_bytes, pack_beats, whole_line_bytes
 from .mode_comparison import mode_settings
 
 __all__ = ["MODES", "mode_operations", "dram_sums", "CompressedWritePath", "SizingPaths"]
@@ -94,6 +94,9 @@ class CompressedWritePath:
         The compressor: lines of ``lanes``, an L1 of ``sets x ways`` lines.
     keep_dram : bool
         Return DRAM's per-address sums from :meth:`end_step` (for training in the loop).
+    whole_line : bool
+        Run the whole-line rule (model and emulator only, not the RTL yet), its values
+        counted in the gradients' format (:func:`reports.line_costs.whole_line_bytes`).
 
     Attributes
     ----------
@@ -104,13 +107,14 @@ class CompressedWritePath:
     """
 
     def __init__(self, mode="exact", *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"], keep_dram=False):
+                 max_updates=DEFAULTS["max_updates"], keep_dram=False, whole_line=False):
         from gradient_compressor.model.emulator import LineEmulator
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")
         self.mode, self.keep_dram = mode, keep_dram
         self.lanes = lanes
-        self.emulator = LineEmulator(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates)
+        self.emulator = LineEmulator(lanes=lanes, sets=sets, ways=ways, max_updates=max_updates,
+                                     whole_line=whole_line)
         self.gradients = self.beats = self.line_writes = self.steps = self.discards = 0
         self.threshold = self.layout = None
         self._pending = []
@@ -157,8 +161,10 @@ class CompressedWritePath:
 
     @property
     def line_bytes(self):
-        """Bytes of the compressor's line writes."""
-        return line_write_bytes(self.line_writes, self.lanes)
+        """Bytes of the compressor's line writes (under the whole-line rule, its values in the
+        gradients' format)."""
+        bytes_of = whole_line_bytes if self.emulator.whole_line else line_write_bytes
+        return bytes_of(self.line_writes, self.lanes)
 
     @property
     def saving(self):
