@@ -479,6 +479,13 @@ LINE_SYSTEM_QUEUE = [Job("queue_lines-lines2-small", "small", "prove", 3,
 #: docs/proofs.md); ``make prove-lines`` (``python -m gradient_compressor.proofs
 #: prove-lines``) runs them all, ``run`` one by name.
 LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
+#: ... and the line L1 deciding by the whole-line rule, with its transfer bound (a job of its
+#: own), the same jobs named l1-whole-lines8-default-*.
+LINE8_WHOLE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines8", "l1-whole-lines8"),
+                               whole_line=True) for job in LINE8_L1_JOBS]
+LINE8_WHOLE_L1_JOBS.append(Job("l1-whole-lines8-default-bound", "default", "prove", 3,
+                               focus=["bound"], alone=True, lanes=8, whole_line=True,
+                               timeout=LINE_SCALED_TIMEOUT))
 #: ... and the compressor on 8 lanes as a system on the default geometry: L2 on lines at these
 #: lanes and parameters alone, and the system's groups that need no whole storage (the
 #: ``safety`` jobs' groups: at this size, as on one lane, the storage sums are not read), with
@@ -491,7 +498,8 @@ LINE8_SYSTEM_JOBS = [Job("l2_lines-lines8-default", "default", "prove", 3, compo
 #: make prove-lines: the line L1 and the system at 8 lanes on default, and the compressor on
 #: lines as a system at 2 lanes on LINE_SMALL (L2 on lines there, the system's groups, its
 #: cover).
-PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_QUEUE +
+PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE8_WHOLE_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 +
+                    LINE_SYSTEM_QUEUE +
                     LINE_SYSTEM_JOBS +
                     [LINE_SYSTEM_COVER])
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):
@@ -684,9 +692,8 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() + [LINE_L1_BMC, WHOLE_LINE_L1_BMC] +
-                LINE8_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_QUEUE +
-                LINE_SYSTEM_JOBS + [LINE_SYSTEM_COVER]):
+    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() +
+                [LINE_L1_BMC, WHOLE_LINE_L1_BMC] + PROVE_LINES_JOBS):
         seen.setdefault(job.name, job)
     return list(seen.values())
 
