@@ -115,7 +115,7 @@ class LineModel(ReferenceModel):
     (per address: a discard names a lane's address).
     """
 
-    CONFIG_PARAMS = ("lanes", *ReferenceModel.CONFIG_PARAMS)
+    CONFIG_PARAMS = ("lanes", "whole_line", *ReferenceModel.CONFIG_PARAMS)
     OPERATIONS = ("line", *ReferenceModel.OPERATIONS)
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],

@@ -78,8 +78,11 @@ def line_metrics(beats, result, *, lanes, params, records=None):
            "conservation": conservation_json(conservation)}
     if not conservation.ok:
         return out
+    # The model follows the rule the RTL was built with (``whole_line``, the line policy if
+    # the parameters do not name it).
     model = LineModel(lanes=lanes, sets=params["sets"], ways=params["ways"],
-                      max_updates=params["max_updates"]).run(beats)
+                      max_updates=params["max_updates"],
+                      whole_line=params.get("whole_line", False)).run(beats)
     lane_causes = Counter(cause for write in model for cause in write.causes if cause)
     out.update({
         "costs": _costs(len(offered), records, len(result.write_cycles), lanes),
