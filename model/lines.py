@@ -33,7 +33,8 @@ number of beats that updated it. The policy, per beat:
 With ``lanes = 1`` it makes exactly the decisions of :class:`model.ReferenceModel`: a beat is
 one gradient and a line write one write (tests check it write for write).
 
-**The whole-line rule** (``whole_line=True``; the RTL does not implement it yet) makes the
+**The whole-line rule** (``whole_line=True``; the RTL's ``GradientCompressor(lanes=N,
+whole_line=True)``, whose L2 may still merge two values into a wider one) makes the
 compressor never move more DRAM bytes than writing the beats straight through: every value
 written fits ``grad_width`` bits (the input's own format), and a beat causes at most one line
 write. Thresholds, the EMA, the bypass windows and the LFSR are as above; per beat:

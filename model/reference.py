@@ -19,7 +19,7 @@ __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
 #: Write causes, with the names of :class:`design.Cause` (in its order); ``LINE`` (a pending
 #: value carried by a line write that another lane caused) only under the whole-line rule
-#: (:class:`model.LineModel`'s ``whole_line``), which the RTL does not implement yet.
+#: (:class:`model.LineModel`'s ``whole_line``; ``GradientCompressor(whole_line=True)``).
 CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC", "LINE")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.

@@ -326,8 +326,9 @@ LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="i
              Job("lines2-cover", "lines", "cover", LINE_BMC_DEPTH, lanes=2, covers=True,
                  reset="initial", geometry=LINE_GEOMETRY, timeout=600)]
 #: ... and the same check of the compressor built with the whole-line rule
-#: (GradientCompressor(lanes=2, whole_line=True)): conservation at idle and the stream rules.
-WHOLE_LINE_JOBS = [replace(LINE_JOBS[0], name="whole-lines2-bmc", whole_line=True)]
+#: (GradientCompressor(lanes=2, whole_line=True)): conservation at idle and the stream rules,
+#: and the cover that shows the check is not vacuous.
+WHOLE_LINE_JOBS = [replace(job, name="whole-" + job.name, whole_line=True) for job in LINE_JOBS]
 
 
 #: The line L1 alone (``design.LineAccumulator``, the harness of L1 alone built with ``lanes``):

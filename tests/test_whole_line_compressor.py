@@ -188,3 +188,28 @@ def test_l2_merges_keep_values_within_grad_width():
     assert [write.values[0] for write in l1_writes] == [100, 100, 100]
     assert per_address(dram) == {0: 300}
     assert all(-top <= value < top for _, value in dram), dram
+
+
+def test_the_compiled_simulator_builds_the_rule():
+    """The compiled simulator of a configuration with ``whole_line`` runs the whole-line rule:
+    the same SimResult as the Amaranth simulator's, and per address the model's writes."""
+    import dataclasses
+    from gradient_compressor.model import LineModel
+    from gradient_compressor.simulation.cxxrtl import compiler_available, simulate_compiled
+    from gradient_compressor.simulation.driver import random_ready, simulate as drive
+    if not compiler_available():
+        pytest.skip("no C++ compiler (g++) on the path: the compiled simulator cannot be built")
+    lanes = 2
+    params = dict(GEOMETRY, lanes=lanes, whole_line=True)
+    rng = random.Random("compiled")
+    ops = [("modes", MODES["stochastic"])]
+    for beats in random_steps(rng, lanes, steps=2, beats=40):
+        ops += [("line", *beat) for beat in beats] + [("flush",)]
+    expected = drive(GradientCompressor(**params), ops, dram_ready=random_ready(3, 0.4))
+    got = simulate_compiled(params, ops, dram_ready=random_ready(3, 0.4))
+    for field in dataclasses.fields(expected):
+        assert getattr(got, field.name) == getattr(expected, field.name), field.name
+    model = LineModel.of(params).run(ops)
+    assert per_address(got.writes) == per_address(
+        (w.addr, w.value) for write in model for w in write.writes())
+    assert "LINE" in {cause for write in model for cause in write.causes}
