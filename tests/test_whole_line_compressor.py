@@ -213,3 +213,32 @@ def test_the_compiled_simulator_builds_the_rule():
     assert per_address(got.writes) == per_address(
         (w.addr, w.value) for write in model for w in write.writes())
     assert "LINE" in {cause for write in model for cause in write.causes}
+
+
+def test_a_counterexample_of_the_whole_line_check_replays_with_the_rule(tmp_path):
+    """The check of the compressor with the rule from reset (``whole-lines2-bmc``) catches a
+    whole-line mutant (a written line that leaves its held lanes behind: their sums are lost),
+    and its counterexample replays on the compressor built with the rule (the job's
+    configuration holds ``whole_line``): the mutant breaks conservation there, the design does
+    not."""
+    import dataclasses
+    import json
+    from gradient_compressor.proofs.jobs import job_by_name
+    from gradient_compressor.proofs.line_replay import (check_line_steps, input_port_names,
+                                                        read_port_steps)
+    from gradient_compressor.proofs.mutants import apply_mutant
+    from gradient_compressor.proofs.replay import _factory
+    from gradient_compressor.proofs.run import run_job
+    dest = apply_mutant("line_write_leaves_a_held_lane", str(tmp_path / "mutant"))
+    job = dataclasses.replace(job_by_name("whole-lines2-bmc"), design_path=dest,
+                              name="test-whole-lines2-bmc-mutant")
+    result = run_job(job, work=str(tmp_path / "work"))
+    assert result["status"] == "FAIL", result
+    # The replay's configuration is the job's, as its folder records it.
+    with open(tmp_path / "work" / job.name / "props.json") as f:
+        config = json.load(f)["config"]
+    assert config["whole_line"] is True and config["lanes"] == 2
+    steps = read_port_steps(result["witness"], input_port_names(config))
+    errors, _ = check_line_steps(_factory(config, dest), steps)
+    assert any("address" in e and "accepted" in e for e in errors), errors
+    assert check_line_steps(_factory(config), steps)[0] == []

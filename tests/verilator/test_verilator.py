@@ -53,8 +53,8 @@ def lint(verilog, *extra):
 @needs_verilator
 @pytest.mark.parametrize("config", [[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
                                          "--burst-size", "2", "--grad-width", "8"],
-                                     ["--lanes", "8"]],
-                         ids=["default", "small", "lanes8"])
+                                     ["--lanes", "8"], ["--lanes", "8", "--whole-line"]],
+                         ids=["default", "small", "lanes8", "lanes8-whole-line"])
 def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), *config])
