@@ -11,13 +11,13 @@ of which makes the command exit 1:
 * **the line model** (:class:`model.LineModel`, same geometry, the same rule: the whole-line
   rule if the parameters hold ``whole_line``): the causes of the line writes entering L2 (the
   cause strobes, one per cause present in a write; ``LINE`` has none) equal those of the
-  model's line writes, write for write; and DRAM's writes equal the model's in order up to L2's write
-  combining: split into runs of consecutive writes to one line, the same lines in the same
-  order, with the same lanes and the same sum per address in each run, in no more line writes
-  than the model made. DRAM's writes cannot be compared write for write: L2 merges a line
-  write into the newest one it holds for the same line (docs/lanes.md, "Write combining"),
-  which depends on timing the model does not have; a merge only ever joins consecutive writes
-  to one line, which is what the runs allow.
+  model's line writes, write for write; and DRAM's writes equal the model's in order up to
+  L2's write combining: split into runs of consecutive writes to one line, the same lines in
+  the same order, with the same lanes and the same sum per address in each run, in no more
+  line writes than the model made. DRAM's writes cannot be compared write for write: L2
+  merges a line write into the newest one it holds for the same line (docs/lanes.md, "Write
+  combining"), which depends on timing the model does not have; a merge only ever joins
+  consecutive writes to one line, which is what the runs allow.
 
 Figures: DRAM transfers and bytes of the three ways of writing of :mod:`reports.line_costs`
 (dense write-through of the beats, per-gradient records of the one-lane compressor, masked

@@ -579,9 +579,10 @@ def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_h
                       vcd_cycles=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
     :class:`~design.GradientCompressor` or a dict of its parameters, ``lanes`` among them on
-    lines, and ``whole_line`` for the whole-line rule) and return a :class:`~simulation.driver.SimResult`, identical to
-    :func:`~simulation.driver.simulate`'s. On lines ``ops`` holds beats ``("line", line,
-    grads, mask, threshold)`` with exactly ``lanes`` grads (see the module's docstring).
+    lines, and ``whole_line`` for the whole-line rule) and return a
+    :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
+    On lines ``ops`` holds beats ``("line", line, grads, mask, threshold)`` with exactly
+    ``lanes`` grads (see the module's docstring).
 
     The keyword arguments are :func:`~simulation.driver.simulate`'s; ``gap`` may also be an
     integer; ``progress``, ``vcd`` and ``vcd_cycles`` are :meth:`CompiledSimulator.run`'s.
