@@ -23,6 +23,7 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
            "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
+           "check_whole_line",
            "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_threshold", "check_int", "check_bool",
@@ -50,6 +51,7 @@ class Config(Mapping):
     burst_size:  int = 16    # L2 level that starts a DRAM burst
     lanes:       int = 1     # gradients per beat (a line): one of LANES
     bypass_windows: int = 2  # run-time bypass windows: 0 to BYPASS_WINDOWS_MAX
+    whole_line:  bool = False  # on lines, L1 decides by the whole-line rule (docs/lanes.md)
 
     def __post_init__(self):
         _check_config(self)
@@ -86,9 +88,9 @@ class Config(Mapping):
 
 
 #: :class:`~design.GradientCompressor`'s default geometry (the parameters of :class:`Config`
-#: but the lanes and the bypass windows' count).
+#: but the lanes, the bypass windows' count and the line policy's rule).
 DEFAULTS = {field.name: field.default for field in dataclasses.fields(Config)
-            if field.name not in ("lanes", "bypass_windows")}
+            if field.name not in ("lanes", "bypass_windows", "whole_line")}
 
 
 # -- run-time modes (docs in design/modes.py) ----------------------------------------------------
@@ -260,10 +262,11 @@ def check_int(name, value, *, minimum=None, maximum=None):
 
 
 def check_bool(name, value):
-    """Check that ``value`` is ``True`` or ``False`` (or 1 or 0) and return it as a bool."""
-    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
-        return bool(value)
-    raise ValueError(f"{name} must be True or False, not {value!r}")
+    """Check that ``value`` is ``True`` or ``False`` and return it (a flag given as anything
+    else, 1 included, is a :class:`TypeError`, as :func:`check_int` refuses a bool)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {value!r}")
+    return value
 
 
 def check_power_of_two(name, value):
@@ -323,6 +326,18 @@ def _check_config(config):
     if config.burst_size > config.fifo_depth:
         raise ValueError(f"burst_size must be at most fifo_depth ({config.fifo_depth}), "
                          f"not {config.burst_size}")
+    check_whole_line(config.whole_line, config.lanes)
+
+
+def check_whole_line(value, lanes):
+    """Check the ``whole_line`` parameter (a bool) of a compressor of ``lanes`` and return it.
+    The rule is implemented by the line L1 only (``LineAccumulator``), so one lane refuses
+    it."""
+    check_bool("whole_line", value)
+    if value and lanes == 1:
+        raise ValueError("whole_line must be False with lanes 1: the one-lane compressor does "
+                         "not implement the whole-line rule (use lanes >= 2)")
+    return value
 
 
 def check_threshold(value, grad_width=DEFAULTS["grad_width"]):

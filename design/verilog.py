@@ -1,7 +1,7 @@
 """Write :class:`GradientCompressor` as Verilog with flat port names, for SystemVerilog users.
 
     python -m gradient_compressor.design.verilog -o build/gradient_compressor.v
-        [--sets 64 --ways 8 --lanes 8 ...]
+        [--sets 64 --ways 8 --lanes 8 --whole-line ...]
     compressor-verilog -o build/gradient_compressor.v ...       # the same, installed
 
 Ports: ``clk``, ``rst``, ``in_valid``, ``in_ready``, ``in_addr``, ``in_grad``, ``threshold``,
@@ -15,6 +15,8 @@ On lines (``--lanes N``, N > 1) a beat is ``in_addr`` (lane 0's address), ``in_g
 ``i`` in bits ``[i*grad_width +: grad_width]``, AXI4-Stream's TDATA) and ``in_mask`` (a bit per
 lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in bits
 ``[i*(grad_width+2) +: grad_width+2]``) and ``dram_mask`` (a bit per lane, WSTRB).
+``--whole-line`` (with ``--lanes N``, N > 1) builds L1 deciding by the whole-line rule; the
+ports are the same.
 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its
@@ -170,6 +172,9 @@ def build_parser(prog="python -m gradient_compressor.design.verilog"):
                         help="gradients per beat (a line): 1, 2, 4, ..., 32 (default: 1)")
     parser.add_argument("--bypass-windows", type=integer, default=BYPASS_WINDOWS,
                         help=f"run-time bypass windows, 0 to 8 (default: {BYPASS_WINDOWS})")
+    parser.add_argument("--whole-line", action="store_true",
+                        help="on lines (--lanes 2 or more), L1 decides by the whole-line rule "
+                             "(docs/lanes.md)")
     return parser
 
 

@@ -34,7 +34,8 @@ With ``lanes = 1`` it makes exactly the decisions of :class:`model.ReferenceMode
 one gradient and a line write one write (tests check it write for write, under the whole-line
 rule too).
 
-**The whole-line rule** (``whole_line=True``; the RTL does not implement it yet) makes the
+**The whole-line rule** (``whole_line=True``; the RTL's ``GradientCompressor(lanes=N,
+whole_line=True)``, whose L2 may still merge two values into a wider one) makes the
 compressor never move more DRAM bytes than writing the beats straight through: every value
 written fits ``grad_width`` bits (the input's own format), and a beat causes at most one line
 write. Thresholds, the EMA, the bypass windows and the LFSR are as above; per beat:
@@ -119,7 +120,7 @@ class LineModel(ReferenceModel):
     (per address: a discard names a lane's address).
     """
 
-    CONFIG_PARAMS = ("lanes", *ReferenceModel.CONFIG_PARAMS)
+    CONFIG_PARAMS = ("lanes", "whole_line", *ReferenceModel.CONFIG_PARAMS)
     OPERATIONS = ("line", *ReferenceModel.OPERATIONS)
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],

@@ -37,7 +37,7 @@ __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
 #: Write causes, with the names of :class:`design.Cause` (in its order); ``LINE`` (a pending
 #: value carried by a line write that another lane caused) only under the whole-line rule
-#: on lines (:class:`model.LineModel`'s ``whole_line``), which the RTL does not implement yet.
+#: (:class:`model.LineModel`'s ``whole_line``; ``GradientCompressor(whole_line=True)``).
 CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC", "LINE")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.
@@ -145,13 +145,17 @@ class ReferenceModel:
     OPERATIONS = operations(1)
 
     @classmethod
-    def of(cls, config=None, /, *, whole_line=False, **params):
+    def of(cls, config=None, /, *, whole_line=None, **params):
         """The model of a compressor configuration: ``config`` (a
         :class:`~design.params.Config`, a mapping of some of its parameters, or ``None`` for
         the defaults) with ``params`` in place of its own, checked as the RTL checks it;
-        ``whole_line`` (not a parameter of the RTL yet) as for the constructor."""
+        ``whole_line`` as for the constructor, where given (one lane's RTL does not take it
+        yet; the configuration's own, on lines)."""
         config = Config.of(config, **params)
-        return cls(**{name: config[name] for name in cls.CONFIG_PARAMS}, whole_line=whole_line)
+        args = {name: config[name] for name in cls.CONFIG_PARAMS}
+        if whole_line is not None:
+            args["whole_line"] = whole_line
+        return cls(**args)
 
     @property
     def valid_count(self):

@@ -80,7 +80,8 @@ def generate(job, outdir):
                                    covers=job["covers"], reset=job["reset"],
                                    focus=job.get("focus"))
     elif job.get("lanes", 1) > 1 and job["config"] == "lines":
-        harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]))
+        harness = LineHarness(_parameters(job), job["lanes"], covers=bool(job["covers"]),
+                              whole_line=job.get("whole_line", False))
     else:
         harness = _system_harness(job)
     text = rtlil.convert(harness, ports=[])

@@ -141,8 +141,9 @@ class Job:
                               # or with ``alone`` the line L1 alone (its contract on lines)
     vcd: bool = True          # False: no VCD of a trace of yices, whose replay with z3 writes
                               # the VCD read (the mutation check)
-    whole_line: bool = False  # with ``alone`` and lanes: the line L1 deciding by the
-                              # whole-line rule (LineAccumulator(whole_line=True))
+    whole_line: bool = False  # with lanes: the line L1 deciding by the whole-line rule
+                              # (LineAccumulator(whole_line=True)), alone or in the compressor
+                              # of the line harness (GradientCompressor(whole_line=True))
 
     @property
     def parameters(self):
@@ -156,7 +157,9 @@ class Job:
             return f"l1 alone on lines of {self.lanes}{rule}: " + (
                 "covers" if self.mode == "cover" else _named(list(self.focus)))
         if self.lanes > 1 and self.config == "lines":
-            return f"lines of {self.lanes}: " + ("covers" if self.mode == "cover" else "lines")
+            rule = ", whole-line rule" if self.whole_line else ""
+            return f"lines of {self.lanes}{rule}: " + ("covers" if self.mode == "cover"
+                                                       else "lines")
         if self.lanes > 1:
             if self.mode == "cover":
                 return f"system on lines of {self.lanes}: covers"
@@ -307,7 +310,7 @@ def _bmc_jobs():
         jobs.append(Job(f"{config}-liveness-K{K}-bmc", config, "bmc", BMC_DEPTH + 4,
                         focus=["progress", "termination"], fairness=K, whole_storage=True,
                         memories=_bmc_memories("liveness"), timeout=600))
-    return jobs + LINE_JOBS
+    return jobs + LINE_JOBS + WHOLE_LINE_JOBS
 
 
 #: The compressor on lines, from reset: conservation at idle and the stream rules (bounded),
@@ -322,6 +325,10 @@ LINE_JOBS = [Job("lines2-bmc", "lines", "bmc", LINE_BMC_DEPTH, lanes=2, reset="i
                  geometry=LINE_GEOMETRY, timeout=600, unroll=False),
              Job("lines2-cover", "lines", "cover", LINE_BMC_DEPTH, lanes=2, covers=True,
                  reset="initial", geometry=LINE_GEOMETRY, timeout=600)]
+#: ... and the same check of the compressor built with the whole-line rule
+#: (GradientCompressor(lanes=2, whole_line=True)): conservation at idle and the stream rules,
+#: and the cover that shows the check is not vacuous.
+WHOLE_LINE_JOBS = [replace(job, name="whole-" + job.name, whole_line=True) for job in LINE_JOBS]
 
 
 #: The line L1 alone (``design.LineAccumulator``, the harness of L1 alone built with ``lanes``):

@@ -312,7 +312,8 @@ def _factory(config, design_path=None):
 
 
 def _l1_factory(config, design_path=None):
-    """The line L1 alone of ``config`` (``lanes`` among it) as its proof's harness holds it
+    """The line L1 alone of ``config`` (``lanes`` among it, and ``whole_line`` for the line L1
+    deciding by the whole-line rule) as its proof's harness holds it
     (``properties.harness.L1Alone``), around the ``LineAccumulator`` of ``design_path``."""
     def make():
         from gradient_compressor.properties.harness import L1Alone

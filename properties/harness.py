@@ -87,10 +87,12 @@ class L1Alone(Elaboratable):
     random source; the system's ``idle`` group proves the compressor does so)."""
 
     @classmethod
-    def of(cls, config, *, l1_class=L1Accumulator, whole_line=False):
+    def of(cls, config, *, l1_class=L1Accumulator, whole_line=None):
         """L1 alone of ``config`` (a :class:`~design.params.Config` or a mapping of its
         parameters, ``lanes`` among them, else one lane); ``whole_line``: the line L1 deciding
-        by the whole-line rule."""
+        by the whole-line rule (None: as ``config`` says, else not)."""
+        if whole_line is None:
+            whole_line = config.get("whole_line", False)
         return cls(l1_class=l1_class, lanes=config.get("lanes", 1), whole_line=whole_line,
                    **geometry(config))
 
@@ -212,6 +214,8 @@ class FormalHarness(Elaboratable):
             self._MustUse__silence = True       # never elaborated
             raise ValueError("whole_line: the whole-line rule is proven on the line L1 alone")
         self.whole_line = whole_line
+        if whole_line:      # the configuration says so (a job's folder records it)
+            self.config = self.config.replace(whole_line=True)
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage

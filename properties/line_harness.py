@@ -6,6 +6,9 @@ input free: the first formal check of lines, bounded, stated on the ports alone.
   compressor is ``idle`` (nothing accepted is inside), in every mode; and ``dram_out``'s
   stream rules (valid held with a stable payload until taken).
 
+The same check applies to the compressor built with ``whole_line=True`` (L1 deciding by the
+whole-line rule): conservation and the stream rules do not depend on the rule.
+
 A beat's lane ``i`` is the gradient at the line's address plus ``i``, where the line's address
 is ``grad_in``'s with its low ``log2(lanes)`` bits cleared, as the design reads it; a DRAM
 write's lane ``i`` adds at ``dram_out``'s address plus ``i``; a discard's lane ``i`` is at
@@ -26,12 +29,25 @@ __all__ = ["LineHarness"]
 
 
 class LineHarness(Elaboratable):
-    """``GradientCompressor(lanes=lanes)`` with the parameters of ``config`` (a
-    :data:`.harness.CONFIGS` entry), reset in the first cycle only, every input free; the
-    ``lines`` group asserted (and its covers emitted if ``covers``)."""
+    """``GradientCompressor(lanes=lanes, whole_line=whole_line)`` with the parameters of
+    ``config`` (a :data:`.harness.CONFIGS` entry), reset in the first cycle only, every input
+    free; the ``lines`` group asserted (and its covers emitted if ``covers``).
 
-    def __init__(self, config, lanes, *, covers=False):
-        self.config, self.bound = Config.of(config, lanes=lanes), None
+    Parameters
+    ----------
+    config : Config or mapping
+        The compressor's parameters (its ``lanes`` and ``whole_line`` replaced by these).
+    lanes : int
+        Gradients per beat, at least 2.
+    covers : bool
+        Emit the covers.
+    whole_line : bool
+        Build the compressor with L1 deciding by the whole-line rule.
+    """
+
+    def __init__(self, config, lanes, *, covers=False, whole_line=False):
+        self.config = Config.of(config, lanes=lanes, whole_line=whole_line)
+        self.bound = None
         self.dut = GradientCompressor(self.config)
         self.lanes, self.covers = lanes, covers
         self.props = PropertySet()

@@ -14,7 +14,8 @@ write-through, the saving there, the saving at the default geometry, and the bes
 the grid with the smallest geometry that reaches it (a larger L1 saves no more once it holds
 a step's working set). "none" says that no geometry of the grid saves. With ``--whole-line``
 the line writes are the whole-line rule's (``LineModel(whole_line=True)``, values in the
-gradients' own format), which the RTL does not implement yet.
+gradients' own format; the RTL's ``GradientCompressor(whole_line=True)`` writes them so
+from L1, and its L2 may merge two into a wider value).
 """
 
 import sys

@@ -63,7 +63,8 @@ from amaranth.back import rtlil
 
 from gradient_compressor.console import UsageError, replacing
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
+                                               check_whole_line)
 from gradient_compressor.model import CAUSES, native
 from gradient_compressor.model.native import CompilerMissing, compiler_available, default_cache_dir
 from gradient_compressor.model.ops import OpCheck, operations
@@ -77,7 +78,7 @@ _HERE = Path(__file__).resolve().parent
 DRIVER_SOURCE = _HERE / "cxxrtl_driver.cc"
 
 #: Constructor parameters of :class:`design.GradientCompressor`, in order, but for ``lanes``
-#: (which a :class:`CompiledSimulator`'s ``params`` hold too, last).
+#: and ``whole_line`` (which a :class:`CompiledSimulator`'s ``params`` hold too, last).
 PARAMS = tuple(DEFAULTS)
 
 def _yosys():
@@ -97,19 +98,22 @@ def _cxxrtl_include():
 
 
 def _params_of(dut_or_params):
-    """The constructor parameters of a configuration, each named, ``lanes`` last. The mode
-    inputs the driver sets are those of the default number of bypass windows."""
+    """The constructor parameters of a configuration, each named, ``lanes`` and
+    ``whole_line`` last (the line L1's rule: part of the configuration built and cached). The
+    mode inputs the driver sets are those of the default number of bypass windows."""
     if isinstance(dut_or_params, GradientCompressor):
         _check_bypass_windows(dut_or_params.bypass_windows)
         return {**{name: getattr(dut_or_params, name) for name in PARAMS},
-                "lanes": dut_or_params.lanes}
+                "lanes": dut_or_params.lanes, "whole_line": dut_or_params.whole_line}
     params = dict(dut_or_params or {})
     lanes = check_lanes(params.pop("lanes", 1))
+    whole_line = check_whole_line(params.pop("whole_line", False), lanes)
     _check_bypass_windows(params.pop("bypass_windows", BYPASS_WINDOWS))
     unknown = set(params) - set(PARAMS)
     if unknown:
         raise TypeError(f"unknown GradientCompressor parameters {sorted(unknown)}")
-    return {**{name: params.get(name, DEFAULTS[name]) for name in PARAMS}, "lanes": lanes}
+    return {**{name: params.get(name, DEFAULTS[name]) for name in PARAMS}, "lanes": lanes,
+            "whole_line": whole_line}
 
 
 def _check_bypass_windows(count):
@@ -498,6 +502,7 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
                 if not binary.exists():
                     # Said before it starts: a progress bar around it would show no progress.
                     lines = f" lines of {params['lanes']} lanes" if params["lanes"] > 1 else ""
+                    lines += ", whole-line rule" if params["whole_line"] else ""
                     print(f"building the compiled simulator of {params['sets']} x "
                           f"{params['ways']}{lines} (first use of this configuration: seconds "
                           f"to a few minutes; cached in {cache})", file=sys.stderr, flush=True)
@@ -574,9 +579,10 @@ def simulate_compiled(dut_or_params, ops, *, gap=None, dram_ready=always, idle_h
                       vcd_cycles=None):
     """Run ``ops`` through the compiled simulation of ``dut_or_params`` (a
     :class:`~design.GradientCompressor` or a dict of its parameters, ``lanes`` among them on
-    lines) and return a :class:`~simulation.driver.SimResult`, identical to
-    :func:`~simulation.driver.simulate`'s. On lines ``ops`` holds beats ``("line", line,
-    grads, mask, threshold)`` with exactly ``lanes`` grads (see the module's docstring).
+    lines, and ``whole_line`` for the whole-line rule) and return a
+    :class:`~simulation.driver.SimResult`, identical to :func:`~simulation.driver.simulate`'s.
+    On lines ``ops`` holds beats ``("line", line, grads, mask, threshold)`` with exactly
+    ``lanes`` grads (see the module's docstring).
 
     The keyword arguments are :func:`~simulation.driver.simulate`'s; ``gap`` may also be an
     integer; ``progress``, ``vcd`` and ``vcd_cycles`` are :meth:`CompiledSimulator.run`'s.

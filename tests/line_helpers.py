@@ -59,14 +59,17 @@ def line_write(ctx, payload, lanes):
                            for i in range(lanes)))
 
 
-def random_steps(rng, lanes, steps=3, beats=25):
+def random_steps(rng, lanes, steps=3, beats=25, *, geometry=GEOMETRY, lines=range(8)):
     """``steps`` lists of ``beats`` random beats ``(line, grads, mask, threshold)`` on
-    :data:`GEOMETRY` (8 lines, so that they conflict; small, medium and full-range gradients;
-    random masks and thresholds), each list to be ended by a flush barrier."""
-    top = 2 ** (GEOMETRY["grad_width"] - 1)
+    ``geometry`` (:data:`GEOMETRY` by default: its ``grad_width`` bounds the gradients) to the
+    line numbers ``lines`` (by default 8, so that they conflict on :data:`GEOMETRY`; small,
+    medium and full-range gradients; random masks and thresholds), each list to be ended by a
+    flush barrier."""
+    top = 2 ** (geometry["grad_width"] - 1)
+    lines = list(lines)
     out = []
     for _ in range(steps):
-        out.append([(rng.randrange(8) * lanes,
+        out.append([(rng.choice(lines) * lanes,
                      [rng.choice([rng.randint(-12, 12), rng.randint(-50, 50),
                                   rng.randint(-top, top - 1)]) for _ in range(lanes)],
                      rng.randrange(2 ** lanes), rng.choice([15, 40, 90]))
@@ -74,12 +77,13 @@ def random_steps(rng, lanes, steps=3, beats=25):
     return out
 
 
-def model_run(lanes, steps, modes):
-    """The line model on :data:`GEOMETRY` run through ``steps`` (:func:`random_steps`) in
-    ``modes``: its line writes, and its discards ``(addr, error)``."""
-    model = LineModel(lanes=lanes, **{k: GEOMETRY[k] for k in
-                                      ("addr_width", "grad_width", "sets", "ways",
-                                       "max_updates")})
+def model_run(lanes, steps, modes, *, whole_line=False, geometry=GEOMETRY):
+    """The line model on ``geometry`` (a compressor's parameters, :data:`GEOMETRY` by default;
+    the model reads L1's) run through ``steps`` (:func:`random_steps`) in ``modes``, by the
+    whole-line rule if ``whole_line``: its line writes, and its discards ``(addr, error)``."""
+    model = LineModel(lanes=lanes, whole_line=whole_line,
+                      **{k: geometry[k] for k in ("addr_width", "grad_width", "sets", "ways",
+                                                  "max_updates") if k in geometry})
     ops = [("modes", modes)] if modes else []
     for beats in steps:
         ops += [("line", *beat) for beat in beats] + [("flush",)]
@@ -94,9 +98,11 @@ def per_address(pairs):
     return {addr: value for addr, value in total.items() if value}
 
 
-def check_with_the_model(lanes, steps, modes, dram, discards):
-    """Assert that a compressor of ``lanes`` on :data:`GEOMETRY`, run through ``steps`` in
-    ``modes``, did what the line model does.
+def check_with_the_model(lanes, steps, modes, dram, discards, *, whole_line=False,
+                         geometry=GEOMETRY):
+    """Assert that a compressor of ``lanes`` on ``geometry`` (:data:`GEOMETRY` by default),
+    run through ``steps`` in ``modes``, did what the line model does (by the whole-line rule
+    if ``whole_line``, as the compressor was built).
 
     Parameters
     ----------
@@ -108,13 +114,18 @@ def check_with_the_model(lanes, steps, modes, dram, discards):
         The DRAM writes taken, lane by lane: ``(addr, value)`` for each lane in a write's mask.
     discards : list of (int, int)
         The discards ``(addr, error)``, in order (within a cycle, by lane).
+    whole_line : bool
+        The compressor was built with ``whole_line=True``: the model follows the same rule.
+    geometry : dict
+        The compressor's parameters (those of L1 are the model's).
 
     Returns
     -------
     list of LineWrite
         The model's line writes, for a caller that can see L1's.
     """
-    expected, expected_discards = model_run(lanes, steps, modes)
+    expected, expected_discards = model_run(lanes, steps, modes, whole_line=whole_line,
+                                            geometry=geometry)
     assert discards == expected_discards
     # DRAM holds the line writes' values per address (L2 combines writes, never changes a sum)
     assert per_address(dram) == per_address(w for lw in expected for w in

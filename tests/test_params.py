@@ -26,6 +26,10 @@ from gradient_compressor.design import GradientCompressor, L1Accumulator, Stream
      "sets must be at most 65536, not 2147483648: sets x ways is at most 65536 L1 entries"),
     ({"sets": 1024, "ways": 128}, ValueError,
      "ways must be at most 64 with 1024 sets, not 128: sets x ways is at most 65536 L1 entries"),
+    ({"whole_line": True},   ValueError,
+     "whole_line must be False with lanes 1: the one-lane compressor does not implement the "
+     "whole-line rule (use lanes >= 2)"),
+    ({"lanes": 2, "whole_line": 1}, TypeError, "whole_line must be True or False, not 1"),
 ])
 def test_compressor_parameter_errors(params, error, message):
     with pytest.raises(error) as info:
@@ -70,7 +74,7 @@ def test_config_is_frozen_checked_once_and_a_mapping_of_its_parameters():
     import dataclasses
     from gradient_compressor.design.params import DEFAULTS, Config
     config = Config(sets=64, lanes=8)
-    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8, bypass_windows=2)
+    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8, bypass_windows=2, whole_line=False)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.sets = 128
     with pytest.raises(ValueError, match=r"^sets must be a power of two .*, not 3$"):

@@ -68,6 +68,19 @@ def test_lines_report_is_the_line_models(trace_path, tmp_path, lanes, burst_size
     assert f"## On lines of {lanes} lanes" in text and "masked line writes" in text
 
 
+def test_run_lines_checks_the_rtl_against_the_rule_it_was_built_with(trace_path):
+    """With ``whole_line`` among the parameters, the RTL on lines is built with the whole-line
+    rule and checked against the line model's whole-line rule."""
+    lanes, params = 4, dict(GEOMETRY, fifo_depth=32, burst_size=1, whole_line=True)
+    lines = line_report.run_lines(load(trace_path), params, lanes, backend="amaranth",
+                                  progress=False)
+    assert lines["conservation"]["ok"] and lines["cross_check"]["match"]
+    assert lines["lane_writes_by_cause"]["LINE"] > 0
+    beats = pack_lines(load(trace_path).ops(), lanes)
+    assert lines["model_line_writes"] == len(
+        LineModel(lanes=lanes, whole_line=True, **GEOMETRY).run(beats))
+
+
 def _tampering(monkeypatch, change):
     """Make the report's RTL runs on lines return ``change(result)``."""
     real = line_report.run_rtl

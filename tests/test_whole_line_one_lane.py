@@ -258,16 +258,17 @@ def test_the_stochastic_level_fits_grad_width_bits():
     ("yes", "whole_line must be True or False, not 'yes'"),
     (2, "whole_line must be True or False, not 2"),
     (None, "whole_line must be True or False, not None"),
+    (1, "whole_line must be True or False, not 1"),
 ])
 def test_a_bad_whole_line_is_refused(make, value, message):
-    with pytest.raises(ValueError) as info:
+    with pytest.raises(TypeError) as info:
         make(value)
     assert str(info.value) == message
 
 
 def test_the_rule_is_off_by_default():
     assert ReferenceModel().whole_line is False and LineModel().whole_line is False
-    assert ReferenceModel(whole_line=1).whole_line is True
+    assert ReferenceModel(whole_line=True).whole_line is True
     assert ReferenceModel.of(dict(sets=16), whole_line=True).whole_line is True
     assert LineModel.of(dict(lanes=8), whole_line=True).whole_line is True
     assert ReferenceModel.of(None).whole_line is False

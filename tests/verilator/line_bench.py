@@ -11,8 +11,12 @@ of a line and not others) and a seeded random ``dram_ready``. What leaves throug
 (:func:`~tests.line_helpers.check_with_the_model`, the comparison the Amaranth simulation's
 test makes). Lanes packed in another order than the documented one (lane ``i`` in bits
 ``[i*w +: w]``, mask bit ``i``) on any of these ports put values at the wrong addresses.
+
+With the environment variable ``LINE_BENCH_WHOLE_LINE=1`` the Verilog is the one exported with
+``--whole-line`` (its ports are the same), and the model follows the whole-line rule.
 """
 
+import os
 import random
 
 import cocotb
@@ -28,6 +32,8 @@ STEPS, BEATS = 60, 60
 MODE = "bypass"
 #: The probabilities that DRAM is ready in a cycle, one drawn per step.
 READY_PROBABILITIES = (0.25, 0.5, 0.9)
+#: The Verilog was exported with --whole-line: the model follows the whole-line rule.
+WHOLE_LINE = os.environ.get("LINE_BENCH_WHOLE_LINE") == "1"
 #: Cycle limits of the waits.
 ACCEPT_LIMIT = 2_000
 FLUSH_LIMIT = 2_000
@@ -121,7 +127,8 @@ async def random_beats_are_the_line_model(dut):
         for beat in beats:
             await harness.offer(*beat)
         await harness.flush()
-    check_with_the_model(lanes, steps, MODES[MODE], harness.dram, harness.discards)
-    dut._log.info("%d beats in %d steps, %d cycles: %d lane writes, %d discards, as the model",
-                  STEPS * BEATS, STEPS, harness.cycle, len(harness.dram),
-                  len(harness.discards))
+    check_with_the_model(lanes, steps, MODES[MODE], harness.dram, harness.discards,
+                         whole_line=WHOLE_LINE)
+    dut._log.info("%d beats in %d steps, %d cycles: %d lane writes, %d discards, as the "
+                  "model%s", STEPS * BEATS, STEPS, harness.cycle, len(harness.dram),
+                  len(harness.discards), " (whole-line rule)" if WHOLE_LINE else "")

@@ -53,8 +53,8 @@ def lint(verilog, *extra):
 @needs_verilator
 @pytest.mark.parametrize("config", [[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
                                          "--burst-size", "2", "--grad-width", "8"],
-                                     ["--lanes", "8"]],
-                         ids=["default", "small", "lanes8"])
+                                     ["--lanes", "8"], ["--lanes", "8", "--whole-line"]],
+                         ids=["default", "small", "lanes8", "lanes8-whole-line"])
 def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), *config])
@@ -95,10 +95,11 @@ needs_a_compiler = pytest.mark.skipif(
            "(apt-get install g++ make)")
 
 
-def run_cocotb(tmp_path, verilog, test_module):
+def run_cocotb(tmp_path, verilog, test_module, env=None):
     """Build ``verilog`` (written by ``make verilog``, its ``.vlt`` beside it) with Verilator
-    in ``tmp_path`` and run the cocotb testbench ``test_module`` on it; fail with the end of
-    its log unless each of its tests passes."""
+    in ``tmp_path`` and run the cocotb testbench ``test_module`` on it, with the environment
+    variables ``env`` (a dict) set for it; fail with the end of its log unless each of its
+    tests passes."""
     from cocotb_tools.check_results import get_results
     from cocotb_tools.runner import VerilatorControlFile, get_runner
     runner = get_runner("verilator")
@@ -117,7 +118,8 @@ def run_cocotb(tmp_path, verilog, test_module):
     # process's sys.path on, so the testbench imports as it does here.
     results = runner.test(hdl_toplevel="gradient_compressor", test_module=test_module,
                           test_dir=tmp_path, results_xml=str(tmp_path / "results.xml"),
-                          build_dir=tmp_path / "sim_build", log_file=tmp_path / "test.log")
+                          build_dir=tmp_path / "sim_build", log_file=tmp_path / "test.log",
+                          extra_env=env or {})
     tests, failed = get_results(results)
     assert tests > 0 and failed == 0, (tmp_path / "test.log").read_text()[-4000:]
 
@@ -132,15 +134,19 @@ def test_cocotb_seed_scenarios_under_verilator(tmp_path, verilator_env):
 
 @needs_verilator
 @needs_a_compiler
-def test_cocotb_lines_under_verilator_are_the_line_model(tmp_path, verilator_env):
+@pytest.mark.parametrize("whole_line", [False, True], ids=["line-policy", "whole-line"])
+def test_cocotb_lines_under_verilator_are_the_line_model(tmp_path, verilator_env, whole_line):
     """The flat ports of lines (``in_grads``, ``in_mask``, ``dram_values``, ``dram_mask``,
     ``discard_error``) are in no proof: random beats through the exported Verilog at 8 lanes
-    must leave DRAM, lane by lane, as the line model writes (``line_bench.py``)."""
+    must leave DRAM, lane by lane, as the line model writes (``line_bench.py``), by the
+    whole-line rule for the Verilog exported with ``--whole-line``."""
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), "--lanes", "8",
                     *(arg for name, value in GEOMETRY.items()
-                      for arg in ("--" + name.replace("_", "-"), str(value)))])
-    run_cocotb(tmp_path, verilog, "tests.verilator.line_bench")
+                      for arg in ("--" + name.replace("_", "-"), str(value))),
+                    *(["--whole-line"] if whole_line else [])])
+    run_cocotb(tmp_path, verilog, "tests.verilator.line_bench",
+               env={"LINE_BENCH_WHOLE_LINE": "1" if whole_line else "0"})
 
 
 @needs_verilator
