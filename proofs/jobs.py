@@ -452,6 +452,12 @@ def line_liveness_depth(config, K):
 #: (as one lane's, STBV): 8 s of CPU against 58-59 without; the termination job without it
 #: (12-13 s, with it 16).
 LINE_K = PROVEN["small"]
+#: ... and built with the whole-line rule: the same groups, and its transfer bound
+#: (``system_bound``, properties/bound.py) a job of its own.
+WHOLE_LINE_SYSTEM_JOBS = [replace(job, name="whole-" + job.name, whole_line=True)
+                          for job in LINE_SYSTEM_JOBS]
+WHOLE_LINE_SYSTEM_JOBS.append(replace(WHOLE_LINE_SYSTEM_JOBS[0], name="whole-lines2-small-bound",
+                                      focus=["system_bound"]))
 LINE_SYSTEM_JOBS += [
     Job(f"lines2-small-progress-K{LINE_K}", "small", "prove",
         line_liveness_depth(LINE_SMALL, LINE_K), focus=["progress"], fairness=LINE_K,
@@ -506,7 +512,7 @@ LINE8_SYSTEM_JOBS = [Job("l2_lines-lines8-default", "default", "prove", 3, compo
 #: lines as a system at 2 lanes on LINE_SMALL (L2 on lines there, the system's groups, its
 #: cover).
 PROVE_LINES_JOBS = (LINE8_L1_JOBS + LINE8_WHOLE_L1_JOBS + LINE8_SYSTEM_JOBS + LINE_SYSTEM_L2 +
-                    LINE_SYSTEM_QUEUE +
+                    LINE_SYSTEM_QUEUE + WHOLE_LINE_SYSTEM_JOBS +
                     LINE_SYSTEM_JOBS +
                     [LINE_SYSTEM_COVER])
 #: The line L1's contract checked from reset (bounded, every group at once, nothing assumed):

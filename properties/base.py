@@ -61,6 +61,9 @@ GROUPS = {
     "bound":        "the whole-line rule on the line L1: line writes sent, waiting and lines "
                     "held, with the beats deciding, never exceed the beats accepted; every "
                     "value pushed fits grad_width",
+    "system_bound": "the compressor on lines under the whole-line rule: line transfers to DRAM, "
+                    "writes waiting in L1 and L2, lines held and beats deciding never exceed the "
+                    "beats accepted",
     "line_decision": "the whole-line rule's decision: a beat writes its line or allocates it, "
                      "never both; a written line carries every pending value; per lane, "
                      "nothing lost or made",

@@ -210,9 +210,9 @@ class FormalHarness(Elaboratable):
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
-        if whole_line and not (alone and lanes > 1):
+        if whole_line and lanes == 1:
             self._MustUse__silence = True       # never elaborated
-            raise ValueError("whole_line: the whole-line rule is proven on the line L1 alone")
+            raise ValueError("whole_line: the whole-line rule is proven on lines")
         self.whole_line = whole_line
         if whole_line:      # the configuration says so (a job's folder records it)
             self.config = self.config.replace(whole_line=True)
