@@ -1,6 +1,7 @@
-"""The transfer bound of the whole-line rule, on the line L1 (``bound``): the guarantee that a
-compressor deciding by it never moves more line transfers toward DRAM than dense
-write-through of the same beats would.
+"""The transfer bound of the whole-line rule, on the line L1 and on the one-lane L1
+(``bound``): the guarantee that a compressor deciding by it never moves more line transfers
+toward DRAM than dense write-through of the same beats would (with one lane: never more
+records than gradients, each value in the gradients' own ``grad_width`` bits).
 
 In every cycle, from any reset point, for every input and every ``push.ready``:
 
@@ -23,6 +24,12 @@ change to ``valid_count`` shows in the cycle itself).
 
 Also: every value L1 pushes toward DRAM fits ``grad_width`` bits (the held sums do, group
 ``overflow``; a value written is a sum the rule has kept in range).
+
+With one lane (:func:`_add_one_lane`) the same, of records and gradients: records sent
+(taken from ``push``) + records waiting in L1 (the output queue's level, and the record ``s4``
+is about to queue) + entries held (``valid_count``) + gradients in ``s1`` ... ``s3`` <=
+gradients accepted; a gradient pushes a record or allocates a free way, never both (an
+eviction pushes the victim's record into the way it takes: the entries held do not change).
 """
 
 from amaranth import *
@@ -30,21 +37,36 @@ from amaranth import *
 __all__ = ["add"]
 
 
+def _not_sent(h, m, most_waiting, name):
+    """The register of what was accepted less what was sent (``name``), saturating at the
+    most the bound's left side can reach (``most_waiting`` beside the entries) and 2 more
+    (see the module's text)."""
+    entries = h.dut.sets * h.dut.ways
+    top = entries + most_waiting + 2
+    not_sent = Signal(range(top + 1), name=name)
+    grown = not_sent + h.accept
+    m.d.sync += not_sent.eq(Mux(grown > top, top, grown) - h.push_fire)
+    return not_sent
+
+
+def _occupied(queue, i):
+    """Place ``i`` of the output queue holds a write (on lines, a pair)."""
+    return Mux(i >= queue.r_ptr, i - queue.r_ptr, i + queue.depth - queue.r_ptr) < queue.level
+
+
 def add(h, m, P):
-    """The ``bound`` group, on the line L1 deciding by the whole-line rule."""
+    """The ``bound`` group, on the L1 deciding by the whole-line rule (lines, or one lane)."""
+    if h.lanes == 1:
+        return _add_one_lane(h, m, P)
     l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
     places = queue.depth
     # The most the left side's terms other than valid_count reach: a write a place, the
     # output register, s4's write and three beats in s1..s3.
     most_waiting = places + 1 + 1 + 3
-    entries = h.dut.sets * h.dut.ways
-    top = entries + most_waiting + 2     # the register saturates here (see the module's text)
-    not_sent = Signal(range(top + 1), name="bound_beats_accepted_less_writes_sent")
-    grown = not_sent + h.accept
-    m.d.sync += not_sent.eq(Mux(grown > top, top, grown) - h.push_fire)
+    not_sent = _not_sent(h, m, most_waiting, "bound_beats_accepted_less_writes_sent")
 
     def occupied(i):     # place i of the queue holds a pair
-        return Mux(i >= queue.r_ptr, i - queue.r_ptr, i + places - queue.r_ptr) < queue.level
+        return _occupied(queue, i)
 
     # A beat writes its line or allocates it (evicting at most a victim), never both: each
     # place of the queue holds exactly one write of its pair (the flush scan's is its own), and
@@ -79,4 +101,39 @@ def add(h, m, P):
     for i, port in enumerate(h.queue_ports):
         P.check("bound", "every_value_in_the_queue_fits_grad_width",
                 ~occupied(i) | (fits(port.data.own) & fits(port.data.victim)))
+    P.check("bound", "every_value_pushed_fits_grad_width", ~l1.push.valid | fits(l1.push.p))
+
+
+def _add_one_lane(h, m, P):
+    """The ``bound`` group on the one-lane L1 deciding by the whole-line rule: records and
+    gradients (see the module's text)."""
+    l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
+    # The most the left side's terms other than valid_count reach: a record a place, s4's
+    # and three gradients in s1..s3.
+    most_waiting = queue.depth + 1 + 3
+    not_sent = _not_sent(h, m, most_waiting, "bound_gradients_accepted_less_records_sent")
+    # A gradient pushes a record or takes a free way, never both (valid_count shows s4's
+    # change in s4's own cycle, its record enters the queue at the cycle's end).
+    P.check("bound", "s4_pushes_or_takes_a_free_way_never_both",
+            ~l1.s4_valid | ~(probe.pushes & l1.s4_inc))
+    waiting = Signal(range(most_waiting + 1), name="bound_records_waiting")
+    m.d.comb += waiting.eq(queue.level + (l1.s4_valid & probe.pushes))
+    deciding = Signal(range(4), name="bound_gradients_before_their_decision")
+    s1, s2, s3, _ = probe.in_stage
+    m.d.comb += deciding.eq(s1 + s2 + s3)
+    P.check("bound", "records_sent_waiting_entries_held_and_gradients_deciding_at_most_"
+                     "gradients_accepted",
+            waiting + l1.valid_count + deciding <= not_sent)
+
+    # Every value on its way toward DRAM fits grad_width bits: as it enters the output queue
+    # (from s4 or the flush scan), in each occupied place, on push (the queue's head).
+    lo, hi = -2 ** (h.gw - 1), 2 ** (h.gw - 1) - 1
+
+    def fits(write):
+        return (write.value >= lo) & (write.value <= hi)
+    P.check("bound", "every_value_entering_the_queue_fits_grad_width",
+            ~queue.w.valid | fits(queue.w.payload))
+    for i, port in enumerate(h.queue_ports):
+        P.check("bound", "every_value_in_the_queue_fits_grad_width",
+                ~_occupied(queue, i) | fits(port.data))
     P.check("bound", "every_value_pushed_fits_grad_width", ~l1.push.valid | fits(l1.push.p))

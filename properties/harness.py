@@ -89,8 +89,8 @@ class L1Alone(Elaboratable):
     @classmethod
     def of(cls, config, *, l1_class=L1Accumulator, whole_line=False):
         """L1 alone of ``config`` (a :class:`~design.params.Config` or a mapping of its
-        parameters, ``lanes`` among them, else one lane); ``whole_line``: the line L1 deciding
-        by the whole-line rule."""
+        parameters, ``lanes`` among them, else one lane); ``whole_line``: L1 deciding by the
+        whole-line rule."""
         return cls(l1_class=l1_class, lanes=config.get("lanes", 1), whole_line=whole_line,
                    **geometry(config))
 
@@ -100,7 +100,8 @@ class L1Alone(Elaboratable):
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
         # lanes > 1: the line L1 (l1_class is then a LineAccumulator), beats of lanes gradients
-        extra = {} if lanes == 1 else {"lanes": lanes, "whole_line": whole_line}
+        extra = {"whole_line": whole_line} if lanes == 1 else {"lanes": lanes,
+                                                                 "whole_line": whole_line}
         self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
                            ways=ways, max_updates=max_updates, **extra)
         self.lfsr = FreeRandom()
@@ -208,9 +209,9 @@ class FormalHarness(Elaboratable):
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
-        if whole_line and not (alone and lanes > 1):
+        if whole_line and not alone:
             self._MustUse__silence = True       # never elaborated
-            raise ValueError("whole_line: the whole-line rule is proven on the line L1 alone")
+            raise ValueError("whole_line: the whole-line rule is proven on L1 alone")
         self.whole_line = whole_line
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
@@ -788,9 +789,10 @@ class FormalHarness(Elaboratable):
             self.s3_chance = chance
             return
         chance = Signal(2, name="stochastic_rule_s3")
+        level = self.rounding_level(s2.small_threshold)
         m.d.sync += chance.eq(Cat(
-            modes.stochastic_writes(self, d.lfsr.state, s2.grad, s2.small_threshold),
-            modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, s2.small_threshold)))
+            modes.stochastic_writes(self, d.lfsr.state, s2.grad, level),
+            modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, level)))
         self.stepped_last = Signal(name="random_stepped_last_cycle")
         m.d.sync += self.stepped_last.eq(d.lfsr.step)
         self.s3_rule = Signal(name="stochastic_rule_in_force_s3")
