@@ -100,8 +100,8 @@ class L1Alone(Elaboratable):
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
         # lanes > 1: the line L1 (l1_class is then a LineAccumulator), beats of lanes gradients
-        extra = {"whole_line": whole_line} if lanes == 1 else {"lanes": lanes,
-                                                                 "whole_line": whole_line}
+        extra = {} if lanes == 1 else {"lanes": lanes}
+        extra["whole_line"] = whole_line
         self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
                            ways=ways, max_updates=max_updates, **extra)
         self.lfsr = FreeRandom()
@@ -191,6 +191,12 @@ class FormalHarness(Elaboratable):
     driven : bool
         Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
         recorded run, ``proofs/simulate.py``).
+    lanes : int
+        Gradients per beat (> 1: the compressor, or L1, on lines).
+    whole_line : bool
+        With ``alone`` only: L1 (one lane or lines) built deciding by the whole-line rule,
+        and the properties stated for it (the policy model follows the rule, held sums fit
+        ``grad_width`` bits, the transfer bound of :mod:`.bound`).
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
