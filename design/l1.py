@@ -15,7 +15,7 @@ from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
 from .modes import ema_candidate, ema_clamp
 from .queue import WriteQueue
-from .params import DEFAULTS, checked, check_int, check_power_of_two, log2
+from .params import DEFAULTS, checked, check_bool, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State", "L1Probe"]
 
@@ -98,8 +98,9 @@ class _Decision:
         "crossed", "leaves_way", "way_sum", "way_count",    # _s3_tests
         "full", "free_way", "victim_way", "victim", "alloc_ways", "s3_set", "s3_tag",  # _s3_ways
         "c_direct", "c_hit", "c_tiny", "c_miss", "hit_here", "allocates", "chance",   # _s3_cases
-        "written", "new_row",
+        "written", "new_row", "touches",
         "d_write", "d_push", "d_push_p",                    # _s3_write
+        "fits", "old_sum", "kept_sum", "kept_count",        # _s3_whole_line_tests
     )
 
 
@@ -169,6 +170,18 @@ class L1Accumulator(wiring.Component):
     * miss, set full: the victim way is pushed (``EVICTION``) and takes the new entry; the
       set's victim pointer moves on (round robin).
 
+    With ``whole_line`` the policy is the whole-line rule's one-lane case (docs/lanes.md,
+    "The whole-line rule"), which differs only where a gradient hits and where a value would
+    leave ``grad_width`` bits: every value held and written fits ``grad_width`` bits, so a
+    gradient causes at most one write and never allocates beside it:
+
+    * direct, hit: the held sum rides along, ``sum + g`` pushed as ``DIRECT``, entry freed; if
+      ``sum + g`` does not fit, ``g`` is pushed alone and the entry keeps ``sum``, count 1;
+    * small, hit, ``sum + g`` does not fit: the held ``sum`` is pushed (``ACCUM_THRESHOLD``)
+      and the entry holds ``g``, count 1;
+    * a tiny miss in the stochastic mode is rounded to ``min(small_threshold,
+      2**(grad_width-1) - 1)`` (the stochastic test on that level too).
+
     Flush: ``flush`` is a level, held until ``idle``. It is sampled into ``grad_in.ready`` a
     cycle late (the port is a register), so a gradient offered in the very cycle ``flush``
     rises may still be accepted; it comes before the barrier. Once the pipeline is empty and
@@ -198,6 +211,9 @@ class L1Accumulator(wiring.Component):
         Geometry, both powers of two.
     max_updates : int
         Updates after which an entry is written out (``>= 1``).
+    whole_line : bool
+        Decide by the whole-line rule (``model.ReferenceModel(whole_line=True)``, below)
+        instead of the policy above.
 
     Members
     -------
@@ -244,8 +260,10 @@ class L1Accumulator(wiring.Component):
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
                  sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"]):
+                 max_updates=DEFAULTS["max_updates"], whole_line=False):
         with checked(self):
+            # (The one default of whole_line: LineAccumulator passes it on to here.)
+            self.whole_line  = check_bool("whole_line", whole_line)
             self.grad_width  = check_int("grad_width", grad_width, minimum=2)
             self.sets        = check_power_of_two("sets", sets)
             self.ways        = check_power_of_two("ways", ways)
@@ -627,15 +645,24 @@ class L1Accumulator(wiring.Component):
         """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is
         tiny, and its stochastic test on ``random`` and on ``random_next``."""
         s2, magnitude = self.s2, self.s2_magnitude
+        level = self._rounding_level(s2.small_threshold)
         return [
             self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
-            # random * small_threshold < |g| << grad_width, on the product's high half: the
-            # same test (the right side's low half is 0), with a compare half as long.
+            # random * level < |g| << grad_width, on the product's high half: the same test
+            # (the right side's low half is 0), with a compare half as long.
             self.s3_chance.eq(Cat(
                 # mutation site: stochastic-rule
-                less((self.random * s2.small_threshold)[self.grad_width:], magnitude),
-                less((self.random_next * s2.small_threshold)[self.grad_width:], magnitude))),
+                less((self.random * level)[self.grad_width:], magnitude),
+                less((self.random_next * level)[self.grad_width:], magnitude))),
         ]
+
+    def _rounding_level(self, small_threshold):
+        """The value a tiny gradient is rounded to: ``small_threshold``; under the whole-line
+        rule at most ``2**(grad_width-1) - 1``, so that it fits a gradient's width."""
+        if not self.whole_line:
+            return small_threshold
+        top = 2 ** (self.grad_width - 1) - 1
+        return Mux(small_threshold > top, top, small_threshold)
 
     def _s2_hit(self, m, forwarded, use_forwarded):
         """Whether ``s2``'s address hits in its row, in which way, and that way one-hot."""
@@ -797,6 +824,41 @@ class L1Accumulator(wiring.Component):
             new_count.eq(Array(way_count)[self.s3_hit_way]),
         ]
         d.crossed, d.leaves_way, d.way_sum, d.way_count = crossed, leaves_way, way_sum, way_count
+        if self.whole_line:
+            self._s3_whole_line_tests(m, d)
+
+    def _s3_whole_line_tests(self, m, d):
+        """Under the whole-line rule: whether the hit entry's new sum ``sum + g`` fits
+        ``grad_width`` bits (``fits``), its held sum (``old_sum``) and what the entry keeps
+        on a hit (``kept_sum``, ``kept_count``); ``leaves_way`` and ``crossed`` become the
+        rule's. Made on the picked new sum, after the per-way tests: the rule is not on the
+        product's timing path (the seed's rule is)."""
+        s3, gw, vw = self.s3, self.grad_width, value_width(self.grad_width)
+        new_sum = self.s3_new_sum
+        old_sum = Signal(signed(vw), name="s3_old_sum")
+        m.d.comb += old_sum.eq(Mux(self.s3_same_addr, self.s4_sum,
+                                   Array(way.sum for way in self.s3_row.ways)[self.s3_hit_way]))
+        fits = Signal(name="s3_fits")
+        # mutation site: whole-line-fits
+        m.d.comb += fits.eq((new_sum >= -2 ** (gw - 1)) & (new_sum <= 2 ** (gw - 1) - 1))
+        # A hit whose new sum fits leaves (written, its way freed) as in the seed's rule, and
+        # also when it is direct: its held sum rides along in the one write. One whose new
+        # sum does not fit stays: one value leaves, the other is held, as updated once (a
+        # direct gradient leaves and the sum stays; a small one stays and the sum leaves,
+        # as ACCUM_THRESHOLD: crossed).
+        leaves_way = Signal(self.ways, name="s3_leaves_way_whole_line")
+        crossed = Signal(name="s3_crossed_whole_line")
+        kept_sum = Signal(signed(vw), name="s3_kept_sum")
+        kept_count = Signal.like(self.s4_count, name="s3_kept_count")
+        m.d.comb += [
+            # mutation site: whole-line-rides-along
+            leaves_way.eq(Mux(fits, d.leaves_way | self.s3_direct.replicate(self.ways), 0)),
+            crossed.eq(d.crossed | ~fits),
+            kept_sum.eq(Mux(fits, new_sum, Mux(self.s3_direct, old_sum, s3.grad))),
+            kept_count.eq(Mux(fits, self.s3_new_count, 1)),
+        ]
+        d.leaves_way, d.crossed, d.fits, d.old_sum = leaves_way, crossed, fits, old_sum
+        d.kept_sum, d.kept_count = kept_sum, kept_count
 
     def _s3_ways(self, m, d):
         """The way a miss would take: whether the set is ``full``, its lowest free way
@@ -831,6 +893,11 @@ class L1Accumulator(wiring.Component):
         c_direct = self.s3_valid & self.s3_direct  # mutation site: direct-decision
         c_hit    = judged_here & hit  # mutation site: hit-decision
         hit_here = Mux(judged_here, hit_ways, 0)
+        touches  = c_hit                                    # the gradient updates its entry
+        if self.whole_line:
+            # A direct gradient that hits updates its entry too (frees it, or resets it).
+            touches  = self.s3_valid & hit
+            hit_here = Mux(self.s3_valid, hit_ways, 0)
         c_tiny   = judged_here & ~hit & self.s3_tiny        # (dual threshold: never allocates)
         c_miss   = judged_here & ~hit & ~self.s3_tiny
         c_evict  = c_miss & full
@@ -843,10 +910,11 @@ class L1Accumulator(wiring.Component):
         # decision, as its only other reader (discard_error) counts only for a tiny miss.
         # mutation site: random-bits-in-use
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
+        level   = self._rounding_level(s3.small_threshold)
         written = Signal(signed(vw))
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    # mutation site: stochastic-write-value
-                                   Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))
+                                   Mux(s3.grad[-1], -level, level), 0))
 
         # The new row: the hit way takes its new sum and count (whether the entry stays or
         # leaves: a freed way's are never read) and keeps its valid bit unless it leaves; an
@@ -858,13 +926,16 @@ class L1Accumulator(wiring.Component):
                 m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.sum.eq(s3.grad),
                              way.count.eq(1)]
             with m.Elif(hit_here[i]):
-                m.d.comb += [way.valid.eq(~d.leaves_way[i]), way.sum.eq(d.way_sum[i]),
-                             way.count.eq(d.way_count[i])]
+                # (under the whole-line rule, the hit entry's kept sum and count)
+                way_sum, way_count = ((d.kept_sum, d.kept_count) if self.whole_line else
+                                      (d.way_sum[i], d.way_count[i]))
+                m.d.comb += [way.valid.eq(~d.leaves_way[i]), way.sum.eq(way_sum),
+                             way.count.eq(way_count)]
         with m.If(c_evict):  # mutation site: victim-advance
             m.d.comb += new_row.victim.eq(victim_way + 1)
         d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
         d.hit_here, d.allocates, d.chance, d.written = hit_here, allocates, chance, written
-        d.new_row = new_row
+        d.new_row, d.touches = new_row, touches
 
     def _s3_write(self, m, d, shared):
         """The write toward L2 (``d_write``, ``d_push``, ``d_push_p``), the strobes and the
@@ -877,15 +948,23 @@ class L1Accumulator(wiring.Component):
         # write's valid bit; its address, value and cause are made from the registers and the
         # case, not the tests (but for the cause of a hit's write).
         hit_leaves = (d.hit_here & d.leaves_way).any()
-        d_write = c_hit | d.allocates
+        d_write = d.touches | d.allocates
         d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & d.chance) |
                    (c_miss & (full | (self.max_updates == 1))))
+        if self.whole_line:
+            d_push |= c_hit & ~d.fits          # the held sum leaves, the gradient stays
         d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
         m.d.comb += d_push_p.addr.eq(s3.addr)
+        direct_value, hit_value = s3.grad, self.s3_new_sum
+        if self.whole_line:
+            # The held sum rides along with a direct gradient if sum + g fits; else the
+            # one value that leaves is the direct gradient, or a small one's held sum.
+            direct_value = Mux(hit & d.fits, self.s3_new_sum, s3.grad)
+            hit_value = Mux(d.fits, self.s3_new_sum, d.old_sum)
         with m.If(self.s3_direct):
-            m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.DIRECT)]
+            m.d.comb += [d_push_p.value.eq(direct_value), d_push_p.cause.eq(Cause.DIRECT)]
         with m.Elif(hit):
-            m.d.comb += [d_push_p.value.eq(self.s3_new_sum),
+            m.d.comb += [d_push_p.value.eq(hit_value),
                          d_push_p.cause.eq(Mux(d.crossed, Cause.ACCUM_THRESHOLD,
                                                Cause.MAX_UPDATES))]
         with m.Elif(self.s3_tiny):
@@ -913,6 +992,9 @@ class L1Accumulator(wiring.Component):
         # The entry the gradient leaves in its way (if it holds it): kept apart from the row so
         # that the next gradient to the same address reads it from a register of its own.
         next_same_set = self._set(s2.addr) == d.s3_set   # the gradient in s2, deciding next
+        # (under the whole-line rule the entry keeps the rule's sum and count)
+        hit_sum, hit_count = ((d.kept_sum, d.kept_count) if self.whole_line else
+                              (self.s3_new_sum, self.s3_new_count))
         m.d.sync += [
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d_write),
@@ -922,8 +1004,8 @@ class L1Accumulator(wiring.Component):
             self.s4_ways.eq(Mux(hit, d.hit_ways, alloc_ways)),
             self.s4_holds.eq((d.hit_here & ~d.leaves_way).any() | allocates),
             self.s4_alloc.eq(allocates),
-            self.s4_sum.eq(Mux(hit, self.s3_new_sum, s3.grad)),
-            self.s4_count.eq(Mux(hit, self.s3_new_count, 1)),
+            self.s4_sum.eq(Mux(hit, hit_sum, s3.grad)),
+            self.s4_count.eq(Mux(hit, hit_count, 1)),
             self.s4_stepped.eq(self.random_step),
             self.s4_inc.eq(shared.count_inc),
             self.s4_dec.eq(shared.count_dec),

@@ -95,13 +95,12 @@ class LineAccumulator(L1Accumulator):
         is one step per beat that used the random bits).
     """
 
-    def __init__(self, *, lanes, whole_line=False, **parameters):
+    def __init__(self, *, lanes, **parameters):
         with checked(self):
             if lanes == 1:
                 raise ValueError("lanes must be at least 2 for LineAccumulator (one lane is "
                                  "L1Accumulator)")
             self.lanes = check_lanes(lanes)
-        self.whole_line = bool(whole_line)
         self.lane_bits = log2(lanes)
         super().__init__(**parameters)
         vw = value_width(self.grad_width)
@@ -251,14 +250,6 @@ class LineAccumulator(L1Accumulator):
                 judged.direct[i].eq(s2.mask[i] & at_least(self.s2_magnitude[i], lane_threshold)),
             ]
         return judged
-
-    def _rounding_level(self, small_threshold):
-        """The value a tiny lane is rounded to: ``small_threshold``; under the whole-line rule
-        at most ``2**(grad_width-1) - 1``, so that it fits a gradient's width."""
-        if not self.whole_line:
-            return small_threshold
-        top = 2 ** (self.grad_width - 1) - 1
-        return Mux(small_threshold > top, top, small_threshold)
 
     # -- stage s3: decide -----------------------------------------------------------------------
 

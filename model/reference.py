@@ -6,7 +6,9 @@ writes in the same order. Tests compare the RTL with it write by write; the band
 use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts).
 
 ``whole_line=True`` runs the whole-line rule instead (model/lines.py describes it for lines of
-any width; this is its one-lane case, which the RTL does not implement yet). It is the policy
+any width; this is its one-lane case, which ``design.L1Accumulator(whole_line=True)`` decides
+by, write for write (tests/test_l1_whole_line.py); the compressor does not take it yet). It is
+the policy
 above but in two places:
 
 * a direct gradient that hits a held entry is written with the held sum added, as one record,
@@ -37,7 +39,8 @@ __all__ = ["ReferenceModel", "Write", "Discard", "CAUSES", "lfsr_step"]
 
 #: Write causes, with the names of :class:`design.Cause` (in its order); ``LINE`` (a pending
 #: value carried by a line write that another lane caused) only under the whole-line rule
-#: (:class:`model.LineModel`'s ``whole_line``; ``GradientCompressor(whole_line=True)``).
+#: (:class:`model.LineModel`'s ``whole_line``; ``GradientCompressor(lanes=N, whole_line=True)``,
+#: ``L1Accumulator(whole_line=True)``).
 CAUSES = ("DIRECT", "ACCUM_THRESHOLD", "MAX_UPDATES", "EVICTION", "FLUSH", "STOCHASTIC", "LINE")
 
 #: A write toward DRAM: add ``value`` at ``addr``; ``cause`` is one of :data:`CAUSES`.
@@ -71,8 +74,8 @@ class ReferenceModel:
         Number of bypass windows (mode settings ``bypass__<i>__base``, ...).
     whole_line : bool
         Run the whole-line rule (see the module's description): every value written fits
-        ``grad_width`` bits and a direct gradient carries its address's held sum. The RTL
-        does not implement it yet.
+        ``grad_width`` bits and a direct gradient carries its address's held sum (as
+        ``L1Accumulator(whole_line=True)`` does; the compressor does not take it yet).
 
     Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
     {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or

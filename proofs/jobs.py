@@ -9,6 +9,7 @@ from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
 from gradient_compressor.properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
+           "WHOLE_LINE_ONE_LANE_JOBS", "WHOLE_LINE_ONE_LANE_BMC",
            "PROVE_LINES_JOBS", "LINE_SYSTEM_JOBS", "LINE_SYSTEM_QUEUE",
            "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
            "termination_depth"]
@@ -141,9 +142,9 @@ class Job:
                               # or with ``alone`` the line L1 alone (its contract on lines)
     vcd: bool = True          # False: no VCD of a trace of yices, whose replay with z3 writes
                               # the VCD read (the mutation check)
-    whole_line: bool = False  # with lanes: the line L1 deciding by the whole-line rule
-                              # (LineAccumulator(whole_line=True)), alone or in the compressor
-                              # of the line harness (GradientCompressor(whole_line=True))
+    whole_line: bool = False  # L1 (one lane or lines) deciding by the whole-line rule, alone
+                              # (L1Accumulator / LineAccumulator(whole_line=True)), or the
+                              # compressor on lines built with it (GradientCompressor(whole_line=True))
 
     @property
     def parameters(self):
@@ -181,7 +182,8 @@ class Job:
                 return f"covers, recorded run {os.path.basename(self.witness)}"
             return f"covers, {self.stimulus} stimulus" if self.stimulus else "covers"
         if self.alone:
-            return "l1 alone: " + _named(list(self.focus or L1_GROUPS))
+            rule = ", whole-line rule" if self.whole_line else ""
+            return f"l1 alone{rule}: " + _named(list(self.focus or L1_GROUPS))
         groups = list(self.focus) if self.focus else list(SAFETY)
         if self.fairness and not self.focus:
             groups += ["progress", "termination"]
@@ -359,6 +361,20 @@ WHOLE_LINE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines2", "l1-whole-
 #: ... with the transfer bound (properties/bound.py), the rule's guarantee, a job of its own.
 WHOLE_LINE_L1_JOBS.append(replace(WHOLE_LINE_L1_JOBS[0], name="l1-whole-lines2-small-bound",
                                   focus=["bound"]))
+#: The one-lane L1 deciding by the whole-line rule (L1Accumulator(whole_line=True)), alone on
+#: small (its sets read whole), as its seed-rule jobs l1-small-* (SMALL_GROUPS), the harness's
+#: model following the rule; and its transfer bound (properties/bound.py), a job of its own.
+WHOLE_LINE_ONE_LANE_JOBS = [Job(f"l1-whole-small-{name}", "small", "prove", 3, focus=focus,
+                                whole_storage=True, timeout=900, alone=True, whole_line=True)
+                            for name, focus in {**SMALL_GROUPS, "bound": ["bound"]}.items()]
+#: ... checked from reset (bounded, every group at once, nothing assumed): the mutation
+#: check's check of a mutant of its whole-line decision (proofs/mutants.py).
+WHOLE_LINE_ONE_LANE_BMC = Job("l1-whole-small-bmc", "small", "bmc", 12,
+                              focus=L1_GROUPS + ["bound"], whole_storage=True, alone=True,
+                              whole_line=True, reset="initial", assume_others=False,
+                              memories="flops", timeout=600)
+
+
 def line_one_job_each(lanes):
     """On the default geometry the line L1's groups are split as one lane's L1 is there
     (SCALED_GROUPS, ONE_JOB_EACH; the same job names), the line policy's two more properties
@@ -682,7 +698,7 @@ def _encoded(jobs):
 
 
 PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      _cover_jobs() + [LINE_L1_COVER])
+                      WHOLE_LINE_ONE_LANE_JOBS + _cover_jobs() + [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())
 
@@ -706,7 +722,7 @@ def slowest_first(jobs):
 def all_jobs():
     seen = {}
     for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() +
-                [LINE_L1_BMC, WHOLE_LINE_L1_BMC] + PROVE_LINES_JOBS):
+                [LINE_L1_BMC, WHOLE_LINE_L1_BMC, WHOLE_LINE_ONE_LANE_BMC] + PROVE_LINES_JOBS):
         seen.setdefault(job.name, job)
     return list(seen.values())
 

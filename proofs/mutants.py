@@ -36,7 +36,7 @@ from gradient_compressor.console import (ArgumentParser, UsageError, file_name, 
                                          require_extra, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
-from .jobs import Job, LINE_JOBS, LINE_L1_BMC, WHOLE_LINE_L1_BMC
+from .jobs import Job, LINE_JOBS, LINE_L1_BMC, WHOLE_LINE_L1_BMC, WHOLE_LINE_ONE_LANE_BMC
 from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -224,6 +224,19 @@ MUTANTS = {
         "(two transfers for one beat)", "whole-line-evicts",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates, allocates"),
+    # -- whole-line: the one-lane L1 deciding by the rule (checked with its transfer bound) -
+    "unfit_sum_taken_as_fitting": (
+        "whole-line", "on the one-lane L1, a hit whose sum + g leaves grad_width bits is taken "
+        "as fitting (the value written does not fit the gradients' format)",
+        "whole-line-fits",
+        "fits.eq((new_sum >= -2 ** (gw - 1)) & (new_sum <= 2 ** (gw - 1) - 1))",
+        "fits.eq(1)"),
+    "direct_hit_keeps_the_sum_it_carried": (
+        "whole-line", "on the one-lane L1, a direct gradient that hits writes its held sum "
+        "along but the entry stays held (the sum is written twice)",
+        "whole-line-rides-along",
+        "leaves_way.eq(Mux(fits, d.leaves_way | self.s3_direct.replicate(self.ways), 0)),",
+        "leaves_way.eq(Mux(fits, d.leaves_way, 0)),"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -339,13 +352,13 @@ MUTANTS = {
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
         "stochastic-write-value",
-        "Mux(s3.grad[-1], -s3.small_threshold, s3.small_threshold), 0))",
-        "Mux(0, -s3.small_threshold, s3.small_threshold), 0))"),
+        "Mux(s3.grad[-1], -level, level), 0))",
+        "Mux(0, -level, level), 0))"),
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small >> R == |g|",
         "stochastic-rule",
-        "less((self.random * s2.small_threshold)[self.grad_width:], magnitude),",
-        "at_most((self.random * s2.small_threshold)[self.grad_width:], magnitude),"),
+        "less((self.random * level)[self.grad_width:], magnitude),",
+        "at_most((self.random * level)[self.grad_width:], magnitude),"),
     "rounding_error_unaccounted": (
         "stochastic", "a stochastic write's discard_error is the gradient, not grad - written",
         "discard-error",
@@ -588,12 +601,16 @@ def jobs_for(name, design_path, config="small"):
     by that component's own proofs (:data:`COMPONENT_FILES`); a mutant of the line L1
     (:data:`LINE_FILES`) by the check of the compressor on lines (``lines2-bmc``, whatever
     ``config``), and one of its whole-line decision (:data:`WHOLE_LINE_SITES`) by the check of
-    the whole-line L1 alone."""
+    the whole-line L1 alone; a mutant of the one-lane L1's whole-line decision
+    (:data:`ONE_LANE_WHOLE_LINE_SITES`) by the check of that L1 alone (whatever ``config``)."""
     site = MUTANTS[name][2]
     fname, _ = find_sites(os.path.join(ROOT, "design"))[site]
     if site in WHOLE_LINE_SITES:
         return [replace(WHOLE_LINE_L1_BMC, name=f"mutant-{name}-l1-whole-lines2",
                         design_path=design_path)]
+    if site in ONE_LANE_WHOLE_LINE_SITES:
+        return [replace(WHOLE_LINE_ONE_LANE_BMC, name=f"mutant-{name}-l1-whole-small",
+                        design_path=design_path, vcd=False)]
     if fname in LINE_FILES:
         # (with the solver's VCD, which the replay of a line job reads: proofs.line_replay)
         return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
@@ -608,6 +625,10 @@ LINE_FILES = {"line_accumulator.py"}
 #: The mutation sites of the line L1's whole-line decision (a line L1 built with
 #: ``whole_line``): checked on that L1 alone, with its transfer bound.
 WHOLE_LINE_SITES = {"whole-line-evicts"}
+#: The mutation sites of the one-lane L1's whole-line decision (``design/l1.py``, only in an
+#: L1 built with ``whole_line``, which the compressor does not take): checked on that L1
+#: alone, with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
+ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 

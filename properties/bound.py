@@ -27,6 +27,12 @@ DRAM more line transfers than dense write-through of the same beats would.
 
 Also: every value L1 pushes toward DRAM fits ``grad_width`` bits (the held sums do, group
 ``overflow``; a value written is a sum the rule has kept in range).
+
+With one lane (:func:`_add_one_lane`) the same, of records and gradients: records sent
+(taken from ``push``) + records waiting in L1 (the output queue's level, and the record ``s4``
+is about to queue) + entries held (``valid_count``) + gradients in ``s1`` ... ``s3`` <=
+gradients accepted; a gradient pushes a record or allocates a free way, never both (an
+eviction pushes the victim's record into the way it takes: the entries held do not change).
 """
 
 from amaranth import *
@@ -34,36 +40,45 @@ from amaranth import *
 __all__ = ["add"]
 
 
-def add(h, m, P):
-    """The ``bound`` group, on the line L1 deciding by the whole-line rule (L1's contract); in
-    the system, ``system_bound``."""
-    waiting, deciding = _line_l1(h, m, P)
-    if h.system:
-        _system(h, m, P, waiting, deciding)
-
-
-def _slack(h, m, top, sent, name):
-    """Beats accepted less ``sent``, in a register saturating at ``top`` (see the module's
-    text)."""
+def _not_sent(h, m, most_waiting, name, sent=None):
+    """The register of what was accepted less what was sent (``sent``: L1's push taken, unless
+    given), named ``name``, saturating at the most the bound's left side can reach
+    (``most_waiting`` beside the entries) and 2 more (see the module's text)."""
+    entries = h.dut.sets * h.dut.ways
+    top = entries + most_waiting + 2
     not_sent = Signal(range(top + 1), name=name)
     grown = not_sent + h.accept
-    m.d.sync += not_sent.eq(Mux(grown > top, top, grown) - sent)
+    m.d.sync += not_sent.eq(Mux(grown > top, top, grown) -
+                            (h.push_fire if sent is None else sent))
     return not_sent
 
 
-def _line_l1(h, m, P):
-    """L1's bound; returns its writes waiting and its beats deciding."""
+def _occupied(queue, i):
+    """Place ``i`` of the output queue holds a write (on lines, a pair)."""
+    return Mux(i >= queue.r_ptr, i - queue.r_ptr, i + queue.depth - queue.r_ptr) < queue.level
+
+
+def add(h, m, P):
+    """The ``bound`` group, on the L1 deciding by the whole-line rule (lines, or one lane); in
+    the compressor on lines, ``system_bound``."""
+    if h.lanes == 1:
+        return _add_one_lane(h, m, P)
+    waiting, deciding = _add_lines(h, m, P)
+    if h.system:
+        _add_system(h, m, P, waiting, deciding)
+
+
+def _add_lines(h, m, P):
+    """The ``bound`` group on the line L1; returns its writes waiting and beats deciding."""
     l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
     places = queue.depth
     # The most the left side's terms other than valid_count reach: a write a place, the
     # output register, s4's write and three beats in s1..s3.
     most_waiting = places + 1 + 1 + 3
-    entries = h.dut.sets * h.dut.ways
-    top = entries + most_waiting + 2     # the register saturates here (see the module's text)
-    not_sent = _slack(h, m, top, h.push_fire, "bound_beats_accepted_less_writes_sent")
+    not_sent = _not_sent(h, m, most_waiting, "bound_beats_accepted_less_writes_sent")
 
     def occupied(i):     # place i of the queue holds a pair
-        return Mux(i >= queue.r_ptr, i - queue.r_ptr, i + places - queue.r_ptr) < queue.level
+        return _occupied(queue, i)
 
     # A beat writes its line or allocates it (evicting at most a victim), never both: each
     # place of the queue holds one write of its pair at most (the flush scan's is its own), so
@@ -85,11 +100,13 @@ def _line_l1(h, m, P):
 
     # Every value on its way toward DRAM fits grad_width bits: as it enters the output queue
     # (from s4's writes or the flush scan), in each occupied place, in the output register.
+    # Stated for the writes of the tracked set, as with one lane (below).
     lo, hi = -2 ** (h.gw - 1), 2 ** (h.gw - 1) - 1
 
     def fits(write):
-        return Cat(~write.mask[i] | ((write.values[i] >= lo) & (write.values[i] <= hi))
-                   for i in range(h.lanes)).all()
+        return (h.set_of(write.addr) != h.track_set) | Cat(
+            ~write.mask[i] | ((write.values[i] >= lo) & (write.values[i] <= hi))
+            for i in range(h.lanes)).all()
     entering = queue.w.payload
     P.check("bound", "every_value_entering_the_queue_fits_grad_width",
             ~queue.w.valid | (fits(entering.own) & fits(entering.victim)))
@@ -100,15 +117,53 @@ def _line_l1(h, m, P):
     return waiting, deciding
 
 
-def _system(h, m, P, l1_waiting, deciding):
+def _add_system(h, m, P, l1_waiting, deciding):
     """The compressor's bound: line transfers sent to DRAM + line writes waiting in L1 and in
     L2 (its level: storage and output register) + lines held + beats deciding <= beats
     accepted. (The streamer is combinational: a beat accepted is L1's. A merge in L2 takes a
     write out of the count.)"""
     d = h.dut
-    wb = d.writeback
-    most = d.sets * d.ways + d.l1.queue.depth + 2 + 3 + d.fifo_depth
-    not_sent = _slack(h, m, most + 2, h.pop, "system_bound_beats_accepted_less_transfers_sent")
+    most_waiting = d.l1.queue.depth + 2 + 3 + d.fifo_depth
+    not_sent = _not_sent(h, m, most_waiting, "system_bound_beats_accepted_less_transfers_sent",
+                         sent=h.pop)
     P.check("system_bound",
             "transfers_sent_writes_waiting_lines_held_and_beats_deciding_at_most_beats_accepted",
-            l1_waiting + wb.level + d.l1.valid_count + deciding <= not_sent)
+            l1_waiting + d.writeback.level + d.l1.valid_count + deciding <= not_sent)
+
+
+def _add_one_lane(h, m, P):
+    """The ``bound`` group on the one-lane L1 deciding by the whole-line rule: records and
+    gradients (see the module's text)."""
+    l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
+    # The most the left side's terms other than valid_count reach: a record a place, s4's
+    # and three gradients in s1..s3.
+    most_waiting = queue.depth + 1 + 3
+    not_sent = _not_sent(h, m, most_waiting, "bound_gradients_accepted_less_records_sent")
+    # A gradient pushes a record or takes a free way, never both (valid_count shows s4's
+    # change in s4's own cycle, its record enters the queue at the cycle's end).
+    P.check("bound", "s4_pushes_or_takes_a_free_way_never_both",
+            ~l1.s4_valid | ~(probe.pushes & l1.s4_inc))
+    waiting = Signal(range(most_waiting + 1), name="bound_records_waiting")
+    m.d.comb += waiting.eq(queue.level + (l1.s4_valid & probe.pushes))
+    deciding = Signal(range(4), name="bound_gradients_before_their_decision")
+    s1, s2, s3, _ = probe.in_stage
+    m.d.comb += deciding.eq(s1 + s2 + s3)
+    P.check("bound", "records_sent_waiting_entries_held_and_gradients_deciding_at_most_"
+                     "gradients_accepted",
+            waiting + l1.valid_count + deciding <= not_sent)
+
+    # Every value on its way toward DRAM fits grad_width bits: as it enters the output queue
+    # (from s4 or the flush scan), in each occupied place, on push (the queue's head). Stated
+    # for the writes of the tracked set (an arbitrary set: so for every write), whose rows
+    # the overflow group keeps within grad_width bits also where the sets are not read whole
+    # (stated for every write, mid's induction found a state whose other sets hold wider sums).
+    lo, hi = -2 ** (h.gw - 1), 2 ** (h.gw - 1) - 1
+
+    def fits(write):
+        return (h.set_of(write.addr) != h.track_set) | ((write.value >= lo) & (write.value <= hi))
+    P.check("bound", "every_value_entering_the_queue_fits_grad_width",
+            ~queue.w.valid | fits(queue.w.payload))
+    for i, port in enumerate(h.queue_ports):
+        P.check("bound", "every_value_in_the_queue_fits_grad_width",
+                ~_occupied(queue, i) | fits(port.data))
+    P.check("bound", "every_value_pushed_fits_grad_width", ~l1.push.valid | fits(l1.push.p))

@@ -102,7 +102,8 @@ class L1Alone(Elaboratable):
         self.sets, self.ways, self.max_updates = sets, ways, max_updates
         self.fifo_depth, self.burst_size = fifo_depth, burst_size
         # lanes > 1: the line L1 (l1_class is then a LineAccumulator), beats of lanes gradients
-        extra = {} if lanes == 1 else {"lanes": lanes, "whole_line": whole_line}
+        extra = {} if lanes == 1 else {"lanes": lanes}
+        extra["whole_line"] = whole_line
         self.l1 = l1_class(addr_width=addr_width, grad_width=grad_width, sets=sets,
                            ways=ways, max_updates=max_updates, **extra)
         self.lfsr = FreeRandom()
@@ -192,6 +193,12 @@ class FormalHarness(Elaboratable):
     driven : bool
         Simulation without a stimulus: the testbench drives the free inputs (``in_*``: a
         recorded run, ``proofs/simulate.py``).
+    lanes : int
+        Gradients per beat (> 1: the compressor, or L1, on lines).
+    whole_line : bool
+        With ``alone`` only: L1 (one lane or lines) built deciding by the whole-line rule,
+        and the properties stated for it (the policy model follows the rule, held sums fit
+        ``grad_width`` bits, the transfer bound of :mod:`.bound`).
     """
 
     def __init__(self, config, *, focus=None, fairness=None, whole_storage=False,
@@ -210,12 +217,13 @@ class FormalHarness(Elaboratable):
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
-        if whole_line and lanes == 1:
+        if whole_line and lanes == 1 and not alone:
             self._MustUse__silence = True       # never elaborated
-            raise ValueError("whole_line: the whole-line rule is proven on lines")
+            raise ValueError("whole_line: the one-lane compressor does not take the whole-line "
+                             "rule (its L1 alone does)")
         self.whole_line = whole_line
-        if whole_line:      # the configuration says so (a job's folder records it)
-            self.config = self.config.replace(whole_line=True)
+        if whole_line and lanes > 1:    # the configuration says so (a job's folder records
+            self.config = self.config.replace(whole_line=True)     # it; one lane's cannot)
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage
@@ -792,9 +800,10 @@ class FormalHarness(Elaboratable):
             self.s3_chance = chance
             return
         chance = Signal(2, name="stochastic_rule_s3")
+        level = self.rounding_level(s2.small_threshold)
         m.d.sync += chance.eq(Cat(
-            modes.stochastic_writes(self, d.lfsr.state, s2.grad, s2.small_threshold),
-            modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, s2.small_threshold)))
+            modes.stochastic_writes(self, d.lfsr.state, s2.grad, level),
+            modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, level)))
         self.stepped_last = Signal(name="random_stepped_last_cycle")
         m.d.sync += self.stepped_last.eq(d.lfsr.step)
         self.s3_rule = Signal(name="stochastic_rule_in_force_s3")

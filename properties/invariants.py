@@ -51,6 +51,11 @@ def _row_checks(h, P, row, where, active):
         else:
             P.check("overflow", f"{where}_sum_below_2**grad_width-1",
                     ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))
+            if h.whole_line:
+                # The whole-line rule holds no sum a write of grad_width bits could not carry.
+                lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+                P.check("overflow", f"{where}_sum_fits_grad_width",
+                        ~active | ~way.valid | ((way.sum >= lo) & (way.sum <= hi)))
         P.check("overflow", f"{where}_count_in_1..max_updates-1",
                 ~active | ~way.valid | ((way.count >= 1) & (way.count <= mu - 1)))
         for j in range(i + 1, len(row.ways)):

@@ -81,7 +81,8 @@ def add(h, m, P):
     rule4 = Signal(name="stochastic_rule_s4")
     m.d.sync += [tiny4.eq(tiny), rule4.eq(h.s3_rule)]
     tracked4 = h.stage_valid[4] & (h.set_of(g4.addr) == h.track_set)
-    rounded = Mux(g4.grad < 0, -g4.small_threshold, g4.small_threshold)
+    level4 = h.rounding_level(g4.small_threshold)     # (small_threshold, or the rule's)
+    rounded = Mux(g4.grad < 0, -level4, level4)
     writes = g4.stochastic & rule4
     P.check("dual_threshold", "discard_iff_a_tiny_miss_decided_the_cycle_before",
             ~tracked4 | (d.discard == tiny4))

@@ -113,25 +113,35 @@ def _decide(h, m, model):
         m.d.comb += [after.ways[way].valid.eq(1), after.ways[way].tag.eq(tag),
                      after.ways[way].sum.eq(g_grad), after.ways[way].count.eq(1)]
 
-    with m.If(abs(g_grad) >= g_thr):
-        write(g_addr, g_grad, Cause.DIRECT)
-    with m.Elif(match.any()):
-        m.d.comb += x.exp_hit.eq(1)
-        with m.If(abs(hit_sum) >= g_thr):
-            write(g_addr, hit_sum, Cause.ACCUM_THRESHOLD)
-            m.d.comb += after.ways[hit_way].valid.eq(0)
-        with m.Elif(hit_count >= mu):
-            write(g_addr, hit_sum, Cause.MAX_UPDATES)
-            m.d.comb += after.ways[hit_way].valid.eq(0)
-        with m.Else():
-            m.d.comb += [after.ways[hit_way].sum.eq(hit_sum),
-                         after.ways[hit_way].count.eq(hit_count)]
+    if h.whole_line:
+        # The whole-line rule (ReferenceModel._write_whole_line): a hit is decided on its
+        # entry whether the gradient is direct or small.
+        with m.If(match.any()):
+            _whole_line_hit(h, m, x, write, abs(g_grad) >= g_thr)
+        with m.Elif(abs(g_grad) >= g_thr):
+            write(g_addr, g_grad, Cause.DIRECT)
+    else:
+        with m.If(abs(g_grad) >= g_thr):
+            write(g_addr, g_grad, Cause.DIRECT)
+        with m.Elif(match.any()):
+            m.d.comb += x.exp_hit.eq(1)
+            with m.If(abs(hit_sum) >= g_thr):
+                write(g_addr, hit_sum, Cause.ACCUM_THRESHOLD)
+                m.d.comb += after.ways[hit_way].valid.eq(0)
+            with m.Elif(hit_count >= mu):
+                write(g_addr, hit_sum, Cause.MAX_UPDATES)
+                m.d.comb += after.ways[hit_way].valid.eq(0)
+            with m.Else():
+                m.d.comb += [after.ways[hit_way].sum.eq(hit_sum),
+                             after.ways[hit_way].count.eq(hit_count)]
     with m.Elif(abs(g_grad) < g_small):
         # Dual threshold: a tiny miss allocates nothing. The stochastic rule on the random
-        # bits in force now (the harness's s3_rule).
+        # bits in force now (the harness's s3_rule), rounding to the level (small_threshold,
+        # or the whole-line rule's).
         m.d.comb += x.exp_tiny.eq(1)
+        level = h.rounding_level(g_small)
         with m.If(g_stoch & h.s3_rule):
-            write(g_addr, Mux(g_grad < 0, -g_small, g_small), Cause.STOCHASTIC)
+            write(g_addr, Mux(g_grad < 0, -level, level), Cause.STOCHASTIC)
     with m.Elif(free.any()):
         m.d.comb += x.exp_miss.eq(1)
         if mu == 1:
@@ -144,6 +154,38 @@ def _decide(h, m, model):
         allocate(model.victim)
         m.d.comb += after.victim.eq(Mux(model.victim == W - 1, 0, model.victim + 1))
     return x
+
+
+def _whole_line_hit(h, m, x, write, direct):
+    """The whole-line rule's decision on a hit (``direct`` or not): ``sum + g`` leaves as one
+    write if it fits ``grad_width`` bits and is written (direct, crossing the threshold, at
+    ``max_updates``), the entry freed; if it does not fit, one value leaves and the other
+    stays held, the entry as updated once (a direct gradient leaves, its sum stays; a small
+    one stays, its sum leaves as ``ACCUM_THRESHOLD``)."""
+    g, mu, gw = h.stage[3], h.dut.max_updates, h.gw
+    way = x.after.ways[x.hit_way]
+    hit_sum = x.hit_sum
+    fits = Signal(name="model_hit_sum_fits")
+    m.d.comb += [fits.eq((hit_sum >= -2 ** (gw - 1)) & (hit_sum <= 2 ** (gw - 1) - 1)),
+                 x.exp_hit.eq(~direct)]
+    with m.If(~fits):
+        m.d.comb += way.count.eq(1)
+        with m.If(direct):
+            write(g.addr, g.grad, Cause.DIRECT)
+        with m.Else():
+            write(g.addr, x.hit.sum, Cause.ACCUM_THRESHOLD)
+            m.d.comb += way.sum.eq(g.grad)
+    with m.Elif(direct):
+        write(g.addr, hit_sum, Cause.DIRECT)
+        m.d.comb += way.valid.eq(0)
+    with m.Elif(abs(hit_sum) >= h.judged[3]):
+        write(g.addr, hit_sum, Cause.ACCUM_THRESHOLD)
+        m.d.comb += way.valid.eq(0)
+    with m.Elif(x.hit_count >= mu):
+        write(g.addr, hit_sum, Cause.MAX_UPDATES)
+        m.d.comb += way.valid.eq(0)
+    with m.Else():
+        m.d.comb += [way.sum.eq(hit_sum), way.count.eq(x.hit_count)]
 
 
 def _registered_decision(h, m, x):

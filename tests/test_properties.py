@@ -544,14 +544,18 @@ def test_mutant_classes():
 
 
 def test_lane_mutants_are_checked_on_lines():
-    # (and the whole-line L1's own, on that L1 alone, with its transfer bound)
-    from gradient_compressor.proofs.mutants import WHOLE_LINE_SITES, jobs_for
+    # (and the whole-line L1's own, on that L1 alone, with its transfer bound; the one-lane
+    # L1's whole-line decision likewise, on the one-lane L1 built with whole_line)
+    from gradient_compressor.proofs.mutants import (ONE_LANE_WHOLE_LINE_SITES, WHOLE_LINE_SITES,
+                                                    jobs_for)
     for name, (cls, _, site, *_rest) in MUTANTS.items():
         jobs = jobs_for(name, "/nowhere", "default")
         assert (cls == "lanes" or site in WHOLE_LINE_SITES) == any(job.lanes > 1
                                                                    for job in jobs), name
-        if site in WHOLE_LINE_SITES:
+        if site in WHOLE_LINE_SITES | ONE_LANE_WHOLE_LINE_SITES:
             assert all(job.whole_line and "bound" in job.focus for job in jobs), name
+        if site in ONE_LANE_WHOLE_LINE_SITES:
+            assert cls == "whole-line" and all(job.alone and job.lanes == 1 for job in jobs)
 
 
 def test_deep_mutants_checked_on_default_under_a_directed_stimulus(tmp_path):
@@ -804,7 +808,8 @@ def test_prove_jobs_assert_every_property(config):
         props = [p for p in h.props.props if p.kind == "assert" and
                  p.group not in COMPONENT_GROUPS and (p.group in L1_GROUPS) == is_alone]
         jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
-                and not j.component and j.alone == is_alone and j.lanes == 1]
+                and not j.component and j.alone == is_alone and j.lanes == 1
+                and not j.whole_line]
         tests = [h.props.focused(j.focus) for j in jobs]
         missing = {p.full_name for p in props if not any(t(p) for t in tests)}
         assert props and not missing
@@ -1082,6 +1087,31 @@ def test_line_l1_jobs_assert_every_property():
         assert all(j.name in {p.name for p in PROVE_JOBS} and j.alone and j.mode == "prove"
                    for j in jobs)
     assert LINE_L1_COVER in PROVE_JOBS and LINE_L1_COVER.lanes == 2
+
+
+def test_whole_line_one_lane_jobs_assert_every_property():
+    # Every assertion of the one-lane L1's harness under the whole-line rule (L1's contract,
+    # the model following the rule, and the transfer bound) is asserted in one of its
+    # k-induction jobs, all in make prove; its bounded check from reset asserts them all.
+    from gradient_compressor.proofs.jobs import (PROVE_JOBS, WHOLE_LINE_ONE_LANE_BMC,
+                                                 WHOLE_LINE_ONE_LANE_JOBS)
+    jobs = WHOLE_LINE_ONE_LANE_JOBS
+    harness = FormalHarness(CONFIGS["small"], alone=True, whole_line=True, whole_storage=True)
+    rtlil.convert(harness, ports=[])
+    assert harness.dut.l1.whole_line
+    props = [p for p in harness.props.props if p.kind == "assert"
+             and p.group not in COMPONENT_GROUPS]
+    assert {p.group for p in props} == set(L1_GROUPS) | {"bound"}
+    assert any(p.name.endswith("_sum_fits_grad_width") for p in props)
+    tests = [harness.props.focused(j.focus) for j in jobs]
+    assert not {p.full_name for p in props if not any(t(p) for t in tests)}
+    assert all(j in PROVE_JOBS and j.alone and j.whole_line and j.lanes == 1 and
+               j.mode == "prove" for j in jobs)
+    bmc = harness.props.focused(WHOLE_LINE_ONE_LANE_BMC.focus)
+    assert all(bmc(p) for p in props)
+    # The system's harness does not take the rule (the compressor does not).
+    with pytest.raises(ValueError, match="whole_line"):
+        FormalHarness(CONFIGS["small"], whole_line=True)
 
 
 def test_line8_jobs_assert_every_property_once():
