@@ -117,10 +117,10 @@ class GradientCompressor(wiring.Component):
     lanes : int
         Gradients per beat (a line), one of 1, 2, 4, 8, 16, 32 (docs/lanes.md).
     whole_line : bool
-        On lines (``lanes >= 2``), L1 decides by the whole-line rule
-        (``model.LineModel(whole_line=True)``, docs/lanes.md): a beat writes its whole line or
-        allocates it, and every value L1 writes fits ``grad_width`` bits. False (the default):
-        the line policy. One lane refuses True.
+        L1 decides by the whole-line rule (``model.LineModel(whole_line=True)``; with one lane
+        ``model.ReferenceModel(whole_line=True)``; docs/lanes.md): a beat writes its whole line
+        or allocates it, and every value L1 writes fits ``grad_width`` bits. False (the
+        default): the line policy, or the seed's with one lane.
 
     The defaults (32-bit addresses, 16-bit gradients, 32 sets x 4 ways, max_updates 255, L2 of
     32 with bursts at 16, one lane) and the checks are :class:`design.params.Config`'s.
@@ -202,11 +202,11 @@ class GradientCompressor(wiring.Component):
                         max_updates=config.max_updates)
         lanes = config.lanes
         self.streamer  = Streamer(**widths, lanes=lanes)
-        # On lines, L1 decides by the line policy or, with whole_line, by the whole-line rule
-        # (Config refuses whole_line on one lane).
-        self.l1        = (L1Accumulator(**geometry) if lanes == 1 else
-                          LineAccumulator(lanes=lanes, whole_line=config.whole_line,
-                                          **geometry))
+        # L1 decides by the seed's policy (one lane), the line policy (lines) or, with
+        # whole_line, by the whole-line rule.
+        self.l1        = (L1Accumulator(**geometry, whole_line=config.whole_line) if lanes == 1
+                          else LineAccumulator(lanes=lanes, whole_line=config.whole_line,
+                                               **geometry))
         self.writeback = WritebackBuffer(**widths, depth=config.fifo_depth,
                                          burst_size=config.burst_size, lanes=lanes)
         self.lfsr      = Lfsr()

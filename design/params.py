@@ -23,7 +23,7 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
            "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
-           "check_whole_line",
+
            "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
            "DISCARD_COUNT_WIDTH", "check_threshold", "check_int", "check_bool",
@@ -51,7 +51,7 @@ class Config(Mapping):
     burst_size:  int = 16    # L2 level that starts a DRAM burst
     lanes:       int = 1     # gradients per beat (a line): one of LANES
     bypass_windows: int = 2  # run-time bypass windows: 0 to BYPASS_WINDOWS_MAX
-    whole_line:  bool = False  # on lines, L1 decides by the whole-line rule (docs/lanes.md)
+    whole_line:  bool = False  # L1 decides by the whole-line rule (docs/lanes.md)
 
     def __post_init__(self):
         _check_config(self)
@@ -326,18 +326,7 @@ def _check_config(config):
     if config.burst_size > config.fifo_depth:
         raise ValueError(f"burst_size must be at most fifo_depth ({config.fifo_depth}), "
                          f"not {config.burst_size}")
-    check_whole_line(config.whole_line, config.lanes)
-
-
-def check_whole_line(value, lanes):
-    """Check the ``whole_line`` parameter (a bool) of a compressor of ``lanes`` and return it.
-    The rule is implemented by the line L1 only (``LineAccumulator``), so one lane refuses
-    it."""
-    check_bool("whole_line", value)
-    if value and lanes == 1:
-        raise ValueError("whole_line must be False with lanes 1: the one-lane compressor does "
-                         "not implement the whole-line rule (use lanes >= 2)")
-    return value
+    check_bool("whole_line", config.whole_line)
 
 
 def check_threshold(value, grad_width=DEFAULTS["grad_width"]):

@@ -15,8 +15,8 @@ On lines (``--lanes N``, N > 1) a beat is ``in_addr`` (lane 0's address), ``in_g
 ``i`` in bits ``[i*grad_width +: grad_width]``, AXI4-Stream's TDATA) and ``in_mask`` (a bit per
 lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in bits
 ``[i*(grad_width+2) +: grad_width+2]``) and ``dram_mask`` (a bit per lane, WSTRB).
-``--whole-line`` (with ``--lanes N``, N > 1) builds L1 deciding by the whole-line rule; the
-ports are the same.
+``--whole-line`` builds L1 deciding by the whole-line rule (one lane or lines); the ports are
+the same.
 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its
@@ -173,8 +173,7 @@ def build_parser(prog="python -m gradient_compressor.design.verilog"):
     parser.add_argument("--bypass-windows", type=integer, default=BYPASS_WINDOWS,
                         help=f"run-time bypass windows, 0 to 8 (default: {BYPASS_WINDOWS})")
     parser.add_argument("--whole-line", action="store_true",
-                        help="on lines (--lanes 2 or more), L1 decides by the whole-line rule "
-                             "(docs/lanes.md)")
+                        help="L1 decides by the whole-line rule (docs/lanes.md)")
     return parser
 
 

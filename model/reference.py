@@ -7,7 +7,8 @@ use it as a quick oracle (``sets=None`` gives an unbounded L1 that never evicts)
 
 ``whole_line=True`` runs the whole-line rule instead (model/lines.py describes it for lines of
 any width; this is its one-lane case, which ``design.L1Accumulator(whole_line=True)`` decides
-by, write for write (tests/test_l1_whole_line.py); the compressor does not take it yet). It is
+by, write for write (tests/test_l1_whole_line.py), and so ``GradientCompressor(whole_line=True)``).
+It is
 the policy
 above but in two places:
 
@@ -75,7 +76,7 @@ class ReferenceModel:
     whole_line : bool
         Run the whole-line rule (see the module's description): every value written fits
         ``grad_width`` bits and a direct gradient carries its address's held sum (as
-        ``L1Accumulator(whole_line=True)`` does; the compressor does not take it yet).
+        ``L1Accumulator(whole_line=True)`` does).
 
     Run-time modes (:mod:`design.modes`) are set with :meth:`set_modes` (or a ``("modes",
     {...})`` operation), all off at first; the LFSR is seeded with :meth:`seed` (or
@@ -156,8 +157,7 @@ class ReferenceModel:
         yet; the configuration's own, on lines)."""
         config = Config.of(config, **params)
         args = {name: config[name] for name in cls.CONFIG_PARAMS}
-        if whole_line is not None:
-            args["whole_line"] = whole_line
+        args["whole_line"] = config.whole_line if whole_line is None else whole_line
         return cls(**args)
 
     @property

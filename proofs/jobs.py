@@ -367,6 +367,13 @@ WHOLE_LINE_L1_JOBS.append(replace(WHOLE_LINE_L1_JOBS[0], name="l1-whole-lines2-s
 WHOLE_LINE_ONE_LANE_JOBS = [Job(f"l1-whole-small-{name}", "small", "prove", 3, focus=focus,
                                 whole_storage=True, timeout=900, alone=True, whole_line=True)
                             for name, focus in {**SMALL_GROUPS, "bound": ["bound"]}.items()]
+#: ... and the one-lane compressor built with the rule (GradientCompressor(whole_line=True)) on
+#: small, as small's system jobs (the one-lane L1's contract assumed), with the compressor's
+#: transfer bound (system_bound) a job of its own.
+WHOLE_ONE_LANE_SYSTEM_JOBS = [Job(f"whole-small-{name}", "small", "prove", 3, focus=focus,
+                                  whole_storage=True, timeout=900, whole_line=True)
+                              for name, focus in {**SMALL_SYSTEM_GROUPS,
+                                                  "bound": ["system_bound"]}.items()]
 #: ... checked from reset (bounded, every group at once, nothing assumed): the mutation
 #: check's check of a mutant of its whole-line decision (proofs/mutants.py).
 WHOLE_LINE_ONE_LANE_BMC = Job("l1-whole-small-bmc", "small", "bmc", 12,
@@ -698,7 +705,8 @@ def _encoded(jobs):
 
 
 PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      WHOLE_LINE_ONE_LANE_JOBS + _cover_jobs() + [LINE_L1_COVER])
+                      WHOLE_LINE_ONE_LANE_JOBS + WHOLE_ONE_LANE_SYSTEM_JOBS + _cover_jobs() +
+                      [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())
 

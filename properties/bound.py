@@ -60,10 +60,9 @@ def _occupied(queue, i):
 
 def add(h, m, P):
     """The ``bound`` group, on the L1 deciding by the whole-line rule (lines, or one lane); in
-    the compressor on lines, ``system_bound``."""
-    if h.lanes == 1:
-        return _add_one_lane(h, m, P)
-    waiting, deciding = _add_lines(h, m, P)
+    the compressor, ``system_bound``."""
+    add_l1 = _add_one_lane if h.lanes == 1 else _add_lines
+    waiting, deciding = add_l1(h, m, P)
     if h.system:
         _add_system(h, m, P, waiting, deciding)
 
@@ -118,12 +117,12 @@ def _add_lines(h, m, P):
 
 
 def _add_system(h, m, P, l1_waiting, deciding):
-    """The compressor's bound: line transfers sent to DRAM + line writes waiting in L1 and in
-    L2 (its level: storage and output register) + lines held + beats deciding <= beats
-    accepted. (The streamer is combinational: a beat accepted is L1's. A merge in L2 takes a
-    write out of the count.)"""
+    """The compressor's bound: line transfers (records, with one lane) sent to DRAM + writes
+    waiting in L1 and in L2 (its level: storage and output register) + lines (entries) held
+    + beats (gradients) deciding <= beats accepted. (The streamer is combinational: a beat
+    accepted is L1's. A merge in L2 takes a write out of the count.)"""
     d = h.dut
-    most_waiting = d.l1.queue.depth + 2 + 3 + d.fifo_depth
+    most_waiting = d.l1.queue.depth + 2 + 3 + d.fifo_depth     # (lines: the output register)
     not_sent = _not_sent(h, m, most_waiting, "system_bound_beats_accepted_less_transfers_sent",
                          sent=h.pop)
     P.check("system_bound",
@@ -133,7 +132,7 @@ def _add_system(h, m, P, l1_waiting, deciding):
 
 def _add_one_lane(h, m, P):
     """The ``bound`` group on the one-lane L1 deciding by the whole-line rule: records and
-    gradients (see the module's text)."""
+    gradients (see the module's text); returns its records waiting and gradients deciding."""
     l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
     # The most the left side's terms other than valid_count reach: a record a place, s4's
     # and three gradients in s1..s3.
@@ -167,3 +166,4 @@ def _add_one_lane(h, m, P):
         P.check("bound", "every_value_in_the_queue_fits_grad_width",
                 ~_occupied(queue, i) | fits(port.data))
     P.check("bound", "every_value_pushed_fits_grad_width", ~l1.push.valid | fits(l1.push.p))
+    return waiting, deciding

@@ -217,13 +217,9 @@ class FormalHarness(Elaboratable):
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
-        if whole_line and lanes == 1 and not alone:
-            self._MustUse__silence = True       # never elaborated
-            raise ValueError("whole_line: the one-lane compressor does not take the whole-line "
-                             "rule (its L1 alone does)")
         self.whole_line = whole_line
-        if whole_line and lanes > 1:    # the configuration says so (a job's folder records
-            self.config = self.config.replace(whole_line=True)     # it; one lane's cannot)
+        if whole_line:      # the configuration says so (a job's folder records it)
+            self.config = self.config.replace(whole_line=True)
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage

@@ -182,7 +182,8 @@ def _ema_threshold(h, m, P):
 
 def _bypass_windows(h, m, P):
     """A gradient accepted in a window is judged against 0 and leaves once, unchanged, as
-    ``Cause.DIRECT``, L1 untouched; ``bypassed`` strobes the cycle after."""
+    ``Cause.DIRECT``, L1 untouched (under the whole-line rule: with its address's held sum,
+    if any); ``bypassed`` strobes the cycle after."""
     d, probe = h.dut, h.dut.l1.probe
     acc = h.dut.l1.grad_in.p
     s3, w4, g4 = probe.deciding, probe.write, h.stage[4]
@@ -190,10 +191,15 @@ def _bypass_windows(h, m, P):
             ~(h.accept & h.in_window) | ((acc.threshold == 0) & ~acc.ema))
     P.check("bypass", "s3_from_a_window_judged_against_zero",
             ~h.stage_window[3] | (probe.in_stage[2] & (s3.threshold == 0)))
+    unchanged = (w4.value == g4.grad) & ~probe.writes_row
+    if h.whole_line:
+        # Under the whole-line rule a direct gradient whose address holds a sum carries it (or,
+        # where the two would not fit, leaves alone and the sum stays): L1's row is then
+        # rewritten, and the value is the policy model's (group policy).
+        unchanged = unchanged | probe.writes_row
     P.check("bypass", "window_gradient_offered_once_unchanged_as_direct_l1_untouched",
             ~h.stage_window[4] |
-            (probe.pushes & (w4.addr == g4.addr) & (w4.value == g4.grad) &
-             (w4.cause == Cause.DIRECT) & ~probe.writes_row))
+            (probe.pushes & (w4.addr == g4.addr) & (w4.cause == Cause.DIRECT) & unchanged))
     last_bypass = Signal(name="accepted_in_a_window_last_cycle")
     m.d.sync += last_bypass.eq(h.accept & h.in_window)
     P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_gradient_is_accepted",

@@ -243,3 +243,37 @@ def test_flush_latency_formula(addrs, cycles):
     s_last = max(valid)
     assert cycles == 4 + 1 + sum(2 + valid[s] for s in range(s_last + 1)) + 2
     assert result.flush_cycles == [cycles]
+
+
+# -- the whole-line rule ---------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(streams())
+def test_random_stream_under_the_whole_line_rule(stream):
+    """``GradientCompressor(whole_line=True)`` writes what ``ReferenceModel(whole_line=True)``
+    writes, record for record and cause for cause, under DRAM backpressure; every value fits
+    ``grad_width`` bits; and DRAM never receives more records than gradients were accepted."""
+    config, ops, gaps, pattern = stream
+    depth = config.pop("fifo_depth")
+    burst = max(1, round(depth * config.pop("burst_frac")))
+    dut = GradientCompressor(addr_width=8, fifo_depth=depth, burst_size=burst, whole_line=True,
+                             **config)
+    result = simulate(dut, ops, gap=lambda i: gaps[i % len(gaps)],
+                      dram_ready=lambda cycle: pattern[cycle % len(pattern)])
+    expected = ReferenceModel.of(dut.config).run(ops)
+    assert result.writes == [(w.addr, w.value) for w in expected]
+    assert result.causes == [w.cause for w in expected]
+    grads = [op[1:] for op in ops if op[0] == "grad"]
+    assert per_address(result.writes) == per_address((a, g) for a, g, _ in grads)
+    assert all(-2 ** (dut.grad_width - 1) <= value < 2 ** (dut.grad_width - 1)
+               for _, value in result.writes)
+    assert len(result.writes) <= len(grads)
+
+
+def test_the_whole_line_rule_is_not_the_seeds_on_one_lane():
+    """A direct gradient that hits a held entry carries its sum under the rule (one record),
+    where the seed's policy writes it alone and the sum waits for the flush (two)."""
+    ops = [("grad", 3, 10, 50), ("grad", 3, 100, 50), ("flush",)]
+    for whole_line, records in ((False, [(3, 100), (3, 10)]), (True, [(3, 110)])):
+        dut = GradientCompressor(sets=4, ways=2, addr_width=8, whole_line=whole_line)
+        assert simulate(dut, ops).writes == records

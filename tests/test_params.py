@@ -26,9 +26,7 @@ from gradient_compressor.design import GradientCompressor, L1Accumulator, Stream
      "sets must be at most 65536, not 2147483648: sets x ways is at most 65536 L1 entries"),
     ({"sets": 1024, "ways": 128}, ValueError,
      "ways must be at most 64 with 1024 sets, not 128: sets x ways is at most 65536 L1 entries"),
-    ({"whole_line": True},   ValueError,
-     "whole_line must be False with lanes 1: the one-lane compressor does not implement the "
-     "whole-line rule (use lanes >= 2)"),
+    ({"whole_line": "yes"},  TypeError, "whole_line must be True or False, not 'yes'"),
     ({"lanes": 2, "whole_line": 1}, TypeError, "whole_line must be True or False, not 1"),
 ])
 def test_compressor_parameter_errors(params, error, message):

@@ -1109,9 +1109,20 @@ def test_whole_line_one_lane_jobs_assert_every_property():
                j.mode == "prove" for j in jobs)
     bmc = harness.props.focused(WHOLE_LINE_ONE_LANE_BMC.focus)
     assert all(bmc(p) for p in props)
-    # The system's harness does not take the rule (the compressor does not).
-    with pytest.raises(ValueError, match="whole_line"):
-        FormalHarness(CONFIGS["small"], whole_line=True)
+    # The compressor built with the rule: every assertion of its system harness (the one-lane
+    # L1's contract assumed) is asserted in one of its jobs, in make prove, its transfer bound
+    # among them.
+    from gradient_compressor.proofs.jobs import WHOLE_ONE_LANE_SYSTEM_JOBS
+    harness = FormalHarness(CONFIGS["small"], whole_line=True, whole_storage=True)
+    rtlil.convert(harness, ports=[])
+    assert harness.dut.whole_line and harness.dut.l1.whole_line
+    props = [p for p in harness.props.props if p.kind == "assert"
+             and p.group not in COMPONENT_GROUPS and p.group not in L1_GROUPS + ["bound"]]
+    assert "system_bound" in {p.group for p in props}
+    tests = [harness.props.focused(j.focus) for j in WHOLE_ONE_LANE_SYSTEM_JOBS]
+    assert not {p.full_name for p in props if not any(t(p) for t in tests)}
+    assert all(j in PROVE_JOBS and j.whole_line and not j.alone
+               for j in WHOLE_ONE_LANE_SYSTEM_JOBS)
 
 
 def test_line8_jobs_assert_every_property_once():

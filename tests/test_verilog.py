@@ -39,9 +39,9 @@ def test_lines_have_data_and_mask_ports(tmp_path):
     assert re.search(r"output \[7:0\] discard;", text)
 
 
-def test_whole_line_is_a_flag_with_the_ports_of_lines(tmp_path, capsys):
-    """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines;
-    one lane refuses it in one line."""
+def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
+    """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines, or
+    of one lane."""
     path = tmp_path / "gc.v"
     assert main(["-o", str(path), "--sets", "4", "--ways", "2", "--lanes", "2",
                  "--whole-line"]) == 0
@@ -49,11 +49,12 @@ def test_whole_line_is_a_flag_with_the_ports_of_lines(tmp_path, capsys):
     header = re.search(r"module gradient_compressor\((.*?)\);", path.read_text(), re.S).group(1)
     assert {name.strip() for name in header.split(",")} == (
         {"clk", "rst", *PORTS, *LINE_PORTS, *MODE_INPUTS, *EVENTS} - {"in_grad", "dram_value"})
-    assert main(["-o", str(path), "--whole-line"]) == 2
-    assert capsys.readouterr().err == (
-        "python -m gradient_compressor.design.verilog: error: whole_line must be False with "
-        "lanes 1: the one-lane compressor does not implement the whole-line rule (use "
-        "lanes >= 2)\n")
+    # One lane too, with the one-lane ports.
+    assert main(["-o", str(path), "--whole-line"]) == 0
+    assert "whole_line=True" in capsys.readouterr().out
+    header = re.search(r"module gradient_compressor\((.*?)\);", path.read_text(), re.S).group(1)
+    assert {name.strip() for name in header.split(",")} == (
+        {"clk", "rst", *PORTS, *MODE_INPUTS, *EVENTS})
 
 
 def test_bad_parameter_is_a_usage_error(capsys):
