@@ -6,7 +6,7 @@ from .bits import tree_sum
 from .compare import at_most
 from .l1 import L1Accumulator
 from .layouts import (Cause, gradient_layout, dram_layout, line_layout, line_dram_layout,
-                      discard_error_width, discard_sum_width)
+                      line_value_width, discard_error_width, discard_sum_width)
 from .line_accumulator import LineAccumulator
 from .modes import DiscardTotals, Lfsr, EmaThreshold, ema_candidate, ema_clamp
 from .params import (LFSR_WIDTH, DISCARD_COUNT_WIDTH, Config, checked,
@@ -44,8 +44,10 @@ def signature(config=None, /, **params):
         beat, write = gradient_layout(addr_width, grad_width), dram_layout(addr_width, grad_width)
         discard_error = signed(discard_error_width(grad_width))
     else:
+        # (under the whole-line rule a DRAM write's values are gradients' width)
         beat, write = (line_layout(addr_width, grad_width, lanes),
-                       line_dram_layout(addr_width, grad_width, lanes))
+                       line_dram_layout(addr_width, grad_width, lanes,
+                                        line_value_width(grad_width, config.whole_line)))
         discard_error = data.ArrayLayout(signed(discard_error_width(grad_width)), lanes)
     return wiring.Signature({
         "grad_in":           In(stream.Signature(beat)),
@@ -85,7 +87,8 @@ class GradientCompressor(wiring.Component):
     Sits on the write path from an accelerator's compute core to DRAM. Every gradient accepted
     on ``grad_in`` reaches ``dram_out``, alone or added up with others for the same address:
     after a flush barrier, the values written for each address add up exactly to the gradients
-    accepted for it. DRAM ``value`` is signed, ``grad_width + 2`` bits, enough for any sum.
+    accepted for it. DRAM ``value`` is signed, ``grad_width + 2`` bits, enough for any sum
+    (under the whole-line rule, ``grad_width`` bits: the input's format).
 
     One gradient is accepted per cycle whenever the L2 buffer can take a write, including runs
     to one address or one set. Each gradient is judged against the ``threshold`` in force in
@@ -119,8 +122,10 @@ class GradientCompressor(wiring.Component):
     whole_line : bool
         L1 decides by the whole-line rule (``model.LineModel(whole_line=True)``; with one lane
         ``model.ReferenceModel(whole_line=True)``; docs/lanes.md): a beat writes its whole line
-        or allocates it, and every value L1 writes fits ``grad_width`` bits. False (the
-        default): the line policy, or the seed's with one lane.
+        or allocates it, and every value L1 writes fits ``grad_width`` bits, so on lines the line
+        writes are ``grad_width`` bits a value from L1 to ``dram_out`` (the input beat's format,
+        :func:`~design.layouts.line_value_width`). False (the default): the line policy, or the
+        seed's with one lane.
 
     The defaults (32-bit addresses, 16-bit gradients, 32 sets x 4 ways, max_updates 255, L2 of
     32 with bursts at 16, one lane) and the checks are :class:`design.params.Config`'s.
@@ -207,8 +212,12 @@ class GradientCompressor(wiring.Component):
         self.l1        = (L1Accumulator(**geometry, whole_line=config.whole_line) if lanes == 1
                           else LineAccumulator(lanes=lanes, whole_line=config.whole_line,
                                                **geometry))
+        # L2 stores L1's writes at their width (on lines under the whole-line rule,
+        # grad_width; one lane's records keep grad_width + 2 bits for now).
+        value_width = line_value_width(config.grad_width, config.whole_line and lanes > 1)
         self.writeback = WritebackBuffer(**widths, depth=config.fifo_depth,
-                                         burst_size=config.burst_size, lanes=lanes)
+                                         burst_size=config.burst_size, lanes=lanes,
+                                         value_width=value_width)
         self.lfsr      = Lfsr()
         self.ema       = EmaThreshold(grad_width=config.grad_width, lanes=lanes)
         self.discards  = DiscardTotals(grad_width=config.grad_width, lanes=lanes)

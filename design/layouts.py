@@ -10,7 +10,7 @@ from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, ema_fraction_bits
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
            "line_layout", "classified_line_layout", "line_write_layout", "line_pair_layout",
            "line_dram_layout",
-           "value_width", "discard_error_width", "discard_sum_width"]
+           "value_width", "line_value_width", "discard_error_width", "discard_sum_width"]
 
 
 class Cause(enum.Enum, shape=3):
@@ -42,6 +42,18 @@ def value_width(grad_width):
     value of ``grad_width + 2`` bits holds every sum for every threshold, and every gradient.
     """
     return grad_width + 2
+
+
+def line_value_width(grad_width, whole_line=False):
+    """Width of a line write's values (signed), from L1's decision to ``dram_out``: the one
+    place that chooses it.
+
+    Under the whole-line rule (``whole_line``) every value L1 writes fits ``grad_width`` bits
+    (docs/lanes.md, "The whole-line rule"), so a line write has the input beat's format (a
+    gradient per lane: AXI's WDATA as wide as TDATA); L2's merges keep it (it merges a lane
+    only where both values fit a bit less). Else :func:`value_width`.
+    """
+    return grad_width if whole_line else value_width(grad_width)
 
 
 def discard_error_width(grad_width):
@@ -88,11 +100,12 @@ def classified_layout(addr_width, grad_width):
     })
 
 
-def dram_layout(addr_width, grad_width):
-    """A write toward DRAM: the address and the value to add there."""
+def dram_layout(addr_width, grad_width, value_width=None):
+    """A write toward DRAM: the address and the value to add there (``value_width`` bits,
+    signed; by default :func:`value_width`)."""
     return data.StructLayout({
         "addr":  unsigned(addr_width),
-        "value": signed(value_width(grad_width)),
+        "value": signed(_values(grad_width, value_width)),
     })
 
 
@@ -139,29 +152,42 @@ def classified_line_layout(addr_width, grad_width, lanes):
     })
 
 
-def line_write_layout(addr_width, grad_width, lanes):
+def line_write_layout(addr_width, grad_width, lanes, value_width=None):
     """A masked line write: for each lane ``i`` in ``mask``, add ``values[i]`` at address
-    ``addr + i`` (``causes[i]`` says why)."""
+    ``addr + i`` (``causes[i]`` says why). Its values are ``value_width`` bits (signed; by
+    default :func:`line_value_width` of the line policy)."""
     return data.StructLayout({
         "addr":   unsigned(addr_width),
-        "values": data.ArrayLayout(signed(value_width(grad_width)), lanes),
+        "values": data.ArrayLayout(signed(_line_values(grad_width, value_width)), lanes),
         "mask":   unsigned(lanes),
         "causes": data.ArrayLayout(Cause, lanes),
     })
 
 
-def line_pair_layout(addr_width, grad_width, lanes):
+def line_pair_layout(addr_width, grad_width, lanes, value_width=None):
     """A place of the line L1's output queue: a beat's own line write and its victim line's (a
-    mask of 0: none)."""
-    return data.StructLayout({"own": line_write_layout(addr_width, grad_width, lanes),
-                              "victim": line_write_layout(addr_width, grad_width, lanes)})
+    mask of 0: none), values of ``value_width`` bits (as :func:`line_write_layout`)."""
+    write = line_write_layout(addr_width, grad_width, lanes, value_width)
+    return data.StructLayout({"own": write, "victim": write})
 
 
-def line_dram_layout(addr_width, grad_width, lanes):
+def line_dram_layout(addr_width, grad_width, lanes, value_width=None):
     """A masked line write toward DRAM (AXI4's write data and strobes): for each lane ``i`` in
-    ``mask``, add ``values[i]`` at address ``addr + i``."""
+    ``mask``, add ``values[i]`` at address ``addr + i``; values of ``value_width`` bits (as
+    :func:`line_write_layout`)."""
     return data.StructLayout({
         "addr":   unsigned(addr_width),
-        "values": data.ArrayLayout(signed(value_width(grad_width)), lanes),
+        "values": data.ArrayLayout(signed(_line_values(grad_width, value_width)), lanes),
         "mask":   unsigned(lanes),
     })
+
+
+def _values(grad_width, width):
+    """The width of a write's values: ``width``, or by default :func:`value_width`'s."""
+    return value_width(grad_width) if width is None else width
+
+
+def _line_values(grad_width, width):
+    """The width of a line write's values: ``width``, or by default the line policy's
+    (:func:`line_value_width`)."""
+    return line_value_width(grad_width) if width is None else width

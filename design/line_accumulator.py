@@ -10,8 +10,8 @@ from amaranth.lib import data
 
 from .compare import less, at_least, at_most
 from .l1 import L1Accumulator, L1State, _Decision
-from .layouts import (Cause, classified_line_layout, line_pair_layout, line_write_layout,
-                      value_width)
+from .layouts import (Cause, classified_line_layout, line_pair_layout, line_value_width,
+                      line_write_layout, value_width)
 from .line_decision import LineDecision
 from .modes import ema_candidate, ema_clamp
 from .params import check_lanes, checked, ema_fraction_bits, log2
@@ -63,7 +63,9 @@ class LineAccumulator(L1Accumulator):
     (:class:`~design.line_decision.LineDecision`, ``model.LineModel(whole_line=True)``): a beat
     writes its line, carrying every pending value, or allocates it; every value fits
     ``grad_width`` bits. Proven alone on 2 lanes (jobs ``l1-whole-lines2-small-*``) and
-    checked against the line model in simulation.
+    checked against the line model in simulation. Its held sums and the values it writes
+    are then ``grad_width`` bits (:func:`~design.layouts.line_value_width`: the rule keeps
+    every one in range), the output queue's pairs and ``push`` too.
 
     Parameters
     ----------
@@ -132,18 +134,24 @@ class LineAccumulator(L1Accumulator):
         # it forwards its new row into that beat's s3_row (_s3_to_s4).
         return self.s3_row
 
+    @property
+    def value_width(self):
+        """Width of a held sum and of a value written (signed): under the whole-line rule
+        ``grad_width`` (:func:`~design.layouts.line_value_width`, the one choice)."""
+        return line_value_width(self.grad_width, self.whole_line)
+
     def _entry_sums(self):
-        return {"sums": self._per_lane(signed(value_width(self.grad_width))),
-                "held": self.lanes}
+        return {"sums": self._per_lane(signed(self.value_width)), "held": self.lanes}
 
     def _beat_layout(self):
         return classified_line_layout(self.addr_width, self.grad_width, self.lanes)
 
     def _write_layout(self):
-        return line_write_layout(self.addr_width, self.grad_width, self.lanes)
+        return line_write_layout(self.addr_width, self.grad_width, self.lanes,
+                                 self.value_width)
 
     def _queue_layout(self):
-        return line_pair_layout(self.addr_width, self.grad_width, self.lanes)
+        return line_pair_layout(self.addr_width, self.grad_width, self.lanes, self.value_width)
 
     def _per_lane(self, shape):
         return data.ArrayLayout(shape, self.lanes)

@@ -3,7 +3,7 @@ from amaranth.lib import stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .layouts import dram_layout, line_dram_layout
+from .layouts import dram_layout, line_dram_layout, line_value_width
 from .params import DEFAULTS, checked, check_int, check_lanes
 
 __all__ = ["WritebackBuffer"]
@@ -16,7 +16,7 @@ def _step(counter, up, down):
 
 
 def _narrow(value):
-    """Whether a signed ``value`` fits one bit less than its width."""
+    """Whether a signed ``value`` fits one bit less than its width (its two top bits equal)."""
     return value[-1] == value[-2]
 
 
@@ -44,15 +44,16 @@ class WritebackBuffer(wiring.Component):
     Line writes (``lanes > 1``) are combined: a line write that finds the newest write in
     ``storage`` (not yet in the output register) for the same line merges into it: the masks
     OR-ed, the values of a lane in both added, unless a lane in both holds a value that does not
-    fit a bit less than a value (``grad_width + 1`` bits, so that every sum merged fits a value),
-    when it is stored as a write of its own. So a run of writes to
+    fit a bit less than a value (``value_width - 1`` bits, so that every sum merged fits a
+    value), when it is stored as a write of its own. So a run of writes to
     one line that L2 holds costs one DRAM write. A push is taken when ``level < depth``,
-    merged or not.
+    merged or not. Every value L2 sends fits ``value_width`` bits: at ``grad_width`` (the
+    whole-line rule's writes) a DRAM write has the gradients' own format.
 
     Parameters
     ----------
     addr_width, grad_width : int
-        Widths of the address and of the gradient (the value is ``grad_width + 2`` bits).
+        Widths of the address and of the gradient.
     depth : int
         Number of writes the buffer holds, the output register included.
     burst_size : int
@@ -60,6 +61,10 @@ class WritebackBuffer(wiring.Component):
     lanes : int
         Values per write: 1 (a write is an address and a value), or a line of 2 to 32
         (:func:`~design.layouts.line_dram_layout`), combined as above.
+    value_width : int or None
+        Width of a value (signed), at least ``grad_width``: on lines
+        :func:`~design.layouts.line_value_width` (``grad_width`` under the whole-line rule);
+        None: ``grad_width + 2`` (:func:`~design.layouts.value_width`, which holds any sum).
 
     Members
     -------
@@ -76,15 +81,19 @@ class WritebackBuffer(wiring.Component):
     """
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
-                 depth=DEFAULTS["fifo_depth"], burst_size=DEFAULTS["burst_size"], lanes=1):
+                 depth=DEFAULTS["fifo_depth"], burst_size=DEFAULTS["burst_size"], lanes=1,
+                 value_width=None):
         with checked(self):
             self.addr_width = check_int("addr_width", addr_width, minimum=1)
             self.grad_width = check_int("grad_width", grad_width, minimum=2)
             self.depth      = check_int("fifo_depth", depth, minimum=1)
             self.burst_size = check_int("burst_size", burst_size, minimum=1, maximum=depth)
             self.lanes      = check_lanes(lanes)
-        layout = (dram_layout(addr_width, grad_width) if lanes == 1 else
-                  line_dram_layout(addr_width, grad_width, lanes))
+            # (a direct gradient is written as it came: a value holds at least a gradient)
+            self.value_width = (line_value_width(grad_width) if value_width is None else
+                                check_int("value_width", value_width, minimum=grad_width))
+        layout = (dram_layout(addr_width, grad_width, self.value_width) if lanes == 1 else
+                  line_dram_layout(addr_width, grad_width, lanes, self.value_width))
         self.storage = Memory(shape=layout, depth=depth, init=[])
         super().__init__({
             "push":         In(stream.Signature(layout)),

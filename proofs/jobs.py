@@ -498,6 +498,11 @@ LINE_SYSTEM_COVER = Job("lines2-small-cover", "small", "cover", 16, lanes=2,
                         timeout=900, focus=[], assume_others=False)
 LINE_SYSTEM_L2 = [Job("l2_lines-lines2-small", "small", "prove", 3, component="l2_lines",
                       geometry=LINE_SMALL_2, timeout=300)]
+#: ... and L2 on lines at the whole-line rule's value width (grad_width bits: the L2 of
+#: GradientCompressor(lanes=2, whole_line=True) on these parameters), whose merges must fit
+#: the narrower value.
+LINE_SYSTEM_L2.append(Job("l2_lines_whole-lines2-small", "small", "prove", 3,
+                          component="l2_lines_whole", geometry=LINE_SMALL_2, timeout=300))
 #: ... and L1's output queue of the line L1's pair shape at these parameters, with its tracked
 #: sum at the width of the system's balances (the contract the queue's sum assumes).
 #: In two jobs: the chain of the slots' sums (slots_below<i>_...) took 15 s alone, the rest 10 s,

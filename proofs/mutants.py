@@ -641,8 +641,9 @@ COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py"
 
 
 #: The mutation sites whose mutants only a component's line form can see (one lane never
-#: merges): checked by that component alone, not by the file's one-lane components.
-COMPONENT_SITES = {"l2-merge-fits": ["l2_lines"]}
+#: merges): checked by that component alone, not by the file's one-lane components (L2 on
+#: lines at both of its value widths: grad_width + 2, and grad_width under the whole-line rule).
+COMPONENT_SITES = {"l2-merge-fits": ["l2_lines", "l2_lines_whole"]}
 
 
 def _component_jobs(name, design_path, config):

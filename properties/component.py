@@ -94,6 +94,20 @@ COMPONENTS = {
         bmc_depth=lambda p: 2 * p["depth"] + 4, shares=("l2", "fifo"),
         # the smallest, a depth that is not a power of two (the pointers wrap), the product's
         only_on=("small", "dm", "default")),
+    # ... and at the whole-line rule's value width (grad_width bits, the L2 of
+    # GradientCompressor(whole_line=True)): the same contract, its merges stated not to
+    # overflow that narrower value (the combine group's test is on the values' own width).
+    "l2_lines_whole": Component(
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
+                              depth=c["fifo_depth"], burst_size=c["burst_size"],
+                              lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES,
+                              value_width=c["grad_width"]),
+        build=lambda **p: WritebackBuffer(**p),
+        probes=lambda wb: dict(_free_pick(),
+                               track_port=wb.storage.read_port(domain="comb")),
+        contract=writeback.contract, covers=writeback.covers, depth=3,
+        bmc_depth=lambda p: 2 * p["depth"] + 4, shares=("l2", "fifo", "combine"),
+        only_on=("small", "default")),
     "queue": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
         build=lambda addr_width, grad_width: WriteQueue(write_layout(addr_width, grad_width),

@@ -188,7 +188,10 @@ def _combined(m, P, wb, pushed, state, slot, push, load):
         for i in range(wb.lanes):
             m.d.sync += added.values[i].eq(Mux(added.mask[i], added.values[i], 0) +
                                            Mux(p.mask[i], p.values[i], 0))
-    value_max = 2 ** (len(p.values[0]) - 1)
+    # No overflow, stated on the values' own width (the buffer's value_width: grad_width + 2,
+    # or grad_width under the whole-line rule), not on a fixed one.
+    assert len(p.values[0]) == wb.value_width
+    value_max = 2 ** (wb.value_width - 1)
     for i in range(wb.lanes):
         total = (Mux(added.mask[i], added.values[i], 0).as_signed() +
                  Mux(p.mask[i], p.values[i], 0).as_signed())

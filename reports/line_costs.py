@@ -15,7 +15,8 @@ written three ways:
 * **masked line writes** (the line model, :class:`model.LineModel`, at ``sets x ways`` lines):
   one transfer per line write, its lanes' values under their strobes;
 * **whole-line writes** (the line model's whole-line rule, ``whole_line=True``, which the RTL
-  does not implement yet): masked line writes whose values have the gradients' own width;
+  on lines built with ``whole_line=True`` implements): masked line writes whose values have
+  the gradients' own width;
 * **whole-line records** (the compressor of one lane under the whole-line rule,
   :class:`model.ReferenceModel`'s ``whole_line=True``, at ``sets x ways`` entries): one
   transfer per write, an address and a value of the gradients' own width. With one lane they
@@ -256,7 +257,8 @@ def _lines(args):
                       text + "\n\nFigures from the line model (model/lines.py), which the RTL "
                       "on lines matches write for write in simulation; the whole-line columns "
                       "from its whole-line rule (one lane: model/reference.py's), which the "
-                      "RTL does not implement yet.\n")
+                      "RTL on lines built with whole_line=True matches line write for line "
+                      "write out of L1 (its L2 may merge some).\n")
     return 0
 
 

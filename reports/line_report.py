@@ -32,7 +32,7 @@ from gradient_compressor.console import progress as console_progress
 from gradient_compressor.model import CAUSES, LineModel
 
 from .backend import parse_dram, run_rtl
-from .line_costs import dense_bytes, line_write_bytes, pack_lines
+from .line_costs import dense_bytes, line_write_bytes, pack_lines, whole_line_bytes
 from .metrics import check_conservation, conservation_json
 
 __all__ = ["run_lines", "line_metrics", "line_cross_check", "line_runs", "expand"]
@@ -86,7 +86,8 @@ def line_metrics(beats, result, *, lanes, params, records=None):
                       whole_line=params.get("whole_line", False)).run(beats)
     lane_causes = Counter(cause for write in model for cause in write.causes if cause)
     out.update({
-        "costs": _costs(len(offered), records, len(result.write_cycles), lanes),
+        "costs": _costs(len(offered), records, len(result.write_cycles), lanes,
+                        whole_line=params.get("whole_line", False)),
         "model_line_writes": len(model),
         "lane_writes": len(result.writes),
         "lane_writes_by_cause": {cause: lane_causes.get(cause, 0) for cause in CAUSES},
@@ -100,15 +101,17 @@ def line_metrics(beats, result, *, lanes, params, records=None):
     return out
 
 
-def _costs(beats, records, line_writes, lanes):
+def _costs(beats, records, line_writes, lanes, *, whole_line=False):
     """The three ways of writing as ``{way: {"transfers", "bytes"}}``: ``beats`` dense line
     transfers, ``records`` per-gradient records (None: unknown), ``line_writes`` masked line
-    writes (the RTL's DRAM writes)."""
+    writes (the RTL's DRAM writes; built with ``whole_line``, values of the gradients' own
+    width, as the RTL then writes them)."""
     def way(transfers, size):
         return {"transfers": transfers, "bytes": size}
+    line_bytes = whole_line_bytes if whole_line else line_write_bytes
     return {"dense": way(beats, dense_bytes(beats, lanes)),
             "records": way(records, None if records is None else line_write_bytes(records, 1)),
-            "lines": way(line_writes, line_write_bytes(line_writes, lanes))}
+            "lines": way(line_writes, line_bytes(line_writes, lanes))}
 
 
 def line_runs(writes, lanes):

@@ -111,7 +111,7 @@ def build_parser():
                              "(default: %(default)s)")
     parser.add_argument("--whole-line", action="store_true",
                         help="the line writes of the whole-line rule (the line model's; the RTL "
-                             "does not implement it yet)")
+                             "on lines built with whole_line=True implements it)")
     parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser
@@ -145,8 +145,9 @@ def _sizing(args):
     text = render(rows)
     print(text)
     if args.out:
-        rule = ("the whole-line rule's line writes (values in the gradients' format; the RTL "
-                "does not implement it yet)" if args.whole_line else "masked line writes")
+        rule = ("the whole-line rule's line writes (values in the gradients' format, as the "
+                "RTL built with whole_line=True writes them)" if args.whole_line
+                else "masked line writes")
         write_results(args.out, "Which L1 saves DRAM bytes against dense write-through",
                       f"geometries {grid[0][0]} x {grid[0][1]} to {grid[-1][0]} x {grid[-1][1]} "
                       f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, {rule}, "

@@ -63,6 +63,7 @@ from amaranth.back import rtlil
 
 from gradient_compressor.console import UsageError, replacing
 from gradient_compressor.design import GradientCompressor
+from gradient_compressor.design.layouts import line_value_width
 from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
                                                check_bool)
 from gradient_compressor.model import CAUSES, native
@@ -481,6 +482,8 @@ def build(dut_or_params=None, *, cache_dir=None, verbose=False):
     include = _cxxrtl_include()
     defines = [f"-DGC_ADDR_WIDTH={params['addr_width']}",
                f"-DGC_GRAD_WIDTH={params['grad_width']}",
+               # a DRAM value's width (under the whole-line rule grad_width, else + 2)
+               f"-DGC_VALUE_WIDTH={line_value_width(params['grad_width'], params['whole_line'])}",
                f"-DGC_LANES={params['lanes']}",
                f"-DGC_THRESHOLD_DELAY={getattr(dut, 'CURRENT_THRESHOLD_DELAY', 1)}",
                '-DCXXRTL_DESIGN="design.cc"']

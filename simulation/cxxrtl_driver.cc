@@ -2,7 +2,9 @@
 //
 // Built by simulation/cxxrtl.py, which includes this file after the generated design
 // (`#include CXXRTL_DESIGN`) and defines the configuration macros:
-//   GC_ADDR_WIDTH, GC_GRAD_WIDTH   port widths (payload field offsets follow the layouts:
+//   GC_ADDR_WIDTH, GC_GRAD_WIDTH,  port widths (payload field offsets follow the layouts;
+//   GC_VALUE_WIDTH                 a DRAM value's width: grad_width + 2, or grad_width
+//                                  under the whole-line rule, design.layouts.line_value_width:
 //                                  grad_in payload = addr | grad << addr_width,
 //                                  dram_out payload = addr | value << addr_width)
 //   GC_LANES                       1, or the lanes of a line (design.layouts.line_layout,
@@ -73,6 +75,9 @@
 #ifndef GC_GRAD_WIDTH
 #error "GC_GRAD_WIDTH must be defined"
 #endif
+#ifndef GC_VALUE_WIDTH
+#error "GC_VALUE_WIDTH must be defined"
+#endif
 #ifndef GC_SINGLE_DELTA
 #define GC_SINGLE_DELTA 0
 #endif
@@ -88,10 +93,12 @@ static_assert(GC_LANES >= 1 && GC_LANES <= 32, "lanes are 1 to 32");
 
 static_assert(GC_ADDR_WIDTH <= 64, "addr_width above 64 is not supported by the compiled driver");
 static_assert(GC_GRAD_WIDTH + 2 <= 64, "grad_width above 62 is not supported by the compiled driver");
+static_assert(GC_VALUE_WIDTH >= GC_GRAD_WIDTH && GC_VALUE_WIDTH <= GC_GRAD_WIDTH + 2,
+              "a DRAM value is grad_width to grad_width + 2 bits");
 
 static const size_t ADDR_W  = GC_ADDR_WIDTH;
 static const size_t GRAD_W  = GC_GRAD_WIDTH;
-static const size_t VALUE_W = GC_GRAD_WIDTH + 2;
+static const size_t VALUE_W = GC_VALUE_WIDTH;
 static const size_t LANES   = GC_LANES;
 // The mask fields of a line (unused with one lane).
 static const size_t IN_MASK_AT   = ADDR_W + LANES * GRAD_W;

@@ -4,6 +4,7 @@ import random
 from collections import Counter
 
 import pytest
+from amaranth import signed
 from amaranth.sim import Simulator
 
 from gradient_compressor.design import WritebackBuffer
@@ -14,12 +15,12 @@ VALUE_MAX = 2 ** 9 - 1          # grad_width 8: values of 10 bits
 
 
 def run_pushes(pushes, *, lanes=4, depth=8, burst_size=4, ready=lambda cycle: True,
-               limit=2000):
+               limit=2000, value_width=None):
     """Push ``(line, values, mask)`` writes (one per cycle when taken), then drain with
     ``flush``; return the DRAM writes ``(line, values, mask)`` (unmasked values 0) and the
-    cycles a push waited."""
+    cycles a push waited. ``value_width``: L2's (None: its default, 10 bits)."""
     dut = WritebackBuffer(addr_width=8, grad_width=8, depth=depth, burst_size=burst_size,
-                          lanes=lanes)
+                          lanes=lanes, value_width=value_width)
     out, waited = [], []
 
     async def testbench(ctx):
@@ -115,6 +116,31 @@ def test_nothing_is_lost_or_invented(seed):
         assert len(out) < len(pushes) or depth < 8
     for _, values, _ in out:
         assert all(-VALUE_MAX - 1 <= v <= VALUE_MAX for v in values)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_at_the_gradients_width_every_merge_fits(seed):
+    """L2 at the whole-line rule's value width (grad_width 8: values of 8 bits): nothing is
+    lost, runs to one line still merge, and every DRAM value fits 8 bits (the merge test is
+    on the values' own width: both fit 7 bits, so their sum fits 8)."""
+    rng = random.Random(f"narrow-{seed}")
+    lanes, top = 4, 2 ** 7
+    pushes = [(rng.randrange(3) * lanes,
+               tuple(rng.choice([rng.randint(-20, 20), rng.randint(-top, top - 1)])
+                     for _ in range(lanes)),
+               rng.randrange(1, 2 ** lanes)) for _ in range(100)]
+    out, _ = run_pushes(pushes, lanes=lanes, burst_size=1, value_width=8,
+                        ready=lambda cycle: cycle % 3 == 0)
+    assert per_address(out) == per_address(pushes)
+    assert len(out) < len(pushes)
+    assert all(-top <= v < top for _, values, _ in out for v in values)
+
+
+def test_value_width_is_checked():
+    assert WritebackBuffer(grad_width=8, lanes=2, value_width=8).dram_out.p.values[0].shape() \
+        == signed(8)
+    with pytest.raises(ValueError, match="value_width must be at least 8, not 7"):
+        WritebackBuffer(grad_width=8, lanes=2, value_width=7)
 
 
 def test_one_lane_never_merges():

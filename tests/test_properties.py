@@ -907,7 +907,7 @@ def test_replay_without_a_verdict_is_an_error(tmp_path, monkeypatch):
         replay_with_z3(str(tmp_path), str(tmp_path / "trace.yw"), {})
 
 
-@pytest.mark.parametrize("name", ["l2", "l2_lines", "queue", "queue_lines", "lfsr", "ema",
+@pytest.mark.parametrize("name", ["l2", "l2_lines", "l2_lines_whole", "queue", "queue_lines", "lfsr", "ema",
                                   "streamer"])
 def test_component_harness_frees_every_input(name):
     # Alone, a component's every input port is free, its contract asserted and what it

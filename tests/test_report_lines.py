@@ -10,7 +10,8 @@ import pytest
 
 from gradient_compressor.model import CAUSES, LineModel
 from gradient_compressor.reports import cli, line_report
-from gradient_compressor.reports.line_costs import line_costs, line_write_bytes, pack_lines
+from gradient_compressor.reports.line_costs import (line_costs, line_write_bytes, pack_lines,
+                                                    whole_line_bytes)
 from gradient_compressor.workloads import Trace, load, save
 
 GEOMETRY = dict(sets=4, ways=2, max_updates=255)
@@ -70,11 +71,14 @@ def test_lines_report_is_the_line_models(trace_path, tmp_path, lanes, burst_size
 
 def test_run_lines_checks_the_rtl_against_the_rule_it_was_built_with(trace_path):
     """With ``whole_line`` among the parameters, the RTL on lines is built with the whole-line
-    rule and checked against the line model's whole-line rule."""
+    rule and checked against the line model's whole-line rule; its DRAM writes cost the
+    bytes of values in the gradients' own format (the RTL's width under the rule)."""
     lanes, params = 4, dict(GEOMETRY, fifo_depth=32, burst_size=1, whole_line=True)
     lines = line_report.run_lines(load(trace_path), params, lanes, backend="amaranth",
                                   progress=False)
     assert lines["conservation"]["ok"] and lines["cross_check"]["match"]
+    transfers = lines["costs"]["lines"]["transfers"]
+    assert lines["costs"]["lines"]["bytes"] == whole_line_bytes(transfers, lanes)
     assert lines["lane_writes_by_cause"]["LINE"] > 0
     beats = pack_lines(load(trace_path).ops(), lanes)
     assert lines["model_line_writes"] == len(

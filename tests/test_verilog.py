@@ -40,8 +40,8 @@ def test_lines_have_data_and_mask_ports(tmp_path):
 
 
 def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
-    """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines, or
-    of one lane."""
+    """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines,
+    the DRAM values a gradient's width, or of one lane."""
     path = tmp_path / "gc.v"
     assert main(["-o", str(path), "--sets", "4", "--ways", "2", "--lanes", "2",
                  "--whole-line"]) == 0
@@ -49,6 +49,12 @@ def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
     header = re.search(r"module gradient_compressor\((.*?)\);", path.read_text(), re.S).group(1)
     assert {name.strip() for name in header.split(",")} == (
         {"clk", "rst", *PORTS, *LINE_PORTS, *MODE_INPUTS, *EVENTS} - {"in_grad", "dram_value"})
+    # A DRAM line write has the input beat's format: a gradient's width a lane (16 bits here),
+    # as wide as in_grads (AXI's WDATA as wide as TDATA).
+    text = path.read_text()
+    assert re.search(r"input \[31:0\] in_grads;", text)
+    assert re.search(r"output \[31:0\] dram_values;", text)
+    assert re.search(r"output \[1:0\] dram_mask;", text)
     # One lane too, with the one-lane ports.
     assert main(["-o", str(path), "--whole-line"]) == 0
     assert "whole_line=True" in capsys.readouterr().out

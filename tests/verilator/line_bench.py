@@ -13,7 +13,8 @@ test makes). Lanes packed in another order than the documented one (lane ``i`` i
 ``[i*w +: w]``, mask bit ``i``) on any of these ports put values at the wrong addresses.
 
 With the environment variable ``LINE_BENCH_WHOLE_LINE=1`` the Verilog is the one exported with
-``--whole-line`` (its ports are the same), and the model follows the whole-line rule.
+``--whole-line`` (its ports are the same but ``dram_values``, ``grad_width`` bits a lane, as
+``in_grads``), and the model follows the whole-line rule.
 """
 
 import os
@@ -110,6 +111,10 @@ async def random_beats_are_the_line_model(dut):
     lanes = len(dut.in_mask)
     assert len(dut.in_grads) == lanes * GEOMETRY["grad_width"], \
         "the Verilog is not of tests.line_helpers.GEOMETRY"
+    # A DRAM value: grad_width bits under the whole-line rule (the input's format), else two
+    # more (design.layouts.line_value_width).
+    value_width = GEOMETRY["grad_width"] + (0 if WHOLE_LINE else 2)
+    assert len(dut.dram_values) == lanes * value_width, (len(dut.dram_values), value_width)
     cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start(start_high=False))
     for name in ("in_valid", "in_addr", "in_grads", "in_mask", "flush", "dram_ready"):
         getattr(dut, name).value = 0
