@@ -446,6 +446,9 @@ _QUEUE_STEP = "storage/queue_shadow_is_its_tracked_sum_with_the_output_register"
 _QUEUE_SLOTS = "storage/queue_slots_below*"
 LINE_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "bypass",
                                  "system_conservation"],
+                      # the run-time modes on lines: the EMA's beat update and lag (seconds:
+                      # also in make prove, LINE_SYSTEM_IN_PROVE)
+                      "modes": ["ema"],
                       "storage": ["storage", "-" + _QUEUE_SUM, "-" + _QUEUE_STEP,
                                   "-" + _QUEUE_SLOTS],
                       "queue-step": [_QUEUE_STEP],
@@ -697,8 +700,12 @@ def _encoded(jobs):
                     memories="flops" if job.name in FLOPS else job.memories) for job in jobs]
 
 
+#: The compressor on lines' jobs quick enough for make prove (seconds each), also in make
+#: prove-lines with the rest.
+LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS if job.name in ("lines2-small-modes",)]
 PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      WHOLE_LINE_ONE_LANE_JOBS + _cover_jobs() + [LINE_L1_COVER])
+                      WHOLE_LINE_ONE_LANE_JOBS + LINE_SYSTEM_IN_PROVE + _cover_jobs() +
+                      [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())
 

@@ -36,7 +36,8 @@ from gradient_compressor.console import (ArgumentParser, UsageError, file_name, 
                                          require_extra, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
-from .jobs import Job, LINE_JOBS, LINE_L1_BMC, WHOLE_LINE_L1_BMC, WHOLE_LINE_ONE_LANE_BMC
+from .jobs import (Job, LINE_JOBS, LINE_L1_BMC, LINE_SMALL, WHOLE_LINE_L1_BMC,
+                   WHOLE_LINE_ONE_LANE_BMC)
 from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -392,6 +393,23 @@ MUTANTS = {
         "    m.d.comb += threshold.eq(below)\n"
         "with m.Elif(greater(candidate, maximum)):\n"
         "    m.d.comb += threshold.eq(above)"),
+    # dynamic (EMA) threshold on lines (checked on the compressor on lines: LINE_SYSTEM_SITES)
+    "ema_lag_one_on_lines": (
+        "ema", "on lines, a beat is judged by the EMA before the last update, not the last two",
+        "line-ema-lag",
+        "with m.Elif(beat_sampled.any() | update_valid):\n"
+        "    m.d.comb += judged.eq(recent[0])\n"
+        "with m.Else():\n"
+        "    m.d.comb += judged.eq(recent[1])",
+        "with m.Elif(beat_sampled.any() | update_valid):\n"
+        "    m.d.comb += judged.eq(self.average)\n"
+        "with m.Else():\n"
+        "    m.d.comb += judged.eq(recent[0])"),
+    "ema_samples_bypassed_lanes": (
+        "ema", "on lines, the lanes of a beat inside a bypass window update the EMA too",
+        "line-ema-sample",
+        "return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask & ~in_window, 0)),",
+        "return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask, 0)),"),
     # bypass windows
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
@@ -611,6 +629,9 @@ def jobs_for(name, design_path, config="small"):
     if site in ONE_LANE_WHOLE_LINE_SITES:
         return [replace(WHOLE_LINE_ONE_LANE_BMC, name=f"mutant-{name}-l1-whole-small",
                         design_path=design_path, vcd=False)]
+    if site in LINE_SYSTEM_SITES:
+        return [replace(LINE_SYSTEM_BMC, name=f"mutant-{name}-lines2-small",
+                        focus=LINE_SYSTEM_SITES[site], design_path=design_path)]
     if fname in LINE_FILES:
         # (with the solver's VCD, which the replay of a line job reads: proofs.line_replay)
         return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
@@ -631,6 +652,14 @@ WHOLE_LINE_SITES = {"whole-line-evicts"}
 ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
+#: The mutation sites that only the compressor on lines reaches, in a file whose one-lane
+#: checks cannot see them (the EMA's beat pipeline, the EMA's samples of a beat, ...): each
+#: checked by a bounded check from reset of the line system's harness (2 lanes, LINE_SMALL,
+#: nothing assumed) of the groups named here.
+LINE_SYSTEM_SITES = {"line-ema-lag": ["ema"], "line-ema-sample": ["ema"]}
+#: That check: INIT (2 cycles), a few beats and the EMA's three cycles to take them.
+LINE_SYSTEM_BMC = Job("mutant-lines2-small", "small", "bmc", 12, lanes=2, geometry=LINE_SMALL,
+                      reset="initial", assume_others=False, timeout=900)
 
 
 #: The design files that hold a component proven alone (properties/component.py), and those
