@@ -487,6 +487,7 @@ class LineAccumulator(L1Accumulator):
             self.hit.eq(d.c_hit),
             self.miss.eq(d.c_miss & d.kept.any()),
             self.small_miss.eq(d.tiny),
+            # mutation site: line-random-step
             self.random_step.eq(d.tiny.any() & s3.stochastic),
             shared.count_inc.eq(d.allocates & ~d.full),
             shared.count_dec.eq(d.leaves_hit),

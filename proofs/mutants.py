@@ -393,6 +393,18 @@ MUTANTS = {
         "    m.d.comb += threshold.eq(below)\n"
         "with m.Elif(greater(candidate, maximum)):\n"
         "    m.d.comb += threshold.eq(above)"),
+    # the random bits' steps on lines (the line L1: checked on it alone from reset)
+    "random_step_every_beat_on_lines": (
+        "stochastic", "on lines, the random bits step for every beat deciding, not only for a "
+        "miss with tiny lanes in mode stochastic",
+        "line-random-step",
+        "self.random_step.eq(d.tiny.any() & s3.stochastic),",
+        "self.random_step.eq(self.s3_valid),"),
+    "random_step_never_on_lines": (
+        "stochastic", "on lines, the random bits never step (every beat draws the same bits)",
+        "line-random-step",
+        "self.random_step.eq(d.tiny.any() & s3.stochastic),",
+        "self.random_step.eq(0),"),
     # dynamic (EMA) threshold on lines (checked on the compressor on lines: LINE_SYSTEM_SITES)
     "ema_lag_one_on_lines": (
         "ema", "on lines, a beat is judged by the EMA before the last update, not the last two",

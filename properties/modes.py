@@ -210,6 +210,17 @@ def _line_dual_threshold(h, m, P):
     g4, w4 = h.stage[4], l1.s4_push_p
     P.check("dual_threshold", "no_discard_without_a_decision",
             h.stage_valid[4] | ~d.discard.any())
+    # When the random bits step (model/lines.py: one draw per beat, the LFSR stepping once
+    # after it): for a beat in s3 that misses its line with tiny lanes (as accepted: the
+    # harness's copy, judged by its threshold), in mode stochastic, whether or not a lane was
+    # rounded or written (under either rule); never for another beat, nor without a beat. The
+    # miss is L1's hit strobe, which the policy group proves the model's
+    # (hit_miss_strobes_are_the_models): stated on the model's match itself, the 8-lane
+    # invariants job did not finish its induction in minutes.
+    x = h.line_beat
+    draws = ~l1.hit & x.tiny.any() & x.g.stochastic
+    P.check("dual_threshold", "random_bits_step_once_for_a_beat_missing_with_tiny_lanes",
+            Mux(h.stage_valid[3], l1.random_step == draws, ~l1.random_step))
     written = [Mux(l1.s4_push & w4.mask[i], w4.values[i], 0) for i in range(N)]
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~d.discard.any() |
