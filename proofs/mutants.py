@@ -270,6 +270,11 @@ MUTANTS = {
         "l2-merge-fits",
         "fits[i].eq(~both | (_narrow(newest.values[i]) &",
         "fits[i].eq(1 | (_narrow(newest.values[i]) &"),
+    "merge_never_taken": (
+        "l2", "on lines, L2 never merges a line write into the newest write for its line",
+        "l2-merge-fits",
+        "fits[i].eq(~both | (_narrow(newest.values[i]) &",
+        "fits[i].eq(0 & (_narrow(newest.values[i]) &"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "idle",
