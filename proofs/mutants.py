@@ -460,6 +460,11 @@ MUTANTS = {
         "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register))",
         "with m.If(hits[register.name]):\n"
         "    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
+    "register_lfsr_load_unwired": (
+        "registers", "the register file's LFSR load field is not wired to the compressor",
+        "register-join",
+        "m.d.comb += port(sink, name).eq(port(source, name))",
+        "m.d.comb += port(sink, name).eq(Mux(name == \"lfsr_load\", 0, port(source, name)))"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
         "bypassed-strobe",
@@ -688,7 +693,9 @@ COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py"
 
 #: The mutation sites whose mutants only a component's line form can see (one lane never
 #: merges): checked by that component alone, not by the file's one-lane components.
-COMPONENT_SITES = {"l2-merge-fits": ["l2_lines"]}
+COMPONENT_SITES = {"l2-merge-fits": ["l2_lines"],
+                   # the register file's join to the compressor (the file alone is unchanged)
+                   "register-join": ["registers_joined"]}
 
 
 def _component_jobs(name, design_path, config):
