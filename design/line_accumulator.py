@@ -95,6 +95,11 @@ class LineAccumulator(L1Accumulator):
         is one step per beat that used the random bits).
     """
 
+    #: Places of the output queue (a pair of line writes each): as many as the one-lane L1
+    #: has writes, enough for a beat per cycle with DRAM always ready (throughput, proven
+    #: under the whole-line rule).
+    QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH  # mutation site: line-queue-depth
+
     def __init__(self, *, lanes, **parameters):
         with checked(self):
             if lanes == 1:

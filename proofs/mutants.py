@@ -410,6 +410,13 @@ MUTANTS = {
         "line-random-step",
         "self.random_step.eq(d.tiny.any() & s3.stochastic),",
         "self.random_step.eq(0),"),
+    # throughput on lines under the whole-line rule (checked on that compressor on lines)
+    "line_queue_too_short": (
+        "progress", "on lines, L1's output queue has half its places (4): a beat per cycle no "
+        "longer fits, with DRAM always ready",
+        "line-queue-depth",
+        "QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH",
+        "QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH // 2"),
     # dynamic (EMA) threshold on lines (checked on the compressor on lines: LINE_SYSTEM_SITES)
     "ema_lag_one_on_lines": (
         "ema", "on lines, a beat is judged by the EMA before the last update, not the last two",
@@ -653,7 +660,7 @@ def jobs_for(name, design_path, config="small"):
                         design_path=design_path, vcd=False)]
     if site in LINE_SYSTEM_SITES:
         return [replace(LINE_SYSTEM_BMC, name=f"mutant-{name}-lines2-small",
-                        focus=LINE_SYSTEM_SITES[site], design_path=design_path)]
+                        **LINE_SYSTEM_SITES[site], design_path=design_path)]
     if fname in LINE_FILES:
         # (with the solver's VCD, which the replay of a line job reads: proofs.line_replay)
         return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
@@ -677,8 +684,11 @@ LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 #: The mutation sites that only the compressor on lines reaches, in a file whose one-lane
 #: checks cannot see them (the EMA's beat pipeline, the EMA's samples of a beat, ...): each
 #: checked by a bounded check from reset of the line system's harness (2 lanes, LINE_SMALL,
-#: nothing assumed) of the groups named here.
-LINE_SYSTEM_SITES = {"line-ema-lag": ["ema"], "line-ema-sample": ["ema"]}
+#: nothing assumed) of the groups named here (the throughput's on the compressor built with
+#: the whole-line rule, where it is stated).
+LINE_SYSTEM_SITES = {"line-ema-lag": dict(focus=["ema"]),
+                     "line-ema-sample": dict(focus=["ema"]),
+                     "line-queue-depth": dict(focus=["throughput"], whole_line=True)}
 #: That check: INIT (2 cycles), a few beats and the EMA's three cycles to take them.
 LINE_SYSTEM_BMC = Job("mutant-lines2-small", "small", "bmc", 12, lanes=2, geometry=LINE_SMALL,
                       reset="initial", assume_others=False, timeout=900)

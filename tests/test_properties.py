@@ -547,15 +547,23 @@ def test_lane_mutants_are_checked_on_lines():
     # (and the whole-line L1's own, on that L1 alone, with its transfer bound; the one-lane
     # L1's whole-line decision likewise, on the one-lane L1 built with whole_line)
     # (and the mutants only the compressor on lines reaches, on the line system from reset)
-    from gradient_compressor.proofs.mutants import (LINE_SYSTEM_SITES, ONE_LANE_WHOLE_LINE_SITES,
-                                                    WHOLE_LINE_SITES, jobs_for)
+    # (and any other mutant of the line L1's file, such as its random steps')
+    import os
+    from gradient_compressor.proofs.mutants import (LINE_FILES, LINE_SYSTEM_SITES,
+                                                    ONE_LANE_WHOLE_LINE_SITES, WHOLE_LINE_SITES,
+                                                    jobs_for)
+    from gradient_compressor.proofs.run import ROOT
+    sites = find_sites(os.path.join(ROOT, "design"))
     for name, (cls, _, site, *_rest) in MUTANTS.items():
         jobs = jobs_for(name, "/nowhere", "default")
-        assert (cls == "lanes" or site in WHOLE_LINE_SITES | set(LINE_SYSTEM_SITES)) == \
-            any(job.lanes > 1 for job in jobs), name
+        on_lines = (cls == "lanes" or site in WHOLE_LINE_SITES | set(LINE_SYSTEM_SITES) or
+                    sites[site][0] in LINE_FILES)
+        assert on_lines == any(job.lanes > 1 for job in jobs), name
         if site in LINE_SYSTEM_SITES:
             assert all(job.lanes == 2 and not job.alone and job.mode == "bmc" and
-                       job.reset == "initial" and job.focus == LINE_SYSTEM_SITES[site]
+                       job.reset == "initial" and
+                       job.focus == LINE_SYSTEM_SITES[site]["focus"] and
+                       job.whole_line == LINE_SYSTEM_SITES[site].get("whole_line", False)
                        for job in jobs), name
         if site in WHOLE_LINE_SITES | ONE_LANE_WHOLE_LINE_SITES:
             assert all(job.whole_line and "bound" in job.focus for job in jobs), name
