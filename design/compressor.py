@@ -410,6 +410,7 @@ class GradientCompressor(wiring.Component):
         if self.lanes == 1:
             return [ema.sample.eq(accept & ~in_window),  # mutation site: ema-sample
                     ema.magnitude.eq(abs(self.grad_in.p.grad))]
+        # mutation site: line-ema-sample
         return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask & ~in_window, 0)),
                 *[ema.magnitudes[i].eq(abs(self.grad_in.p.grads[i]))
                   for i in range(self.lanes)]]

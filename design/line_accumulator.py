@@ -97,6 +97,11 @@ class LineAccumulator(L1Accumulator):
         is one step per beat that used the random bits).
     """
 
+    #: Places of the output queue (a pair of line writes each): as many as the one-lane L1
+    #: has writes, enough for a beat per cycle with DRAM always ready (throughput, proven
+    #: under the whole-line rule).
+    QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH  # mutation site: line-queue-depth
+
     def __init__(self, *, lanes, **parameters):
         with checked(self):
             if lanes == 1:
@@ -495,6 +500,7 @@ class LineAccumulator(L1Accumulator):
             self.hit.eq(d.c_hit),
             self.miss.eq(d.c_miss & d.kept.any()),
             self.small_miss.eq(d.tiny),
+            # mutation site: line-random-step
             self.random_step.eq(d.tiny.any() & s3.stochastic),
             shared.count_inc.eq(d.allocates & ~d.full),
             shared.count_dec.eq(d.leaves_hit),

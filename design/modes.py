@@ -248,6 +248,12 @@ class EmaThreshold(wiring.Component):
             "average":         Out(average_width),
             "latched_average": Out(average_width),
         })
+        if lanes > 1:
+            # The averages before the last update applied and before the one before it (made
+            # here, not in elaborate, so that the proofs on lines can name them: their
+            # induction needs them).
+            self.recent_averages = [Signal(average_width, name=f"recent_average{i}")
+                                    for i in range(2)]
 
     def elaborate(self, platform):
         m = Module()
@@ -289,7 +295,7 @@ class EmaThreshold(wiring.Component):
         update_magnitude = Signal(gw + log2(N))
         update_samples = Signal(range(N + 1))
         update_shift = Signal.like(self.shift, name="update_shift")
-        recent = [Signal.like(self.average, name=f"recent_average{i}") for i in range(2)]
+        recent = self.recent_averages
         m.d.sync += [
             beat_sampled.eq(self.sampled),
             *[beat_magnitudes[i].eq(Mux(self.sampled[i], self.magnitudes[i], 0))
@@ -310,7 +316,7 @@ class EmaThreshold(wiring.Component):
         judged = Signal.like(self.average, name="judged_average")
         with m.If(beat_sampled.any() & update_valid):
             m.d.comb += judged.eq(self.average)
-        with m.Elif(beat_sampled.any() | update_valid):
+        with m.Elif(beat_sampled.any() | update_valid):  # mutation site: line-ema-lag
             m.d.comb += judged.eq(recent[0])
         with m.Else():
             m.d.comb += judged.eq(recent[1])

@@ -287,7 +287,7 @@ class CompressorWithRegisters(wiring.Component):
         for name, member in r.signature.members.items():
             if name in compressor_ports:             # a field: the register drives an input
                 source, sink = (r, c) if member.flow == Out else (c, r)
-                m.d.comb += port(sink, name).eq(port(source, name))
+                m.d.comb += port(sink, name).eq(port(source, name))  # mutation site: register-join
             elif member.flow == In:                  # an AXI input
                 m.d.comb += getattr(r, name).eq(getattr(self, name))
             else:

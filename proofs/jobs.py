@@ -453,6 +453,9 @@ _QUEUE_STEP = "storage/queue_shadow_is_its_tracked_sum_with_the_output_register"
 _QUEUE_SLOTS = "storage/queue_slots_below*"
 LINE_SYSTEM_GROUPS = {"safety": ["stream", "idle", "counters", "bypass",
                                  "system_conservation"],
+                      # the run-time modes on lines: the EMA's beat update and lag (seconds:
+                      # also in make prove, LINE_SYSTEM_IN_PROVE)
+                      "modes": ["ema"],
                       "storage": ["storage", "-" + _QUEUE_SUM, "-" + _QUEUE_STEP,
                                   "-" + _QUEUE_SLOTS],
                       "queue-step": [_QUEUE_STEP],
@@ -481,6 +484,11 @@ WHOLE_LINE_SYSTEM_JOBS = [replace(job, name="whole-" + job.name, whole_line=True
                           for job in LINE_SYSTEM_JOBS]
 WHOLE_LINE_SYSTEM_JOBS.append(replace(WHOLE_LINE_SYSTEM_JOBS[0], name="whole-lines2-small-bound",
                                       focus=["system_bound"]))
+#: ... and its throughput (properties/throughput.py: a beat per cycle with DRAM always ready
+#: and no flush; under the whole-line rule a beat causes at most one line write).
+WHOLE_LINE_SYSTEM_JOBS.append(replace(WHOLE_LINE_SYSTEM_JOBS[0],
+                                      name="whole-lines2-small-throughput",
+                                      focus=["throughput"]))
 LINE_SYSTEM_JOBS += [
     Job(f"lines2-small-progress-K{LINE_K}", "small", "prove",
         line_liveness_depth(LINE_SMALL, LINE_K), focus=["progress"], fairness=LINE_K,
@@ -709,8 +717,13 @@ def _encoded(jobs):
                     memories="flops" if job.name in FLOPS else job.memories) for job in jobs]
 
 
+#: The compressor on lines' jobs quick enough for make prove (seconds each: the EMA on lines,
+#: the throughput under the whole-line rule), also in make prove-lines with the rest.
+LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS + WHOLE_LINE_SYSTEM_JOBS
+                        if job.name in ("lines2-small-modes", "whole-lines2-small-throughput")]
 PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      WHOLE_LINE_ONE_LANE_JOBS + WHOLE_ONE_LANE_SYSTEM_JOBS + _cover_jobs() +
+                      WHOLE_LINE_ONE_LANE_JOBS + WHOLE_ONE_LANE_SYSTEM_JOBS + LINE_SYSTEM_IN_PROVE +
+                      _cover_jobs() +
                       [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 COVER_JOBS = _encoded(_cover_jobs())

@@ -36,7 +36,8 @@ from gradient_compressor.console import (ArgumentParser, UsageError, file_name, 
                                          require_extra, table, usage_error)
 from gradient_compressor.properties.component import COMPONENTS
 from gradient_compressor.properties.harness import CONFIGS
-from .jobs import Job, LINE_JOBS, LINE_L1_BMC, WHOLE_LINE_L1_BMC, WHOLE_LINE_ONE_LANE_BMC
+from .jobs import (Job, LINE_JOBS, LINE_L1_BMC, LINE_SMALL, WHOLE_LINE_L1_BMC,
+                   WHOLE_LINE_ONE_LANE_BMC)
 from gradient_compressor.provenance import write_results
 from .run import ROOT, replay_command, run_job, work_dir
 
@@ -269,6 +270,11 @@ MUTANTS = {
         "l2-merge-fits",
         "fits[i].eq(~both | (_narrow(newest.values[i]) &",
         "fits[i].eq(1 | (_narrow(newest.values[i]) &"),
+    "merge_never_taken": (
+        "l2", "on lines, L2 never merges a line write into the newest write for its line",
+        "l2-merge-fits",
+        "fits[i].eq(~both | (_narrow(newest.values[i]) &",
+        "fits[i].eq(0 & (_narrow(newest.values[i]) &"),
     "idle_ignores_l2": (
         "l2", "idle ignores the L2 buffer's level",
         "idle",
@@ -392,6 +398,42 @@ MUTANTS = {
         "    m.d.comb += threshold.eq(below)\n"
         "with m.Elif(greater(candidate, maximum)):\n"
         "    m.d.comb += threshold.eq(above)"),
+    # the random bits' steps on lines (the line L1: checked on it alone from reset)
+    "random_step_every_beat_on_lines": (
+        "stochastic", "on lines, the random bits step for every beat deciding, not only for a "
+        "miss with tiny lanes in mode stochastic",
+        "line-random-step",
+        "self.random_step.eq(d.tiny.any() & s3.stochastic),",
+        "self.random_step.eq(self.s3_valid),"),
+    "random_step_never_on_lines": (
+        "stochastic", "on lines, the random bits never step (every beat draws the same bits)",
+        "line-random-step",
+        "self.random_step.eq(d.tiny.any() & s3.stochastic),",
+        "self.random_step.eq(0),"),
+    # throughput on lines under the whole-line rule (checked on that compressor on lines)
+    "line_queue_too_short": (
+        "progress", "on lines, L1's output queue has half its places (4): a beat per cycle no "
+        "longer fits, with DRAM always ready",
+        "line-queue-depth",
+        "QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH",
+        "QUEUE_DEPTH = L1Accumulator.QUEUE_DEPTH // 2"),
+    # dynamic (EMA) threshold on lines (checked on the compressor on lines: LINE_SYSTEM_SITES)
+    "ema_lag_one_on_lines": (
+        "ema", "on lines, a beat is judged by the EMA before the last update, not the last two",
+        "line-ema-lag",
+        "with m.Elif(beat_sampled.any() | update_valid):\n"
+        "    m.d.comb += judged.eq(recent[0])\n"
+        "with m.Else():\n"
+        "    m.d.comb += judged.eq(recent[1])",
+        "with m.Elif(beat_sampled.any() | update_valid):\n"
+        "    m.d.comb += judged.eq(self.average)\n"
+        "with m.Else():\n"
+        "    m.d.comb += judged.eq(recent[0])"),
+    "ema_samples_bypassed_lanes": (
+        "ema", "on lines, the lanes of a beat inside a bypass window update the EMA too",
+        "line-ema-sample",
+        "return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask & ~in_window, 0)),",
+        "return [ema.sampled.eq(Mux(accept, self.grad_in.p.mask, 0)),"),
     # bypass windows
     "bypass_limit_exclusive": (
         "bypass", "a window's limit address is outside it (< for <=)",
@@ -425,6 +467,11 @@ MUTANTS = {
         "with m.If(hits[register.name]):\n    m.d.sync += self.rdata.eq(self.word(register))",
         "with m.If(hits[register.name]):\n"
         "    m.d.sync += self.rdata.eq(self.word(register)[:16])"),
+    "register_lfsr_load_unwired": (
+        "registers", "the register file's LFSR load field is not wired to the compressor",
+        "register-join",
+        "m.d.comb += port(sink, name).eq(port(source, name))",
+        "m.d.comb += port(sink, name).eq(Mux(name == \"lfsr_load\", 0, port(source, name)))"),
     "bypassed_strobe_every_accept": (
         "bypass", "the bypassed strobe follows every accepted gradient",
         "bypassed-strobe",
@@ -611,6 +658,9 @@ def jobs_for(name, design_path, config="small"):
     if site in ONE_LANE_WHOLE_LINE_SITES:
         return [replace(WHOLE_LINE_ONE_LANE_BMC, name=f"mutant-{name}-l1-whole-small",
                         design_path=design_path, vcd=False)]
+    if site in LINE_SYSTEM_SITES:
+        return [replace(LINE_SYSTEM_BMC, name=f"mutant-{name}-lines2-small",
+                        **LINE_SYSTEM_SITES[site], design_path=design_path)]
     if fname in LINE_FILES:
         # (with the solver's VCD, which the replay of a line job reads: proofs.line_replay)
         return [replace(LINE_L1_BMC, name=f"mutant-{name}-l1-lines2", design_path=design_path),
@@ -631,6 +681,17 @@ WHOLE_LINE_SITES = {"whole-line-evicts"}
 ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
+#: The mutation sites that only the compressor on lines reaches, in a file whose one-lane
+#: checks cannot see them (the EMA's beat pipeline, the EMA's samples of a beat, ...): each
+#: checked by a bounded check from reset of the line system's harness (2 lanes, LINE_SMALL,
+#: nothing assumed) of the groups named here (the throughput's on the compressor built with
+#: the whole-line rule, where it is stated).
+LINE_SYSTEM_SITES = {"line-ema-lag": dict(focus=["ema"]),
+                     "line-ema-sample": dict(focus=["ema"]),
+                     "line-queue-depth": dict(focus=["throughput"], whole_line=True)}
+#: That check: INIT (2 cycles), a few beats and the EMA's three cycles to take them.
+LINE_SYSTEM_BMC = Job("mutant-lines2-small", "small", "bmc", 12, lanes=2, geometry=LINE_SMALL,
+                      reset="initial", assume_others=False, timeout=900)
 
 
 #: The design files that hold a component proven alone (properties/component.py), and those
@@ -643,7 +704,9 @@ COMPONENT_FILES = {"writeback.py": ["l2"], "queue.py": ["queue"], "registers.py"
 #: The mutation sites whose mutants only a component's line form can see (one lane never
 #: merges): checked by that component alone, not by the file's one-lane components (L2 on
 #: lines at both of its value widths: grad_width + 2, and grad_width under the whole-line rule).
-COMPONENT_SITES = {"l2-merge-fits": ["l2_lines", "l2_lines_whole"]}
+COMPONENT_SITES = {"l2-merge-fits": ["l2_lines", "l2_lines_whole"],
+                   # the register file's join to the compressor (the file alone is unchanged)
+                   "register-join": ["registers_joined"]}
 
 
 def _component_jobs(name, design_path, config):

@@ -56,6 +56,9 @@ GROUPS = {
                     "threshold is the clamp of its scaled source",
     "streamer":     "the streamer passes each gradient on with the threshold it is judged "
                     "against (0 in a bypass window) and the modes' settings",
+    "registers_join": "the register file joined to the compressor (CompressorWithRegisters): "
+                      "each compressor input a field drives holds what the AXI writes put in "
+                      "it; each counter and status field reads the compressor's member",
     "registers":    "the AXI4-Lite register file: handshakes, responses; a write lands only in "
                     "its field; a read returns what was written or counted",
     "bound":        "the whole-line rule on the line L1: line writes sent, waiting and lines "
@@ -108,7 +111,8 @@ COMPONENT_GROUPS = {"l2": "l2", "fifo": "l2", "combine": "l2_lines", "queue": "q
                     "queue_sum": "queue_lines",
                     "lfsr": "lfsr",
                     "ema_unit": "ema", "streamer": "streamer", "discard_totals": "discards",
-                    "registers": "registers", "line_decision": "line_decision"}
+                    "registers": "registers", "registers_join": "registers_joined",
+                    "line_decision": "line_decision"}
 
 
 def balance_width(value_width, fifo_depth, queue_depth):

@@ -27,7 +27,8 @@ from gradient_compressor.design.line_decision import LineDecision
 from gradient_compressor.design.layouts import line_pair_layout, value_width, write_layout
 from gradient_compressor.design.compressor import signature as compressor_signature
 from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
-from gradient_compressor.design.registers import RegisterFile, member_shapes, register_map
+from gradient_compressor.design.registers import (CompressorWithRegisters, RegisterFile,
+                                                  member_shapes, register_map)
 from gradient_compressor.design.queue import WriteQueue
 from gradient_compressor.design.streamer import Streamer
 from gradient_compressor.design.writeback import WritebackBuffer
@@ -180,6 +181,13 @@ COMPONENTS = {
         # a write, its response, a read of it, its data taken
         contract=registers.contract, covers=registers.covers, depth=2,
         bmc_depth=lambda p: 6),
+    # The register file joined to the compressor (one lane, small's geometry: the join is the
+    # same wiring on every geometry), every input of the top free.
+    "registers_joined": Component(
+        params=lambda c: dict(c),
+        build=lambda **p: CompressorWithRegisters(**p), probes=lambda _: {},
+        contract=registers.joined, covers=None, depth=2, bmc_depth=lambda p: 4,
+        only_on=("small",)),
 }
 
 

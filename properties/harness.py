@@ -853,9 +853,10 @@ class FormalHarness(Elaboratable):
         modes.add(self, m, P)
         if self.whole_line:
             bound.add(self, m, P)    # the transfer bound of the whole-line rule
-        if self.system and self.lanes == 1:
-            # (On lines a beat that writes two lines takes two of L2's cycles: no beat per
-            # cycle to prove.)
+        if self.system and (self.lanes == 1 or self.whole_line):
+            # (On lines under the line policy a beat that writes two lines takes two of L2's
+            # cycles: no beat per cycle to prove. Under the whole-line rule a beat causes at
+            # most one line write.)
             throughput.add(self, m, P)
         if self.fairness is not None:
             liveness.add(self, m, P)

@@ -26,7 +26,7 @@ from amaranth import *
 
 from gradient_compressor.design.layouts import Cause
 from gradient_compressor.design.params import (EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
-                                               LFSR_WIDTH)
+                                               LFSR_WIDTH, ema_fraction_bits, log2)
 
 __all__ = ["add", "stochastic_writes", "ema_threshold"]
 
@@ -216,6 +216,17 @@ def _line_dual_threshold(h, m, P):
     g4, w4 = h.stage[4], l1.s4_push_p
     P.check("dual_threshold", "no_discard_without_a_decision",
             h.stage_valid[4] | ~d.discard.any())
+    # When the random bits step (model/lines.py: one draw per beat, the LFSR stepping once
+    # after it): for a beat in s3 that misses its line with tiny lanes (as accepted: the
+    # harness's copy, judged by its threshold), in mode stochastic, whether or not a lane was
+    # rounded or written (under either rule); never for another beat, nor without a beat. The
+    # miss is L1's hit strobe, which the policy group proves the model's
+    # (hit_miss_strobes_are_the_models): stated on the model's match itself, the 8-lane
+    # invariants job did not finish its induction in minutes.
+    x = h.line_beat
+    draws = ~l1.hit & x.tiny.any() & x.g.stochastic
+    P.check("dual_threshold", "random_bits_step_once_for_a_beat_missing_with_tiny_lanes",
+            Mux(h.stage_valid[3], l1.random_step == draws, ~l1.random_step))
     written = [Mux(l1.s4_push & w4.mask[i], w4.values[i], 0) for i in range(N)]
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~d.discard.any() |
@@ -225,14 +236,82 @@ def _line_dual_threshold(h, m, P):
 
 
 def _line_system(h, m, P):
-    """On lines, in the system: what L1 requires of its random source, and the bypass
-    windows (each lane's own address against them). The EMA on lines (a beat's one update, its
-    lag) is not restated here."""
+    """On lines, in the system: what L1 requires of its random source, the EMA (a beat's one
+    update, its lag) and the bypass windows (each lane's own address against them)."""
     d, l1 = h.dut, h.dut.l1
     P.check("idle", "lfsr_loads_only_while_idle", ~d.lfsr.load | d.idle)
+    _line_ema(h, m, P)
     P.check("bypass", "each_lane_carries_whether_its_address_is_in_a_window",
             ~d.grad_in.valid | (l1.grad_in.p.bypass == h.in_window))
     last_bypass = Signal(h.lanes, name="window_lanes_accepted_last_cycle")
     m.d.sync += last_bypass.eq(Mux(h.accept, h.in_window & d.grad_in.p.mask, 0))
     P.check("bypass", "bypassed_strobe_the_cycle_after_a_window_lane_is_accepted",
             d.bypassed == last_bypass)
+
+
+def _line_ema(h, m, P):
+    """The EMA on lines (design/modes.py, ``EmaThreshold._beat_pipeline``; model/lines.py): a
+    beat accepted updates it once, by its masked lanes outside the bypass windows (``k`` of
+    them), ``ema += ((sum |g| << F) - k * ema) >> (shift + log2(lanes))``; the unit's
+    ``average`` shows the beats accepted up to three cycles before (two cycles of the update's
+    pipeline); a beat carries the EMA before the last two updates (``EMA_LINE_LAG``), or the
+    one latched at the last flush. Stated against an exact EMA kept here from the ports, in
+    arithmetic wide enough never to wrap."""
+    d, mo, ema, N = h.dut, h.in_modes, h.dut.ema, h.lanes
+
+    def check(name, test):
+        # (Assumed only by the ema jobs: no other group needs the EMA's value, and its exact
+        # shadow would only give the other jobs' solvers more to carry.)
+        P.check("ema", name, test, only_for=["ema"])
+    acc = d.l1.grad_in.p
+    F, L = ema_fraction_bits(N), log2(N)
+    width = h.gw + F + 3
+    top = 2 ** (h.gw - 1) << F            # the largest |g| << F: the EMA never exceeds it
+    beat = d.grad_in.p
+    # The lanes of the beat accepted now that update the EMA, and their |g|.
+    sampled = Signal(N, name="ema_lanes_sampled")
+    m.d.comb += sampled.eq(Mux(h.accept, beat.mask & ~h.in_window, 0))
+    k = sum(sampled[i] for i in range(N))
+    magnitude = sum(Mux(sampled[i], abs(beat.grads[i]), 0) for i in range(N))
+    # history[0] the exact EMA of every beat accepted before this cycle, history[j] the EMA
+    # before its last j updates (a beat whose lanes are all bypassed or masked updates
+    # nothing, as in the line model).
+    history = [Signal(signed(width), name=f"ema_exact_before_{j}_updates") for j in range(5)]
+    step = Signal(signed(width), name="ema_exact_line_step")
+    m.d.comb += step.eq(((magnitude << F) - k * history[0]) >> (mo["ema_shift"] + L))
+    with m.If(sampled.any()):
+        m.d.sync += [history[0].eq(history[0] + step),
+                     *[history[j].eq(history[j - 1]) for j in range(1, 5)]]
+    # Whether the beats accepted one and two cycles ago updated it (still in the unit's
+    # pipeline), and the exact EMA two cycles ago (of the beats up to three cycles before).
+    flight = [Signal(name=f"ema_update_in_flight_{j}") for j in range(2)]
+    late = [Signal(signed(width), name=f"ema_exact_{j + 1}_cycles_ago") for j in range(2)]
+    latched = Signal(signed(width), name="ema_exact_line_latched")
+    m.d.sync += [flight[0].eq(sampled.any()), flight[1].eq(flight[0]),
+                 late[0].eq(history[0]), late[1].eq(late[0])]
+    with m.If(h.in_flush):
+        m.d.sync += latched.eq(late[1])
+    check("line_ema_is_the_exact_ema_of_the_beats_up_to_3_cycles_before",
+            ema.average == late[1])
+    check("line_ema_latched_at_flush_is_the_ema_then", ema.latched_average == latched)
+    check("line_ema_within_0..2**(grad_width-1+F)",
+            Cat(((x >= 0) & (x <= top)) for x in history + late + [latched]).all())
+    # The unit's own record of the updates before its pipeline (needed by the induction): with
+    # n updates in flight the EMA is the one before the last n, recent_averages[i] the one
+    # before the last n + 1 + i.
+    in_flight = flight[0] + flight[1]
+    before = Array(history)
+    check("line_ema_recent_averages_are_the_exact_ema_before_earlier_updates",
+            (ema.average == before[in_flight]) &
+            (ema.recent_averages[0] == before[in_flight + 1]) &
+            (ema.recent_averages[1] == before[in_flight + 2]))
+    # The lag: a beat is judged by the EMA before the last two updates (EMA_LINE_LAG), or with
+    # ema_per_step by the one latched at the last flush, with the settings in force.
+    source = Mux(mo["ema_per_step"], latched, history[2])
+    check("line_ema_source_is_the_ema_before_the_last_two_updates",
+            ema.source == source)
+    check("line_beat_carries_the_threshold_in_force",
+            ~h.accept |
+            ((acc.ema == mo["ema_enable"]) & (acc.threshold == h.in_thresh) &
+             (~acc.ema | ((acc.ema_source == source) & (acc.ema_scale == mo["ema_scale"]) &
+                          (acc.ema_min == mo["ema_min"]) & (acc.ema_max == mo["ema_max"])))))

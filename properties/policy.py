@@ -327,6 +327,7 @@ def _add_lines(h, m, P):
     model = Signal(l1.row_layout, name="model_row")
     h.model = model
     x = _line_beat(h, m, model)
+    h.line_beat = x       # (the dual threshold's random steps read the model's miss)
     (_line_decision_whole if h.whole_line else _line_decision)(h, m, x, model)
     _line_registered_decision(h, m, x)
     _line_conservation_terms(h, m, x)

@@ -19,11 +19,14 @@ register file alone and proven in its own harness (:mod:`.component`), every inp
 
 from amaranth import *
 
+from types import SimpleNamespace
+
+from gradient_compressor.design.params import port
 from gradient_compressor.design.registers import OKAY, SLVERR
 
 from .base import past
 
-__all__ = ["contract", "covers"]
+__all__ = ["contract", "covers", "joined"]
 
 
 def _decode(r, address):
@@ -121,3 +124,29 @@ def covers(m, P, r):
             r.awvalid & r.awready & (r.wstrb != 0) & (r.wstrb != 0b1111))
     P.cover("an_address_without_a_register_answered",
             r.bvalid & (r.bresp == SLVERR))
+
+
+def joined(m, P, top):
+    """``registers_join``: the register file joined to the compressor
+    (:class:`design.registers.CompressorWithRegisters`, component ``registers_joined``). The
+    register file alone is proven to hold in each ``rw`` field what the writes put in it
+    (``registers``); here, at the top's own AXI ports: every compressor input a ``rw`` field
+    drives holds, in that field's bits, what the writes put in them (the LFSR's seed and its
+    load among them: an input left unwired fails it), and every ``ro`` member the register
+    file reads is the compressor's output of that name."""
+    r, c = top.registers, top.compressor
+    write = top.awvalid & top.awready & top.wvalid & top.wready
+    axi = SimpleNamespace(registers=r.registers, awaddr=top.awaddr, wstrb=top.wstrb,
+                          wdata=top.wdata)
+    shadows = _written(m, axi, write)
+    inputs, outputs = [], []
+    for reg in r.registers:
+        for f in reg.fields:
+            if f.access == "rw":
+                bits = Value.cast(port(c, f.member))[f.member_lsb:f.member_lsb + f.width]
+                inputs.append(bits == shadows[f])
+            else:
+                outputs.append(Value.cast(port(r, f.member)) == Value.cast(port(c, f.member)))
+    P.check("registers_join", "compressor_inputs_hold_what_was_written_to_their_fields",
+            Cat(inputs).all())
+    P.check("registers_join", "register_file_reads_the_compressor_outputs", Cat(outputs).all())

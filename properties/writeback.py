@@ -209,6 +209,18 @@ def _combined(m, P, wb, pushed, state, slot, push, load):
     P.check("combine", "a_merge_goes_into_the_newest_write_in_storage",
             ~wb.merge | (wb.newest_waiting & ~(load & (wb.r_ptr == wb.newest_ptr))))
     P.check("combine", "a_merge_is_a_push", ~wb.merge | push)
+    # ... and the merge is taken when it may be: a push to the line of the newest write still
+    # waiting in storage (not being loaded), whose lanes held by both fit a bit less than a
+    # value each (so that their sum fits one), merges. (Without it an L2 that never merges
+    # passed every safety property: merging is an optimisation.)
+    half = 2 ** (len(p.values[0]) - 2)
+    fit = Cat(~(newest.mask[i] & p.mask[i]) |
+              ((newest.values[i] >= -half) & (newest.values[i] < half) &
+               (p.values[i] >= -half) & (p.values[i] < half))
+              for i in range(wb.lanes))
+    P.check("combine", "a_push_to_the_newest_writes_line_whose_values_fit_merges",
+            ~(push & wb.newest_waiting & ~(load & (wb.r_ptr == wb.newest_ptr)) &
+              (p.addr == newest.addr) & fit.all()) | wb.merge)
     # The copy the merges are made from is the newest write's (checked on the tracked one).
     P.check("combine", "newest_copy_is_the_tracked_write_when_it_is_the_newest",
             ~((state == Tracked.STORED) & wb.newest_waiting & (wb.newest_ptr == slot)) |

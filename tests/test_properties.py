@@ -546,12 +546,25 @@ def test_mutant_classes():
 def test_lane_mutants_are_checked_on_lines():
     # (and the whole-line L1's own, on that L1 alone, with its transfer bound; the one-lane
     # L1's whole-line decision likewise, on the one-lane L1 built with whole_line)
-    from gradient_compressor.proofs.mutants import (ONE_LANE_WHOLE_LINE_SITES, WHOLE_LINE_SITES,
+    # (and the mutants only the compressor on lines reaches, on the line system from reset)
+    # (and any other mutant of the line L1's file, such as its random steps')
+    import os
+    from gradient_compressor.proofs.mutants import (LINE_FILES, LINE_SYSTEM_SITES,
+                                                    ONE_LANE_WHOLE_LINE_SITES, WHOLE_LINE_SITES,
                                                     jobs_for)
+    from gradient_compressor.proofs.run import ROOT
+    sites = find_sites(os.path.join(ROOT, "design"))
     for name, (cls, _, site, *_rest) in MUTANTS.items():
         jobs = jobs_for(name, "/nowhere", "default")
-        assert (cls == "lanes" or site in WHOLE_LINE_SITES) == any(job.lanes > 1
-                                                                   for job in jobs), name
+        on_lines = (cls == "lanes" or site in WHOLE_LINE_SITES | set(LINE_SYSTEM_SITES) or
+                    sites[site][0] in LINE_FILES)
+        assert on_lines == any(job.lanes > 1 for job in jobs), name
+        if site in LINE_SYSTEM_SITES:
+            assert all(job.lanes == 2 and not job.alone and job.mode == "bmc" and
+                       job.reset == "initial" and
+                       job.focus == LINE_SYSTEM_SITES[site]["focus"] and
+                       job.whole_line == LINE_SYSTEM_SITES[site].get("whole_line", False)
+                       for job in jobs), name
         if site in WHOLE_LINE_SITES | ONE_LANE_WHOLE_LINE_SITES:
             assert all(job.whole_line and "bound" in job.focus for job in jobs), name
         if site in ONE_LANE_WHOLE_LINE_SITES:
@@ -983,7 +996,7 @@ def test_line_system_jobs_assert_every_property_once():
     tests = [harness.props.focused(j.focus) for j in LINE_SYSTEM_JOBS]
     own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS]
     assert {p.group for p in own} == {"stream", "idle", "counters", "bypass", "storage",
-                                      "system_conservation"}
+                                      "system_conservation", "ema"}
     assert not {p.full_name for p in own if sum(t(p) for t in tests) != 1}
     assert not {p.full_name for p in asserts if p not in own and any(t(p) for t in tests)}
     assert all(j.geometry == LINE_SMALL and j.lanes == 2 and not j.alone and j.whole_storage
@@ -1024,7 +1037,9 @@ def test_line8_system_job_asserts_every_property_of_the_system_without_storage()
     harness = FormalHarness(LINE8_DEFAULT, lanes=8)
     rtlil.convert(harness, ports=[])
     asserts = [p for p in harness.props.props if p.kind == "assert"]
-    own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS]
+    # (The EMA on lines, group ema, is proven at 2 lanes on LINE_SMALL: lines2-small-modes.)
+    own = [p for p in asserts if p.group not in L1_GROUPS and p.group not in COMPONENT_GROUPS
+           and p.group != "ema"]
     asserted = harness.props.focused(system.focus)
     assert {p.group for p in own} == {"stream", "idle", "counters", "bypass",
                                       "system_conservation"}
