@@ -40,14 +40,16 @@ def signature(config=None, /, **params):
     config = Config.of(config, **params)
     addr_width, grad_width, lanes = config.addr_width, config.grad_width, config.lanes
     sets, ways, fifo_depth = config.sets, config.ways, config.fifo_depth
+    # Under the whole-line rule a DRAM write's values are gradients' width (a record's value
+    # with one lane, each lane's on lines).
+    value_width = line_value_width(grad_width, config.whole_line)
     if lanes == 1:
-        beat, write = gradient_layout(addr_width, grad_width), dram_layout(addr_width, grad_width)
+        beat, write = (gradient_layout(addr_width, grad_width),
+                       dram_layout(addr_width, grad_width, value_width))
         discard_error = signed(discard_error_width(grad_width))
     else:
-        # (under the whole-line rule a DRAM write's values are gradients' width)
         beat, write = (line_layout(addr_width, grad_width, lanes),
-                       line_dram_layout(addr_width, grad_width, lanes,
-                                        line_value_width(grad_width, config.whole_line)))
+                       line_dram_layout(addr_width, grad_width, lanes, value_width))
         discard_error = data.ArrayLayout(signed(discard_error_width(grad_width)), lanes)
     return wiring.Signature({
         "grad_in":           In(stream.Signature(beat)),
@@ -122,10 +124,11 @@ class GradientCompressor(wiring.Component):
     whole_line : bool
         L1 decides by the whole-line rule (``model.LineModel(whole_line=True)``; with one lane
         ``model.ReferenceModel(whole_line=True)``; docs/lanes.md): a beat writes its whole line
-        or allocates it, and every value L1 writes fits ``grad_width`` bits, so on lines the line
-        writes are ``grad_width`` bits a value from L1 to ``dram_out`` (the input beat's format,
-        :func:`~design.layouts.line_value_width`). False (the default): the line policy, or the
-        seed's with one lane.
+        or allocates it, and every value L1 writes fits ``grad_width`` bits, so the writes are
+        ``grad_width`` bits a value from L1 to ``dram_out`` (the input's format: with one lane a
+        record is an address and a gradient's width, on lines a line write a gradient's width a
+        lane; :func:`~design.layouts.line_value_width`). False (the default): the line policy,
+        or the seed's with one lane.
 
     The defaults (32-bit addresses, 16-bit gradients, 32 sets x 4 ways, max_updates 255, L2 of
     32 with bursts at 16, one lane) and the checks are :class:`design.params.Config`'s.
@@ -137,7 +140,8 @@ class GradientCompressor(wiring.Component):
     threshold : ``In(grad_width)``
         Run-time threshold: ``|grad| >= threshold`` is written straight on.
     dram_out : ``Out(stream.Signature(StructLayout({"addr": addr_width, "value": signed(grad_width + 2)})))``
-        Writes to DRAM; each adds ``value`` to the gradient at ``addr``.
+        Writes to DRAM; each adds ``value`` to the gradient at ``addr``. With ``whole_line``
+        the value is ``signed(grad_width)``.
     flush : ``In(1)``
         Flush barrier (a level): stops accepting, writes every L1 entry out, drains L2.
     idle : ``Out(1)``
@@ -212,9 +216,9 @@ class GradientCompressor(wiring.Component):
         self.l1        = (L1Accumulator(**geometry, whole_line=config.whole_line) if lanes == 1
                           else LineAccumulator(lanes=lanes, whole_line=config.whole_line,
                                                **geometry))
-        # L2 stores L1's writes at their width (on lines under the whole-line rule,
-        # grad_width; one lane's records keep grad_width + 2 bits for now).
-        value_width = line_value_width(config.grad_width, config.whole_line and lanes > 1)
+        # L2 stores L1's writes at their width (under the whole-line rule grad_width, one
+        # lane or lines; else grad_width + 2).
+        value_width = line_value_width(config.grad_width, config.whole_line)
         self.writeback = WritebackBuffer(**widths, depth=config.fifo_depth,
                                          burst_size=config.burst_size, lanes=lanes,
                                          value_width=value_width)

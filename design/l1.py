@@ -9,7 +9,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .layouts import (Cause, classified_layout, write_layout, value_width,
+from .layouts import (Cause, classified_layout, write_layout, value_width, line_value_width,
                       discard_error_width)
 from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
@@ -220,7 +220,8 @@ class L1Accumulator(wiring.Component):
     grad_in : ``In(stream.Signature(classified_layout))``
         Gradients from the streamer, with their threshold. ``ready`` is a register.
     push : ``Out(stream.Signature(write_layout))``
-        Writes toward L2, with their cause. Valid and payload hold until taken.
+        Writes toward L2, with their cause; a value is ``grad_width + 2`` bits, under the
+        whole-line rule ``grad_width`` (``value_width``). Valid and payload hold until taken.
     flush : ``In(1)``
         The flush barrier request (a level).
     idle : ``Out(1)``
@@ -463,9 +464,18 @@ class L1Accumulator(wiring.Component):
         """What ``grad_in`` carries: a gradient with its threshold and settings."""
         return classified_layout(self.addr_width, self.grad_width)
 
+    @property
+    def value_width(self):
+        """Width of a value written (signed), on ``push`` and in the output queue: under the
+        whole-line rule ``grad_width``, the input's format (every value the rule writes fits
+        it; :func:`~design.layouts.line_value_width`, the one choice), else ``grad_width +
+        2``. The line L1's held sums have this width too; the one-lane L1's keep
+        ``grad_width + 2`` bits (:meth:`_entry_sums`)."""
+        return line_value_width(self.grad_width, self.whole_line)
+
     def _write_layout(self):
-        """What ``push`` carries: a write with its cause."""
-        return write_layout(self.addr_width, self.grad_width)
+        """What ``push`` carries: a write with its cause, its value ``value_width`` bits."""
+        return write_layout(self.addr_width, self.grad_width, self.value_width)
 
     def _queue_layout(self):
         """What a place of the output queue holds: a write."""
@@ -536,7 +546,7 @@ class L1Accumulator(wiring.Component):
         ``scan_push_p`` (by the flush scan) and ``reserved_next``."""
         queue, accept, Q = self.queue, shared.accept, self.QUEUE_DEPTH
         scan_push   = Signal()
-        scan_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        scan_push_p = Signal(self._write_layout())
         queue_read  = Signal()
         m.d.comb += [
             # (The pipeline is empty while the scan runs: the payload is picked by the state,
@@ -953,7 +963,9 @@ class L1Accumulator(wiring.Component):
                    (c_miss & (full | (self.max_updates == 1))))
         if self.whole_line:
             d_push |= c_hit & ~d.fits          # the held sum leaves, the gradient stays
-        d_push_p = Signal(write_layout(self.addr_width, self.grad_width))
+        # (Under the whole-line rule the write's value is grad_width bits: every value below
+        # fits them then, so taking their low bits loses nothing.)
+        d_push_p = Signal(self._write_layout())
         m.d.comb += d_push_p.addr.eq(s3.addr)
         direct_value, hit_value = s3.grad, self.s3_new_sum
         if self.whole_line:

@@ -45,13 +45,15 @@ def value_width(grad_width):
 
 
 def line_value_width(grad_width, whole_line=False):
-    """Width of a line write's values (signed), from L1's decision to ``dram_out``: the one
-    place that chooses it.
+    """Width of the values L1 writes (signed), from L1's decision to ``dram_out``: a line
+    write's values, and with one lane a record's value (a line of one lane). The one place
+    that chooses it.
 
     Under the whole-line rule (``whole_line``) every value L1 writes fits ``grad_width`` bits
-    (docs/lanes.md, "The whole-line rule"), so a line write has the input beat's format (a
-    gradient per lane: AXI's WDATA as wide as TDATA); L2's merges keep it (it merges a lane
-    only where both values fit a bit less). Else :func:`value_width`.
+    (docs/lanes.md, "The whole-line rule"), so a write has the input's format (a gradient per
+    lane: AXI's WDATA as wide as TDATA; with one lane, a record is an address and a
+    gradient's width); L2's merges on lines keep it (it merges a lane only where both values
+    fit a bit less). Else :func:`value_width`.
     """
     return grad_width if whole_line else value_width(grad_width)
 
@@ -109,11 +111,12 @@ def dram_layout(addr_width, grad_width, value_width=None):
     })
 
 
-def write_layout(addr_width, grad_width):
-    """A write from L1 to the write-back buffer, with its cause (for the event strobes)."""
+def write_layout(addr_width, grad_width, value_width=None):
+    """A write from L1 to the write-back buffer, with its cause (for the event strobes); its
+    value is ``value_width`` bits (signed; by default :func:`value_width`)."""
     return data.StructLayout({
         "addr":  unsigned(addr_width),
-        "value": signed(value_width(grad_width)),
+        "value": signed(_values(grad_width, value_width)),
         "cause": Cause,
     })
 

@@ -10,7 +10,7 @@ from amaranth.lib import data
 
 from .compare import less, at_least, at_most
 from .l1 import L1Accumulator, L1State, _Decision
-from .layouts import (Cause, classified_line_layout, line_pair_layout, line_value_width,
+from .layouts import (Cause, classified_line_layout, line_pair_layout,
                       line_write_layout, value_width)
 from .line_decision import LineDecision
 from .modes import ema_candidate, ema_clamp
@@ -138,12 +138,6 @@ class LineAccumulator(L1Accumulator):
         # s3_row is the set as it is now: a decision that rewrites the set of the beat behind
         # it forwards its new row into that beat's s3_row (_s3_to_s4).
         return self.s3_row
-
-    @property
-    def value_width(self):
-        """Width of a held sum and of a value written (signed): under the whole-line rule
-        ``grad_width`` (:func:`~design.layouts.line_value_width`, the one choice)."""
-        return line_value_width(self.grad_width, self.whole_line)
 
     def _entry_sums(self):
         return {"sums": self._per_lane(signed(self.value_width)), "held": self.lanes}

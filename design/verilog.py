@@ -16,8 +16,9 @@ On lines (``--lanes N``, N > 1) a beat is ``in_addr`` (lane 0's address), ``in_g
 lane, TKEEP), and a DRAM write is ``dram_addr``, ``dram_values`` (lane ``i`` in bits
 ``[i*(grad_width+2) +: grad_width+2]``) and ``dram_mask`` (a bit per lane, WSTRB).
 ``--whole-line`` builds L1 deciding by the whole-line rule (one lane or lines); the ports are
-the same, but on lines for ``dram_values``: a gradient's width a lane (lane ``i`` in bits
-``[i*grad_width +: grad_width]``, as ``in_grads``: WDATA as wide as TDATA).
+the same, but the DRAM values are a gradient's width: with one lane ``dram_value`` is
+``grad_width`` bits (as ``in_grad``), on lines ``dram_values`` a gradient's width a lane (lane
+``i`` in bits ``[i*grad_width +: grad_width]``, as ``in_grads``: WDATA as wide as TDATA).
 
 Beside the Verilog it writes ``gradient_compressor.vlt`` (same name, ``.vlt``), the Verilator
 configuration that waives the lint warnings of the generated code's idioms, each with its

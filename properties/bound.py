@@ -156,6 +156,9 @@ def _add_one_lane(h, m, P):
     # for the writes of the tracked set (an arbitrary set: so for every write), whose rows
     # the overflow group keeps within grad_width bits also where the sets are not read whole
     # (stated for every write, mid's induction found a state whose other sets hold wider sums).
+    # The queue and push carry grad_width-bit values under the rule (L1's value_width), so
+    # these hold by width too; that the narrowing loses nothing is the policy group's (each
+    # write equals the model's, computed wider) and conservation's.
     lo, hi = -2 ** (h.gw - 1), 2 ** (h.gw - 1) - 1
 
     def fits(write):

@@ -137,6 +137,23 @@ def test_modes_match_amaranth(name):
 
 
 @needs_compiler
+def test_one_lane_whole_line_matches_amaranth():
+    """One lane built with the whole-line rule: a record's value is grad_width bits on
+    ``dram_out`` (the driver reads it at that width, GC_VALUE_WIDTH), and every mode gives
+    the same SimResult as the Amaranth simulator, with values up to the port's ends."""
+    params = dict(SMALL, addr_width=8, grad_width=8, whole_line=True)
+    assert len(GradientCompressor(**params).dram_out.p.value) == 8
+    ops = random_mode_ops(zlib.crc32(b"whole one lane"), params, 400)
+    dram = lambda: random_ready(7, probability=0.5, max_stall=4)
+    expected = amaranth_result(params, ops, gap=stalls_and_gaps, dram_ready=dram())
+    got = simulate_compiled(params, ops, gap=stalls_and_gaps, dram_ready=dram())
+    values = [value for _, value in expected.writes]
+    assert min(values) < -64 and max(values) > 63, "values should use the top bit"
+    assert "STOCHASTIC" in expected.causes, "the trace should write stochastically"
+    assert_same(expected, got)
+
+
+@needs_compiler
 def test_starts_like_amaranth():
     """Reset: both take the first gradient right after L1's `sets` clearing cycles, and a
     flush at once waits for the same cycles."""

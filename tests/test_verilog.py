@@ -41,7 +41,7 @@ def test_lines_have_data_and_mask_ports(tmp_path):
 
 def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
     """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines,
-    the DRAM values a gradient's width, or of one lane."""
+    or of one lane, the DRAM values a gradient's width."""
     path = tmp_path / "gc.v"
     assert main(["-o", str(path), "--sets", "4", "--ways", "2", "--lanes", "2",
                  "--whole-line"]) == 0
@@ -55,12 +55,16 @@ def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
     assert re.search(r"input \[31:0\] in_grads;", text)
     assert re.search(r"output \[31:0\] dram_values;", text)
     assert re.search(r"output \[1:0\] dram_mask;", text)
-    # One lane too, with the one-lane ports.
+    # One lane too, with the one-lane ports: a record's value is a gradient's width (16 bits
+    # here, as in_grad), not grad_width + 2.
     assert main(["-o", str(path), "--whole-line"]) == 0
     assert "whole_line=True" in capsys.readouterr().out
-    header = re.search(r"module gradient_compressor\((.*?)\);", path.read_text(), re.S).group(1)
+    text = path.read_text()
+    header = re.search(r"module gradient_compressor\((.*?)\);", text, re.S).group(1)
     assert {name.strip() for name in header.split(",")} == (
         {"clk", "rst", *PORTS, *MODE_INPUTS, *EVENTS})
+    assert re.search(r"input signed \[15:0\] in_grad;", text)
+    assert re.search(r"output signed \[15:0\] dram_value;", text)
 
 
 def test_bad_parameter_is_a_usage_error(capsys):
