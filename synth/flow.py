@@ -106,9 +106,10 @@ def parse_configuration(text):
 
     ``text`` is a comma-separated list of items: ``default`` (the design's defaults),
     ``SETSxWAYS`` (e.g. ``1024x4``), ``key=value`` overrides of the design's parameters,
-    applied in order, e.g. ``128x4,fifo_depth=64`` or ``sets=4,ways=2``, and ``modes=off``
-    (``modes`` is ``False``: the run-time modes' settings tied off, see :func:`fpga_top`;
-    ``modes=on``, the default, keeps them). The design checks the values.
+    applied in order, e.g. ``128x4,fifo_depth=64`` or ``sets=4,ways=2``, ``whole_line=on`` (L1
+    decides by the whole-line rule; ``off``, the default), and ``modes=off`` (``modes`` is
+    ``False``: the run-time modes' settings tied off, see :func:`fpga_top`; ``modes=on``, the
+    default, keeps them). The design checks the values.
 
     Raises
     ------
@@ -126,6 +127,10 @@ def parse_configuration(text):
             if value not in ("on", "off"):
                 raise UsageError(f"modes must be on or off, not {value!r}")
             modes = value == "on"
+        elif key == "whole_line" and sep:       # a flag, as modes
+            if value not in ("on", "off"):
+                raise UsageError(f"whole_line must be on or off, not {value!r}")
+            params["whole_line"] = value == "on"
         elif geometry:
             params.update(sets=int(geometry[1]), ways=int(geometry[2]))
         elif not sep:

@@ -196,7 +196,8 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     ("ways=x", "ways must be an integer, not 'x'"),
     ("128x4,depth=8", "unknown parameter 'depth' in '128x4,depth=8': use one of addr_width, "
                       "grad_width, sets, ways, max_updates, fifo_depth, burst_size, lanes, "
-                      "bypass_windows"),
+                      "bypass_windows, whole_line"),
+    ("lanes=8,whole_line=1", "whole_line must be on or off, not '1'"),
     ("burst_size=64", "configuration 'burst_size=64': burst_size must be at most fifo_depth "
                       "(32), not 64"),
 ])
