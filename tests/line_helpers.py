@@ -5,6 +5,7 @@ line model (the Amaranth simulation's and the exported Verilog's under Verilator
 from collections import Counter
 
 from gradient_compressor.design.layouts import Cause
+from gradient_compressor.design.params import port
 from gradient_compressor.model import LineModel, LineWrite
 
 #: A small geometry (2 sets x 2 ways of lines, an L2 of 4), where evictions and L2 backpressure
@@ -45,6 +46,34 @@ async def offer(ctx, stream, tick, limit):
     await tick()
     ctx.set(stream.valid, 0)
     return waited
+
+
+async def flush_until_idle(ctx, dut, tick, limit):
+    """Raise ``dut.flush`` and wait (``tick()`` a cycle at a time, at most ``limit`` cycles) for
+    ``dut.idle``; ``flush`` is left high."""
+    ctx.set(dut.flush, 1)
+    for _ in range(limit):
+        if ctx.get(dut.idle):
+            return
+        await tick()
+    raise AssertionError(f"idle stayed low for {limit} cycles under flush")
+
+
+async def drive_line_steps(ctx, dut, steps, modes, tick, limit):
+    """Drive the compressor on lines: set ``modes`` (mode input -> value), then each step's
+    beats ``(line, grads, mask, threshold)``, each offered until taken, and after each step a
+    flush barrier until ``idle``."""
+    for name, value in modes.items():
+        ctx.set(port(dut, name), value)
+    for beats in steps:
+        for line, grads, mask, threshold in beats:
+            set_line(ctx, dut.grad_in.p, line, grads, mask)
+            ctx.set(dut.threshold, threshold)
+            await offer(ctx, dut.grad_in, tick, limit)
+        await flush_until_idle(ctx, dut, tick, limit)
+        await tick()
+        ctx.set(dut.flush, 0)
+    await tick()
 
 
 def line_write(ctx, payload, lanes):

@@ -12,6 +12,7 @@ from gradient_compressor.design.params import LFSR_RESET, LFSR_WIDTH
 from gradient_compressor.model import ReferenceModel, CAUSES
 from gradient_compressor.model.reference import lfsr_step
 
+from .line_helpers import flush_until_idle
 from .test_whole_line_one_lane import MODE_NAMES, gradients, modes_for
 
 #: Geometries of L1 alone: 2 x 2 (sums leave 8 bits often), direct-mapped, and one entry with
@@ -80,13 +81,7 @@ def run(geometry, ops, *, ready, limit=2000):
                 lfsr = op[1] or LFSR_RESET
             elif op[0] == "flush":
                 expected_writes.extend(model.run([op]))
-                ctx.set(dut.flush, 1)
-                for _ in range(limit):
-                    if ctx.get(dut.idle):
-                        break
-                    await tick()
-                else:
-                    raise AssertionError(f"idle stayed low for {limit} cycles under flush")
+                await flush_until_idle(ctx, dut, tick, limit)
                 assert ctx.get(dut.valid_count) == 0
                 ctx.set(dut.flush, 0)
                 await tick()

@@ -11,7 +11,7 @@ from gradient_compressor.design.params import LFSR_RESET
 from gradient_compressor.model import LineModel
 from gradient_compressor.model.reference import lfsr_step
 
-from .line_helpers import line_write, offer, set_line
+from .line_helpers import flush_until_idle, line_write, offer, set_line
 
 
 def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr_width=9,
@@ -52,13 +52,7 @@ def run_beats(lanes, beats, *, sets=2, ways=2, max_updates=3, grad_width=8, addr
             set_line(ctx, dut.grad_in.p, line, grads, mask)
             ctx.set(dut.grad_in.p.threshold, threshold)
             await offer(ctx, dut.grad_in, tick, limit)
-        ctx.set(dut.flush, 1)
-        for _ in range(limit):
-            if ctx.get(dut.idle):
-                break
-            await tick()
-        else:
-            raise AssertionError(f"idle stayed low for {limit} cycles under flush")
+        await flush_until_idle(ctx, dut, tick, limit)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)

@@ -12,10 +12,10 @@ import pytest
 from amaranth.sim import Simulator
 
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import DEFAULTS, port
+from gradient_compressor.design.params import DEFAULTS
 
-from .line_helpers import (GEOMETRY, MODES, check_with_the_model, line_write, offer,
-                           per_address, random_steps, set_line)
+from .line_helpers import (GEOMETRY, MODES, check_with_the_model, drive_line_steps, line_write,
+                           per_address, random_steps)
 
 #: The geometries run: the small one of the line tests (2 x 2 lines, an L2 of 4, max_updates
 #: 3: evictions, max_updates writes and L2 backpressure are frequent) and the default one.
@@ -91,23 +91,7 @@ def simulate(lanes, steps, modes, *, geometry=GEOMETRY, ready=lambda cycle: True
             await ctx.tick()
             cycle += 1
 
-        for name, value in modes.items():
-            ctx.set(port(dut, name), value)
-        for beats in steps:
-            for line, grads, mask, threshold in beats:
-                set_line(ctx, dut.grad_in.p, line, grads, mask)
-                ctx.set(dut.threshold, threshold)
-                await offer(ctx, dut.grad_in, tick, limit)
-            ctx.set(dut.flush, 1)
-            for _ in range(limit):
-                if ctx.get(dut.idle):
-                    break
-                await tick()
-            else:
-                raise AssertionError(f"idle stayed low for {limit} cycles under flush")
-            await tick()
-            ctx.set(dut.flush, 0)
-        await tick()
+        await drive_line_steps(ctx, dut, steps, modes, tick, limit)
 
     sim = Simulator(dut)
     sim.add_clock(1e-8)
