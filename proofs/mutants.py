@@ -676,8 +676,7 @@ LINE_FILES = {"line_accumulator.py"}
 #: ``whole_line``): checked on that L1 alone, with its transfer bound.
 WHOLE_LINE_SITES = {"whole-line-evicts"}
 #: The mutation sites of the one-lane L1's whole-line decision (``design/l1.py``, only in an
-#: L1 built with ``whole_line``, which the compressor does not take): checked on that L1
-#: alone, with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
+#: L1 built with ``whole_line``): checked on that L1 alone (quicker than the compressor), with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
 ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")

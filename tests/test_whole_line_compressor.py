@@ -141,7 +141,7 @@ def test_whole_line_compressor_is_the_model_on_the_default_geometry(lanes, mode)
 
 
 def test_the_compressor_passes_the_rule_to_its_line_l1_and_its_model():
-    # (One lane refuses the rule: tests/test_params.py.)
+    # (One lane takes it too: tests/test_compressor.py.)
     from gradient_compressor.design.params import Config
     from gradient_compressor.model import LineModel
     assert GradientCompressor(lanes=4, whole_line=True).l1.whole_line
