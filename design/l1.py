@@ -15,7 +15,7 @@ from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
 from .modes import ema_candidate, ema_clamp
 from .queue import WriteQueue
-from .params import DEFAULTS, checked, check_bool, check_int, check_power_of_two, log2
+from .params import DEFAULTS, WHOLE_LINE, checked, check_bool, check_int, check_power_of_two, log2
 
 __all__ = ["L1Accumulator", "L1State", "L1Probe"]
 
@@ -261,7 +261,7 @@ class L1Accumulator(wiring.Component):
 
     def __init__(self, *, addr_width=DEFAULTS["addr_width"], grad_width=DEFAULTS["grad_width"],
                  sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"], whole_line=False):
+                 max_updates=DEFAULTS["max_updates"], whole_line=WHOLE_LINE):
         with checked(self):
             # (The one default of whole_line: LineAccumulator passes it on to here.)
             self.whole_line  = check_bool("whole_line", whole_line)

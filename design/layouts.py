@@ -5,7 +5,7 @@ from amaranth.lib import enum
 from amaranth import unsigned, signed
 from amaranth.lib import data
 
-from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, ema_fraction_bits
+from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, WHOLE_LINE, ema_fraction_bits
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
            "line_layout", "classified_line_layout", "line_write_layout", "line_pair_layout",
@@ -44,7 +44,7 @@ def value_width(grad_width):
     return grad_width + 2
 
 
-def line_value_width(grad_width, whole_line=False):
+def line_value_width(grad_width, whole_line=WHOLE_LINE):
     """Width of the values L1 writes (signed), from L1's decision to ``dram_out``: a line
     write's values, and with one lane a record's value (a line of one lane). The one place
     that chooses it.

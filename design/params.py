@@ -22,7 +22,7 @@ __all__ = ["Config", "DEFAULTS", "modes_signature", "window_signature", "MODES_O
            "LFSR_LOAD_INPUTS",
            "LFSR_WIDTH", "LFSR_POLYNOMIAL", "LFSR_TAPS", "LFSR_RESET",
            "EMA_FRACTION_BITS", "EMA_SHIFT_WIDTH", "EMA_SCALE_WIDTH", "EMA_SCALE_FRACTION_BITS",
-           "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "LANES", "EMA_LINE_LAG", "check_lanes",
+           "BYPASS_WINDOWS", "BYPASS_WINDOWS_MAX", "WHOLE_LINE", "LANES", "EMA_LINE_LAG", "check_lanes",
 
            "L1_ENTRIES_MAX", "check_l1_geometry",
            "ema_fraction_bits",
@@ -51,7 +51,8 @@ class Config(Mapping):
     burst_size:  int = 16    # L2 level that starts a DRAM burst
     lanes:       int = 1     # gradients per beat (a line): one of LANES
     bypass_windows: int = 2  # run-time bypass windows: 0 to BYPASS_WINDOWS_MAX
-    whole_line:  bool = False  # L1 decides by the whole-line rule (docs/lanes.md)
+    whole_line:  bool = True  # L1 decides by the whole-line rule (docs/lanes.md); False:
+                              # the seed's policy, values of grad_width + 2 bits
 
     def __post_init__(self):
         _check_config(self)
@@ -135,6 +136,8 @@ EMA_SCALE_WIDTH = 8
 EMA_SCALE_FRACTION_BITS = 4
 #: The default number of run-time bypass windows (``bypass[i]``: a :class:`Config` parameter) ...
 BYPASS_WINDOWS = Config.bypass_windows
+#: L1's policy by default: the whole-line rule (a :class:`Config` parameter; docs/lanes.md).
+WHOLE_LINE = Config.whole_line
 #: ... and the most a configuration may have.
 BYPASS_WINDOWS_MAX = 8
 #: Width of the running ``discard_count`` (it wraps, like ``accepted_count``).

@@ -38,7 +38,7 @@ import tempfile
 from amaranth import ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
 
-from gradient_compressor.console import (ArgumentParser, UsageError, file_name, integer,
+from gradient_compressor.console import (ArgumentParser, add_policy_option, UsageError, file_name, integer,
                                          replacing, run_command)
 
 from .compressor import GradientCompressor
@@ -174,8 +174,7 @@ def build_parser(prog="python -m gradient_compressor.design.verilog"):
                         help="gradients per beat (a line): 1, 2, 4, ..., 32 (default: 1)")
     parser.add_argument("--bypass-windows", type=integer, default=BYPASS_WINDOWS,
                         help=f"run-time bypass windows, 0 to 8 (default: {BYPASS_WINDOWS})")
-    parser.add_argument("--whole-line", action="store_true",
-                        help="L1 decides by the whole-line rule (docs/lanes.md)")
+    add_policy_option(parser, "L1's policy")
     return parser
 
 

@@ -22,7 +22,8 @@ from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "run_command", "integer", "int_list",
            "positive_integer", "file_name", "parse_params", "DEFAULT_OUT", "prepare_out",
-           "check_writable", "replacing", "find_tool", "require_extra", "table", "progress"]
+           "check_writable", "replacing", "find_tool", "require_extra", "table", "progress",
+           "add_policy_option"]
 
 #: Where the reports go unless ``--out`` says otherwise.
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -91,6 +92,17 @@ def _remove_made_folders(*, only_empty=False):
         shutil.rmtree(folder, ignore_errors=True)
     _made_folders.clear()
     return removed
+
+
+def add_policy_option(parser, help):
+    """``--whole-line`` / ``--no-whole-line``: L1's policy, the whole-line rule unless
+    ``--no-whole-line`` asks for the seed's (``args.whole_line``; the default is
+    :data:`design.params.WHOLE_LINE`). ``help`` says what the option changes."""
+    from gradient_compressor.design.params import WHOLE_LINE
+    parser.add_argument("--whole-line", action=argparse.BooleanOptionalAction,
+                        default=WHOLE_LINE,
+                        help=f"{help}: the whole-line rule, or with --no-whole-line the seed's "
+                             f"policy (default: %(default)s; docs/lanes.md)")
 
 
 def integer(text):

@@ -72,7 +72,7 @@ from pathlib import Path
 import numpy as np
 
 from gradient_compressor.design import params as _params
-from gradient_compressor.design.params import (DEFAULTS, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS,
+from gradient_compressor.design.params import (DEFAULTS, WHOLE_LINE, MODES_OFF, LFSR_WIDTH, BYPASS_WINDOWS,
                                                check_bool, check_int, check_lanes, check_modes,
                                                check_power_of_two, ema_fraction_bits)
 from .reference import CAUSES, Discard, Write
@@ -413,7 +413,7 @@ class LineEmulator:
 
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"], whole_line=False):
+                 addr_width=DEFAULTS["addr_width"], whole_line=WHOLE_LINE):
         check_lanes(lanes)
         self._check_params(sets, ways, max_updates, grad_width, addr_width)
         self.lanes = lanes
@@ -1127,7 +1127,7 @@ class Emulator(LineEmulator):
 
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
-                 addr_width=DEFAULTS["addr_width"], whole_line=False):
+                 addr_width=DEFAULTS["addr_width"], whole_line=WHOLE_LINE):
         self._check_params(sets, ways, max_updates, grad_width, addr_width)
         self.lanes = 1
         self._setup(sets, ways, max_updates, grad_width, addr_width,

@@ -66,7 +66,7 @@ its own line, or allocates it and evicts at most one victim); tests check this b
 
 from collections import namedtuple
 
-from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, EMA_LINE_LAG,
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, WHOLE_LINE, EMA_LINE_LAG,
                                                EMA_SCALE_FRACTION_BITS,
                                                LANES, check_lanes, ema_fraction_bits)
 from .reference import ReferenceModel, Write, lfsr_step
@@ -126,7 +126,7 @@ class LineModel(ReferenceModel):
     def __init__(self, *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS,
-                 whole_line=False):
+                 whole_line=WHOLE_LINE):
         self.lanes = check_lanes(lanes)     # before the geometry's checks, which count lines
         super().__init__(sets=sets, ways=ways, max_updates=max_updates, grad_width=grad_width,
                          addr_width=addr_width, bypass_windows=bypass_windows,

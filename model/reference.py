@@ -28,7 +28,7 @@ write (tests/test_whole_line_one_lane.py).
 
 from collections import namedtuple
 
-from gradient_compressor.design.params import (DEFAULTS, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
+from gradient_compressor.design.params import (DEFAULTS, WHOLE_LINE, LFSR_WIDTH, LFSR_TAPS, LFSR_RESET,
                                                EMA_FRACTION_BITS, EMA_SCALE_FRACTION_BITS,
                                                BYPASS_WINDOWS, BYPASS_WINDOWS_MAX,
                                                DISCARD_COUNT_WIDTH, check_bool, check_int,
@@ -89,7 +89,7 @@ class ReferenceModel:
     def __init__(self, *, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
                  max_updates=DEFAULTS["max_updates"], grad_width=DEFAULTS["grad_width"],
                  addr_width=DEFAULTS["addr_width"], bypass_windows=BYPASS_WINDOWS,
-                 whole_line=False):
+                 whole_line=WHOLE_LINE):
         # The RTL's own checks (design.params), except that sets=None means unbounded.
         check_int("addr_width", addr_width, minimum=1)
         if sets is not None:

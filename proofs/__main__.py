@@ -6,6 +6,8 @@
     python -m gradient_compressor.proofs bmc   [-j 2]
     # the line L1 at 8 lanes on the default geometry, the compressor on 2 lanes (make prove-lines)
     python -m gradient_compressor.proofs prove-lines [-j 2]
+    # the one-lane compressor under the seed's policy (whole_line=False; make prove-seed)
+    python -m gradient_compressor.proofs prove-seed [-j 2]
     # the jobs
     python -m gradient_compressor.proofs list
     # geometry sweep
@@ -26,7 +28,7 @@ import resource
 import sys
 import time
 
-from .jobs import (PROVE_JOBS, BMC_JOBS, LINE8_L1_JOBS, PROVE_LINES_JOBS, all_jobs, job_by_name,
+from .jobs import (PROVE_JOBS, SEED_JOBS, BMC_JOBS, LINE8_L1_JOBS, PROVE_LINES_JOBS, all_jobs, job_by_name,
                    slowest_first)
 from .geometry_sweep import DEPTHS, SETS, WAYS, sweep_jobs
 from gradient_compressor.provenance import write_results
@@ -79,7 +81,7 @@ def build_parser():
                        epilog="Exit status: 0 every job passed, 1 a job failed, 2 bad argument "
                               "or input file.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    for name in ("prove", "bmc", "prove-lines"):
+    for name in ("prove", "bmc", "prove-lines", "prove-seed"):
         s = sub.add_parser(name)
         s.add_argument("-j", "--jobs", type=positive_integer, default=2)
         s.add_argument("-k", "--filter", default=None, help="only jobs whose name contains this")
@@ -130,8 +132,9 @@ def _check_design(path):
 
 
 def _command(args):
-    if args.cmd in ("prove", "bmc", "prove-lines"):
-        jobs = {"prove": PROVE_JOBS, "bmc": BMC_JOBS, "prove-lines": PROVE_LINES_JOBS}[args.cmd]
+    if args.cmd in ("prove", "bmc", "prove-lines", "prove-seed"):
+        jobs = {"prove": PROVE_JOBS, "bmc": BMC_JOBS, "prove-lines": PROVE_LINES_JOBS,
+                "prove-seed": SEED_JOBS}[args.cmd]
         jobs = slowest_first(jobs)   # so that both cores stay busy to the end
         if args.filter:
             jobs = [j for j in jobs if args.filter in j.name]

@@ -8,7 +8,8 @@ from gradient_compressor.properties.component import COMPONENTS, instances
 from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
 from gradient_compressor.properties.liveness import l2_place_period
 
-__all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "BMC_JOBS", "COVER_JOBS",
+__all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "SEED_JOBS", "BMC_JOBS",
+           "COVER_JOBS",
            "WHOLE_LINE_ONE_LANE_JOBS", "WHOLE_LINE_ONE_LANE_BMC",
            "PROVE_LINES_JOBS", "LINE_SYSTEM_JOBS", "LINE_SYSTEM_QUEUE",
            "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
@@ -361,21 +362,30 @@ WHOLE_LINE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines2", "l1-whole-
 #: ... with the transfer bound (properties/bound.py), the rule's guarantee, a job of its own.
 WHOLE_LINE_L1_JOBS.append(replace(WHOLE_LINE_L1_JOBS[0], name="l1-whole-lines2-small-bound",
                                   focus=["bound"]))
-#: The one-lane L1 deciding by the whole-line rule (L1Accumulator(whole_line=True)), alone on
-#: small (its sets read whole), as its seed-rule jobs l1-small-* (SMALL_GROUPS), the harness's
-#: model following the rule; and its transfer bound (properties/bound.py), a job of its own.
-WHOLE_LINE_ONE_LANE_JOBS = [Job(f"l1-whole-small-{name}", "small", "prove", 3, focus=focus,
-                                whole_storage=True, timeout=900, alone=True, whole_line=True)
-                            for name, focus in {**SMALL_GROUPS, "bound": ["bound"]}.items()]
-#: ... and the one-lane compressor built with the rule (GradientCompressor(whole_line=True)) on
-#: small, as small's system jobs (the one-lane L1's contract assumed), with the compressor's
-#: transfer bound (system_bound) a job of its own.
-WHOLE_ONE_LANE_SYSTEM_JOBS = [Job(f"whole-small-{name}", "small", "prove", 3, focus=focus,
-                                  whole_storage=True, timeout=900, whole_line=True)
-                              for name, focus in {**SMALL_SYSTEM_GROUPS,
-                                                  "bound": ["system_bound"]}.items()]
-#: ... checked from reset (bounded, every group at once, nothing assumed): the mutation
-#: check's check of a mutant of its whole-line decision (proofs/mutants.py).
+def whole_line_name(name):
+    """The name of the whole-line rule's job that is the seed policy's job ``name``
+    (``l1-small-safety``: ``l1-whole-small-safety``; ``small-storage``: ``whole-small-storage``)."""
+    return "l1-whole-" + name[3:] if name.startswith("l1-") else "whole-" + name
+
+
+def _whole_line_jobs():
+    """The one-lane compressor under its default policy, the whole-line rule
+    (``design.params.WHOLE_LINE``), on every configuration of :data:`PROVEN`: the jobs of the
+    seed's policy (:func:`_prove_jobs`, their tuning kept) with L1 built by the rule, the
+    harness's model following it, named ``l1-whole-<config>-...`` (L1 alone) and
+    ``whole-<config>-...`` (the system); and each configuration's transfer bound
+    (properties/bound.py) on L1 alone (``bound``) and on the system (``system_bound``), a job
+    each."""
+    bounds = [Job(f"{'l1-' if alone else ''}{config}-bound", config, "prove", 3, focus=[group],
+                  whole_storage=config in WHOLE_STORAGE, timeout=900, alone=alone)
+              for config in PROVEN for alone, group in ((True, "bound"), (False, "system_bound"))]
+    return [replace(job, name=whole_line_name(job.name), whole_line=True)
+            for job in _encoded(_prove_jobs() + bounds)]
+
+
+#: The one-lane L1 under the whole-line rule checked from reset (bounded, every group at once,
+#: nothing assumed): the mutation check's check of a mutant of its whole-line decision
+#: (proofs/mutants.py).
 WHOLE_LINE_ONE_LANE_BMC = Job("l1-whole-small-bmc", "small", "bmc", 12,
                               focus=L1_GROUPS + ["bound"], whole_storage=True, alone=True,
                               whole_line=True, reset="initial", assume_others=False,
@@ -717,15 +727,25 @@ def _encoded(jobs):
                     memories="flops" if job.name in FLOPS else job.memories) for job in jobs]
 
 
+WHOLE_LINE_JOBS_ONE_LANE = _whole_line_jobs()
+#: The one-lane L1 deciding by the whole-line rule (L1Accumulator(whole_line=True)) alone ...
+WHOLE_LINE_ONE_LANE_JOBS = [job for job in WHOLE_LINE_JOBS_ONE_LANE if job.alone]
+#: ... and the one-lane compressor built with it (GradientCompressor(), the default), the
+#: one-lane L1's contract assumed.
+WHOLE_ONE_LANE_SYSTEM_JOBS = [job for job in WHOLE_LINE_JOBS_ONE_LANE if not job.alone]
+
 #: The compressor on lines' jobs quick enough for make prove (seconds each: the EMA on lines,
 #: the throughput under the whole-line rule), also in make prove-lines with the rest.
 LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS + WHOLE_LINE_SYSTEM_JOBS
                         if job.name in ("lines2-small-modes", "whole-lines2-small-throughput")]
-PROVE_JOBS = _encoded(COMPONENT_JOBS + _prove_jobs() + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      WHOLE_LINE_ONE_LANE_JOBS + WHOLE_ONE_LANE_SYSTEM_JOBS + LINE_SYSTEM_IN_PROVE +
+PROVE_JOBS = _encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
+                      LINE_SYSTEM_IN_PROVE +
                       _cover_jobs() +
                       [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
+#: make prove-seed: the one-lane compressor under the seed's policy (``whole_line=False``), on
+#: every configuration of PROVEN: L1 alone (``l1-<config>-...``) and the system.
+SEED_JOBS = _encoded(_prove_jobs())
 COVER_JOBS = _encoded(_cover_jobs())
 
 
@@ -747,7 +767,7 @@ def slowest_first(jobs):
 
 def all_jobs():
     seen = {}
-    for job in (PROVE_JOBS + BMC_JOBS + _solver_only_cover_jobs() +
+    for job in (PROVE_JOBS + SEED_JOBS + BMC_JOBS + _solver_only_cover_jobs() +
                 [LINE_L1_BMC, WHOLE_LINE_L1_BMC, WHOLE_LINE_ONE_LANE_BMC] + PROVE_LINES_JOBS):
         seen.setdefault(job.name, job)
     return list(seen.values())

@@ -211,15 +211,13 @@ class FormalHarness(Elaboratable):
         self.simulate = simulate
         self.sim_props = []   # simulate: (Prop, Signal) per property
         self.shared_read = shared_read
-        self.config = Config.of(config, lanes=lanes)
+        self.config = Config.of(config, lanes=lanes, whole_line=whole_line)
         self.system = not alone
         # Lanes of a beat (> 1: the line L1, design.LineAccumulator); the tracked address is
         # then a line's lane: its low lane_bits are the tracked lane, chosen freely and held.
         self.lanes = lanes
         self.lane_bits = (lanes - 1).bit_length()
         self.whole_line = whole_line
-        if whole_line:      # the configuration says so (a job's folder records it)
-            self.config = self.config.replace(whole_line=True)
         self.dut = self._design_under_test(design)
         self.focus, self.fairness = focus, fairness
         self.whole_storage = whole_storage

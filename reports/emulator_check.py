@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from gradient_compressor.design.params import check_lanes
+from gradient_compressor.design.params import WHOLE_LINE, check_lanes
 
 __all__ = ["main", "bench_stream", "check_workload", "MODE_NAMES"]
 
@@ -137,7 +137,7 @@ def bench_stream(gradients, lanes, seed=1):
     return line, grads, mask, events, count
 
 
-def bench(gradients, lanes_list, modes, repeat, model_gradients, whole_line=False):
+def bench(gradients, lanes_list, modes, repeat, model_gradients, whole_line=WHOLE_LINE):
     """Rows of the bench table (see the module's description), under the whole-line rule if
     ``whole_line``."""
     from gradient_compressor.model import LineModel, ReferenceModel
@@ -188,7 +188,7 @@ def bench(gradients, lanes_list, modes, repeat, model_gradients, whole_line=Fals
 
 
 def build_parser():
-    from gradient_compressor.console import ArgumentParser, file_name, int_list, positive_integer
+    from gradient_compressor.console import ArgumentParser, add_policy_option, file_name, int_list, positive_integer
     parser = ArgumentParser(prog="python -m gradient_compressor.reports.emulator_check",
                             description="Check the emulator against the reference models on "
                                         "whole workloads (--check) and measure its speed "
@@ -216,9 +216,7 @@ def build_parser():
     parser.add_argument("--model-gradients", type=positive_integer, default=100_000,
                         help="--bench: gradients the reference model is timed on "
                              "(default 100000)")
-    parser.add_argument("--whole-line", action="store_true",
-                        help="run the whole-line rule (model and emulator only) instead of "
-                             "the seed's policy")
+    add_policy_option(parser, "the models' and the emulator's policy")
     parser.add_argument("--out", type=file_name, default=None, metavar="FILE.md",
                         help="also write the tables to this Markdown file (docs/results/)")
     return parser

@@ -29,6 +29,7 @@ import time
 from collections import Counter
 
 from gradient_compressor.console import progress as console_progress
+from gradient_compressor.design.params import WHOLE_LINE
 from gradient_compressor.model import CAUSES, LineModel
 
 from .backend import parse_dram, run_rtl
@@ -83,11 +84,11 @@ def line_metrics(beats, result, *, lanes, params, records=None):
     # the parameters do not name it).
     model = LineModel(lanes=lanes, sets=params["sets"], ways=params["ways"],
                       max_updates=params["max_updates"],
-                      whole_line=params.get("whole_line", False)).run(beats)
+                      whole_line=params.get("whole_line", WHOLE_LINE)).run(beats)
     lane_causes = Counter(cause for write in model for cause in write.causes if cause)
     out.update({
         "costs": _costs(len(offered), records, len(result.write_cycles), lanes,
-                        whole_line=params.get("whole_line", False)),
+                        whole_line=params.get("whole_line", WHOLE_LINE)),
         "model_line_writes": len(model),
         "lane_writes": len(result.writes),
         "lane_writes_by_cause": {cause: lane_causes.get(cause, 0) for cause in CAUSES},
@@ -101,7 +102,7 @@ def line_metrics(beats, result, *, lanes, params, records=None):
     return out
 
 
-def _costs(beats, records, line_writes, lanes, *, whole_line=False):
+def _costs(beats, records, line_writes, lanes, *, whole_line=WHOLE_LINE):
     """The three ways of writing as ``{way: {"transfers", "bytes"}}``: ``beats`` dense line
     transfers, ``records`` per-gradient records (None: unknown), ``line_writes`` masked line
     writes (the RTL's DRAM writes; built with ``whole_line``, values of the gradients' own

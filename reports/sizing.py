@@ -20,10 +20,10 @@ from L1, and its L2 may merge two into a wider value).
 
 import sys
 
-from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE
 from gradient_compressor.model import LineModel
 
-from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+from gradient_compressor.console import (ArgumentParser, add_policy_option, UsageError, check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
 from .line_costs import (FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines,
                          whole_line_bytes)
@@ -43,13 +43,13 @@ def geometries(max_sets, max_ways):
     return sorted(((s, w) for s in sets for w in ways), key=lambda g: (g[0] * g[1], g[1]))
 
 
-def _line_bytes(beats, lanes, sets, ways, whole_line=False):
+def _line_bytes(beats, lanes, sets, ways, whole_line=WHOLE_LINE):
     writes = line_policy(lanes=lanes, sets=sets, ways=ways, max_updates=DEFAULTS["max_updates"],
                          whole_line=whole_line).run(beats)
     return (whole_line_bytes if whole_line else line_write_bytes)(len(writes), lanes)
 
 
-def sizing(ops, lanes, grid, on_step=None, whole_line=False):
+def sizing(ops, lanes, grid, on_step=None, whole_line=WHOLE_LINE):
     """For ``ops`` packed into beats of ``lanes``: ``{"dense": bytes, "bytes": {(sets, ways):
     line bytes}}`` over the geometries ``grid`` (under the whole-line rule if
     ``whole_line``); ``on_step()`` is called after each one."""
@@ -109,9 +109,7 @@ def build_parser():
     parser.add_argument("--max-ways", type=positive_integer, default=8,
                         help="most ways of the grid, whose ways are the powers of two from 1 "
                              "(default: %(default)s)")
-    parser.add_argument("--whole-line", action="store_true",
-                        help="the line writes of the whole-line rule (the line model's; the RTL "
-                             "on lines built with whole_line=True implements it)")
+    add_policy_option(parser, "the line model's policy")
     parser.add_argument("--out", type=file_name, metavar="FILE.md", help="also write the table here, with the "
                         "command, commit and date")
     return parser

@@ -18,7 +18,7 @@ Everything here is NumPy; only the training that drives it needs PyTorch.
 
 import numpy as np
 
-from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE
 
 from .line_costs import dense_bytes, line_write_bytes, pack_beats, whole_line_bytes
 from .mode_comparison import mode_settings
@@ -107,7 +107,7 @@ class CompressedWritePath:
     """
 
     def __init__(self, mode="exact", *, lanes=1, sets=DEFAULTS["sets"], ways=DEFAULTS["ways"],
-                 max_updates=DEFAULTS["max_updates"], keep_dram=False, whole_line=False):
+                 max_updates=DEFAULTS["max_updates"], keep_dram=False, whole_line=WHOLE_LINE):
         from gradient_compressor.model.emulator import LineEmulator
         if mode not in MODES:
             raise ValueError(f"unknown mode {mode!r}: choose from {', '.join(MODES)}")

@@ -64,7 +64,7 @@ from amaranth.back import rtlil
 from gradient_compressor.console import UsageError, replacing
 from gradient_compressor.design import GradientCompressor
 from gradient_compressor.design.layouts import line_value_width
-from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, MODES_OFF, check_lanes,
+from gradient_compressor.design.params import (BYPASS_WINDOWS, DEFAULTS, WHOLE_LINE, MODES_OFF, check_lanes,
                                                check_bool)
 from gradient_compressor.model import CAUSES, native
 from gradient_compressor.model.native import CompilerMissing, compiler_available, default_cache_dir
@@ -108,7 +108,7 @@ def _params_of(dut_or_params):
                 "lanes": dut_or_params.lanes, "whole_line": dut_or_params.whole_line}
     params = dict(dut_or_params or {})
     lanes = check_lanes(params.pop("lanes", 1))
-    whole_line = check_bool("whole_line", params.pop("whole_line", False))
+    whole_line = check_bool("whole_line", params.pop("whole_line", WHOLE_LINE))
     _check_bypass_windows(params.pop("bypass_windows", BYPASS_WINDOWS))
     unknown = set(params) - set(PARAMS)
     if unknown:

@@ -72,7 +72,7 @@ def test_config_is_frozen_checked_once_and_a_mapping_of_its_parameters():
     import dataclasses
     from gradient_compressor.design.params import DEFAULTS, Config
     config = Config(sets=64, lanes=8)
-    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8, bypass_windows=2, whole_line=False)
+    assert dict(config) == dict(DEFAULTS, sets=64, lanes=8, bypass_windows=2, whole_line=True)
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.sets = 128
     with pytest.raises(ValueError, match=r"^sets must be a power of two .*, not 3$"):

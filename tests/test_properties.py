@@ -57,10 +57,11 @@ def test_scaled_harness_assumes_only_the_paper_lemma():
 def test_liveness_jobs_depths():
     """Progress jobs run at the progress window (longer than every wait but INIT's), the
     termination jobs at their own shorter depth, never deeper than the progress one."""
-    from gradient_compressor.proofs.jobs import (PROVE_JOBS, PROVEN, liveness_depth,
+    from gradient_compressor.proofs.jobs import (PROVE_JOBS, PROVEN, SEED_JOBS, liveness_depth,
                                                  termination_depth)
-    live = [j for j in PROVE_JOBS if j.fairness is not None and j.mode == "prove"]
-    assert {j.config for j in live} == set(PROVEN)
+    live = [j for j in PROVE_JOBS + SEED_JOBS if j.fairness is not None and j.mode == "prove"]
+    for whole_line in (True, False):     # the default policy (make prove) and the seed's
+        assert {j.config for j in live if j.whole_line == whole_line} == set(PROVEN)
     for job in live:
         config, K = CONFIGS[job.config], PROVEN[job.config]
         termination = any(f.startswith("termination") for f in job.focus)
@@ -803,26 +804,33 @@ def test_split_jobs_name_every_property(group):
         assert len(jobs) == len(ONE_JOB_EACH[group])
 
 
+@pytest.mark.parametrize("whole_line", [True, False], ids=["whole_line", "seed"])
 @pytest.mark.parametrize("config", ["small", "dm", "assoc", "mid", "default", "large"])
-def test_prove_jobs_assert_every_property(config):
+def test_prove_jobs_assert_every_property(config, whole_line):
     # However the jobs group the properties (proofs/jobs.py), each assertion of the harness
-    # is asserted in some k-induction job of each proven configuration.
+    # is asserted in some k-induction job of each proven configuration, under the default
+    # policy, the whole-line rule (make prove, its transfer bound among them), and under the
+    # seed's (make prove-seed).
     # L1's contract (L1_GROUPS) is asserted in L1's own jobs (alone), the rest in the
     # system's.
-    from gradient_compressor.proofs.jobs import PROVE_JOBS, PROVEN, WHOLE_STORAGE
+    from gradient_compressor.proofs.jobs import PROVE_JOBS, PROVEN, SEED_JOBS, WHOLE_STORAGE
     whole = config in WHOLE_STORAGE
-    harness = FormalHarness(CONFIGS[config], fairness=PROVEN[config], whole_storage=whole)
+    harness = FormalHarness(CONFIGS[config], fairness=PROVEN[config], whole_storage=whole,
+                            whole_line=whole_line)
     rtlil.convert(harness, ports=[])
-    alone = FormalHarness(CONFIGS[config], whole_storage=whole, alone=True)
+    alone = FormalHarness(CONFIGS[config], whole_storage=whole, alone=True,
+                          whole_line=whole_line)
     rtlil.convert(alone, ports=[])
+    assert harness.dut.l1.whole_line == alone.dut.l1.whole_line == whole_line
     assert {p.group for p in alone.props.props if p.kind == "assert"} == \
-        set(L1_GROUPS) | {"queue"}
+        set(L1_GROUPS) | {"queue"} | ({"bound"} if whole_line else set())
     for h, is_alone in ((harness, False), (alone, True)):
         props = [p for p in h.props.props if p.kind == "assert" and
-                 p.group not in COMPONENT_GROUPS and (p.group in L1_GROUPS) == is_alone]
-        jobs = [j for j in PROVE_JOBS if j.config == config and j.mode == "prove"
-                and not j.component and j.alone == is_alone and j.lanes == 1
-                and not j.whole_line]
+                 p.group not in COMPONENT_GROUPS and
+                 (p.group in L1_GROUPS + ["bound"]) == is_alone]
+        jobs = [j for j in (PROVE_JOBS if whole_line else SEED_JOBS)
+                if j.config == config and j.mode == "prove" and not j.component
+                and j.alone == is_alone and j.lanes == 1 and j.whole_line == whole_line]
         tests = [h.props.focused(j.focus) for j in jobs]
         missing = {p.full_name for p in props if not any(t(p) for t in tests)}
         assert props and not missing
@@ -830,7 +838,7 @@ def test_prove_jobs_assert_every_property(config):
         # No system job asserts L1's contract (it is assumed there), nor an L1 job another.
         for job in jobs:
             test = h.props.focused(job.focus)
-            assert all((p.group in L1_GROUPS) == is_alone for p in h.props.props
+            assert all((p.group in L1_GROUPS + ["bound"]) == is_alone for p in h.props.props
                        if p.kind == "assert" and test(p) and p.group not in COMPONENT_GROUPS)
     # A component's contract is proven alone, with this configuration's parameters.
     for component in {COMPONENT_GROUPS[p.group] for p in props if p.group in COMPONENT_GROUPS}:
@@ -1110,7 +1118,7 @@ def test_whole_line_one_lane_jobs_assert_every_property():
     # k-induction jobs, all in make prove; its bounded check from reset asserts them all.
     from gradient_compressor.proofs.jobs import (PROVE_JOBS, WHOLE_LINE_ONE_LANE_BMC,
                                                  WHOLE_LINE_ONE_LANE_JOBS)
-    jobs = WHOLE_LINE_ONE_LANE_JOBS
+    jobs = [j for j in WHOLE_LINE_ONE_LANE_JOBS if j.config == "small"]
     harness = FormalHarness(CONFIGS["small"], alone=True, whole_line=True, whole_storage=True)
     rtlil.convert(harness, ports=[])
     assert harness.dut.l1.whole_line
@@ -1134,7 +1142,8 @@ def test_whole_line_one_lane_jobs_assert_every_property():
     props = [p for p in harness.props.props if p.kind == "assert"
              and p.group not in COMPONENT_GROUPS and p.group not in L1_GROUPS + ["bound"]]
     assert "system_bound" in {p.group for p in props}
-    tests = [harness.props.focused(j.focus) for j in WHOLE_ONE_LANE_SYSTEM_JOBS]
+    tests = [harness.props.focused(j.focus) for j in WHOLE_ONE_LANE_SYSTEM_JOBS
+             if j.config == "small"]
     assert not {p.full_name for p in props if not any(t(p) for t in tests)}
     assert all(j in PROVE_JOBS and j.whole_line and not j.alone
                for j in WHOLE_ONE_LANE_SYSTEM_JOBS)
@@ -1251,17 +1260,20 @@ def test_netlist_mutants_kill_and_write_their_table(tmp_path, monkeypatch):
 
 def test_jobs_tuned_without_unroll_exist():
     # A renamed job would silently lose its tuning.
-    from gradient_compressor.proofs.jobs import NO_UNROLL, PROVE_JOBS
-    tuned = {j.name for j in PROVE_JOBS if not j.unroll and j.mode == "prove"}
-    assert tuned == NO_UNROLL
+    # The whole-line rule's jobs keep the tuning of the seed policy's they are made from.
+    from gradient_compressor.proofs.jobs import NO_UNROLL, PROVE_JOBS, SEED_JOBS, whole_line_name
+    assert {j.name for j in SEED_JOBS if not j.unroll and j.mode == "prove"} == NO_UNROLL
+    assert {j.name for j in PROVE_JOBS if not j.unroll and j.mode == "prove"} == \
+        {whole_line_name(name) for name in NO_UNROLL}
 
 
 def test_jobs_encoded_as_bit_vectors_exist_and_say_so():
     # A renamed job would silently lose its encoding; the engine line carries it.
     from gradient_compressor.proofs.gen import sby_text
-    from gradient_compressor.proofs.jobs import STBV, PROVE_JOBS
-    encoded = [j for j in PROVE_JOBS if j.stbv]
-    assert {j.name for j in encoded} == STBV
+    from gradient_compressor.proofs.jobs import STBV, PROVE_JOBS, SEED_JOBS, whole_line_name
+    encoded = [j for j in PROVE_JOBS + SEED_JOBS if j.stbv]
+    seed = {j.name for j in SEED_JOBS}
+    assert {j.name for j in encoded} == STBV | {whole_line_name(n) for n in STBV & seed}
     for job in encoded:
         assert "\nsmtbmc --stbv " in sby_text(job.to_dict())
     plain = next(j for j in PROVE_JOBS if not j.stbv and j.mode == "prove")

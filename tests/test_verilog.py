@@ -14,7 +14,7 @@ def test_verilog_has_flat_ports_and_reads_back(tmp_path):
     assert ports == {"clk", "rst", *PORTS, *MODE_INPUTS, *EVENTS}
     for name in INPUTS:
         assert re.search(rf"input (signed )?(\[\d+:0\] )?{name};", text), name
-    assert re.search(r"output signed \[17:0\] dram_value;", text)
+    assert re.search(r"output signed \[15:0\] dram_value;", text)   # the input's format
     assert re.search(r"output signed \[48:0\] discard_sum;", text)
     assert re.search(r"input \[31:0\] bypass__1__limit;", text)
     # Yosys reads the file back and finds a complete, well-formed design.
@@ -34,14 +34,15 @@ def test_lines_have_data_and_mask_ports(tmp_path):
                      {"in_grad", "dram_value"})
     assert re.search(r"input \[127:0\] in_grads;", text)
     assert re.search(r"input \[7:0\] in_mask;", text)
-    assert re.search(r"output \[143:0\] dram_values;", text)
+    assert re.search(r"output \[127:0\] dram_values;", text)
     assert re.search(r"output \[7:0\] dram_mask;", text)
     assert re.search(r"output \[7:0\] discard;", text)
 
 
 def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
-    """--whole-line builds L1 deciding by the whole-line rule: the ports are those of lines,
-    or of one lane, the DRAM values a gradient's width."""
+    """--whole-line (the default) builds L1 deciding by the whole-line rule, --no-whole-line
+    by the seed's policy: the ports are those of lines, or of one lane, the DRAM values a
+    gradient's width, or with the seed's policy two bits wider."""
     path = tmp_path / "gc.v"
     assert main(["-o", str(path), "--sets", "4", "--ways", "2", "--lanes", "2",
                  "--whole-line"]) == 0
@@ -65,6 +66,12 @@ def test_whole_line_is_a_flag_that_keeps_the_ports(tmp_path, capsys):
         {"clk", "rst", *PORTS, *MODE_INPUTS, *EVENTS})
     assert re.search(r"input signed \[15:0\] in_grad;", text)
     assert re.search(r"output signed \[15:0\] dram_value;", text)
+    # The seed's policy: a value of grad_width + 2 bits (a sum's), one lane and lines
+    assert main(["-o", str(path), "--no-whole-line"]) == 0
+    assert "whole_line=False" in capsys.readouterr().out
+    assert re.search(r"output signed \[17:0\] dram_value;", path.read_text())
+    assert main(["-o", str(path), "--lanes", "8", "--no-whole-line"]) == 0
+    assert re.search(r"output \[143:0\] dram_values;", path.read_text())
 
 
 def test_bad_parameter_is_a_usage_error(capsys):

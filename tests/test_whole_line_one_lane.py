@@ -214,7 +214,7 @@ def test_a_direct_gradient_carries_the_held_sum():
     assert reference.write(4, 30, 50) == []
     assert reference.write(4, 70, 50) == [Write(4, 100, "DIRECT")]   # the sum rides along
     assert reference.valid_count == 0
-    seed = ReferenceModel(sets=2, ways=1)
+    seed = ReferenceModel(sets=2, ways=1, whole_line=False)
     seed.write(4, 30, 50)
     assert seed.write(4, 70, 50) == [Write(4, 70, "DIRECT")]         # the sum waits
     assert seed.held() == {4: 30}
@@ -266,12 +266,17 @@ def test_a_bad_whole_line_is_refused(make, value, message):
     assert str(info.value) == message
 
 
-def test_the_rule_is_off_by_default():
-    assert ReferenceModel().whole_line is False and LineModel().whole_line is False
-    assert ReferenceModel(whole_line=True).whole_line is True
-    assert ReferenceModel.of(dict(sets=16), whole_line=True).whole_line is True
-    assert LineModel.of(dict(lanes=8), whole_line=True).whole_line is True
-    assert ReferenceModel.of(None).whole_line is False
+def test_the_rule_is_on_by_default():
+    from gradient_compressor.design import GradientCompressor
+    from gradient_compressor.design.params import Config
+    assert ReferenceModel().whole_line is True and LineModel().whole_line is True
+    assert Config().whole_line is True and GradientCompressor().whole_line is True
+    assert ReferenceModel.of(None).whole_line is True
+    # The seed's policy, asked for
+    assert ReferenceModel(whole_line=False).whole_line is False
+    assert ReferenceModel.of(dict(sets=16), whole_line=False).whole_line is False
+    assert LineModel.of(dict(lanes=8), whole_line=False).whole_line is False
+    assert GradientCompressor(whole_line=False).whole_line is False
 
 
 def test_the_line_costs_report_counts_whole_line_records_at_grad_width():
