@@ -849,8 +849,11 @@ class L1Accumulator(wiring.Component):
         m.d.comb += old_sum.eq(Mux(self.s3_same_addr, self.s4_sum,
                                    Array(way.sum for way in self.s3_row.ways)[self.s3_hit_way]))
         fits = Signal(name="s3_fits")
+        # A signed value fits grad_width bits when its bits from grad_width - 1 up are its sign
+        # bit repeated (no compare with a constant narrower than the sum: lint-clean Verilog)
+        top = new_sum[gw - 1:]
         # mutation site: whole-line-fits
-        m.d.comb += fits.eq((new_sum >= -2 ** (gw - 1)) & (new_sum <= 2 ** (gw - 1) - 1))
+        m.d.comb += fits.eq(top.all() | ~top.any())
         # A hit whose new sum fits leaves (written, its way freed) as in the seed's rule, and
         # also when it is direct: its held sum rides along in the one write. One whose new
         # sum does not fit stays: one value leaves, the other is held, as updated once (a

@@ -4,7 +4,7 @@ import os
 from dataclasses import dataclass, asdict, replace
 
 from gradient_compressor.properties.base import COMPONENT_GROUPS
-from gradient_compressor.properties.component import COMPONENTS, instances
+from gradient_compressor.properties.component import COMPONENTS, POLICY_WIDTH, instances
 from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
 from gradient_compressor.properties.liveness import l2_place_period
 
@@ -532,6 +532,11 @@ LINE_SYSTEM_QUEUE = [Job("queue_lines-lines2-small", "small", "prove", 3,
                      Job("queue_lines-lines2-small-slots", "small", "prove", 3,
                          component="queue_lines", geometry=LINE_SMALL_2, timeout=300,
                          focus=[_SLOTS_BELOW])]
+#: ... and of the line policy's (``whole_line=False``: values of grad_width + 2 bits), which
+#: the line policy's system jobs (``lines2-small-*``) assume.
+LINE_SYSTEM_QUEUE += [replace(job, name=job.name.replace("small", "small-line-policy"),
+                              geometry=LINE_SMALL_2.replace(whole_line=False))
+                      for job in LINE_SYSTEM_QUEUE]
 
 
 #: ... and at 8 lanes on the default geometry (32 x 4 lines): not in make prove (its time:
@@ -712,6 +717,16 @@ def _component_jobs():
 
 
 COMPONENT_JOBS = _component_jobs()
+
+
+def _seed_component_jobs():
+    """The components whose values' width follows the policy (``POLICY_WIDTH``) proven alone
+    at the seed policy's width too (``grad_width + 2`` bits), named ``<component>-<config>-seed``:
+    the seed policy's system jobs assume their contracts at that width."""
+    seed = {c: CONFIGS[c].replace(whole_line=False) for c in PROVEN}
+    return [Job(f"{name}-{config}-seed", config, "prove", COMPONENTS[name].depth, component=name,
+                solver=COMPONENTS[name].solver, timeout=300, geometry=seed[config])
+            for name in POLICY_WIDTH for config in instances(name, seed)]
 #: Jobs that the solver proves quicker with the memories as flip-flops (``memory_map``), CPU
 #: seconds against SMT arrays, measured one after the other on this machine:
 #: l1-lines2-small-conservation 17 against 42, small-storage 17 against 21 (on the other small
@@ -745,7 +760,7 @@ PROVE_JOBS = _encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS +
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
 #: make prove-seed: the one-lane compressor under the seed's policy (``whole_line=False``), on
 #: every configuration of PROVEN: L1 alone (``l1-<config>-...``) and the system.
-SEED_JOBS = _encoded(_prove_jobs())
+SEED_JOBS = _encoded(_seed_component_jobs() + _prove_jobs())
 COVER_JOBS = _encoded(_cover_jobs())
 
 

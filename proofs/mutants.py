@@ -230,7 +230,7 @@ MUTANTS = {
         "whole-line", "on the one-lane L1, a hit whose sum + g leaves grad_width bits is taken "
         "as fitting (the value written does not fit the gradients' format)",
         "whole-line-fits",
-        "fits.eq((new_sum >= -2 ** (gw - 1)) & (new_sum <= 2 ** (gw - 1) - 1))",
+        "fits.eq(top.all() | ~top.any())",
         "fits.eq(1)"),
     "direct_hit_keeps_the_sum_it_carried": (
         "whole-line", "on the one-lane L1, a direct gradient that hits writes its held sum "

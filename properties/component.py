@@ -24,7 +24,9 @@ from amaranth.lib.wiring import In
 
 from gradient_compressor.design.l1 import L1Accumulator
 from gradient_compressor.design.line_decision import LineDecision
-from gradient_compressor.design.layouts import line_pair_layout, value_width, write_layout
+from gradient_compressor.design.layouts import (line_pair_layout, line_value_width, value_width,
+                                                write_layout)
+from gradient_compressor.design.params import WHOLE_LINE
 from gradient_compressor.design.compressor import signature as compressor_signature
 from gradient_compressor.design.modes import DiscardTotals, EmaThreshold, Lfsr
 from gradient_compressor.design.registers import (CompressorWithRegisters, RegisterFile,
@@ -72,10 +74,20 @@ def _free_pick():
     return {"pick": Signal(name="pick")}
 
 
+def _policy_width(c):
+    """The width of the values L1 writes under the configuration's policy (``whole_line``)."""
+    return line_value_width(c["grad_width"], c.get("whole_line", WHOLE_LINE))
+
+
+#: The components whose values' width follows the configuration's policy: proven at the
+#: default policy's width (make prove) and at the seed policy's (make prove-seed).
+POLICY_WIDTH = ("l2", "queue", "queue_lines")
+
 COMPONENTS = {
     "l2": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
-                              depth=c["fifo_depth"], burst_size=c["burst_size"]),
+                              depth=c["fifo_depth"], burst_size=c["burst_size"],
+                              value_width=_policy_width(c)),
         build=lambda **p: WritebackBuffer(**p),
         probes=lambda wb: dict(_free_pick(),
                                track_port=wb.storage.read_port(domain="comb")),
@@ -87,7 +99,9 @@ COMPONENTS = {
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
                               depth=c["fifo_depth"], burst_size=c["burst_size"],
                               # (a configuration of lines: its lanes; of one lane: LINE_LANES)
-                              lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES),
+                              lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES,
+                              # the line policy's width (the rule's: l2_lines_whole)
+                              value_width=value_width(c["grad_width"])),
         build=lambda **p: WritebackBuffer(**p),
         probes=lambda wb: dict(_free_pick(),
                                track_port=wb.storage.read_port(domain="comb")),
@@ -110,9 +124,10 @@ COMPONENTS = {
         bmc_depth=lambda p: 2 * p["depth"] + 4, shares=("l2", "fifo", "combine"),
         only_on=("small", "default")),
     "queue": Component(
-        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"]),
-        build=lambda addr_width, grad_width: WriteQueue(write_layout(addr_width, grad_width),
-                                                        depth=L1Accumulator.QUEUE_DEPTH),
+        params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
+                              value_width=_policy_width(c)),
+        build=lambda addr_width, grad_width, value_width: WriteQueue(
+            write_layout(addr_width, grad_width, value_width), depth=L1Accumulator.QUEUE_DEPTH),
         probes=lambda q: dict(_free_pick(), ports=[q.storage.read_port(domain="comb")
                                                    for _ in range(q.depth)]),
         contract=queue.contract, covers=queue.covers, depth=3,
@@ -123,10 +138,12 @@ COMPONENTS = {
     "queue_lines": Component(
         params=lambda c: dict(addr_width=c["addr_width"], grad_width=c["grad_width"],
                               lanes=c.get("lanes", 1) if c.get("lanes", 1) > 1 else LINE_LANES,
+                              # the values' width of the configuration's policy
+                              value_width=_policy_width(c),
                               width=balance_width(value_width(c["grad_width"]),
                                                   c["fifo_depth"], L1Accumulator.QUEUE_DEPTH)),
-        build=lambda addr_width, grad_width, lanes, width: WriteQueue(
-            line_pair_layout(addr_width, grad_width, lanes),
+        build=lambda addr_width, grad_width, lanes, value_width, width: WriteQueue(
+            line_pair_layout(addr_width, grad_width, lanes, value_width),
             depth=L1Accumulator.QUEUE_DEPTH),
         probes=lambda q: dict(_free_pick(), ports=[q.storage.read_port(domain="comb")
                                                    for _ in range(q.depth)],

@@ -178,8 +178,8 @@ def line_costs(ops, *, lanes, sets, ways, max_updates=DEFAULTS["max_updates"]):
     whole-line rule's)."""
     beats = pack_lines(ops, lanes)
     geometry = dict(sets=sets, ways=ways, max_updates=max_updates)
-    line_writes = line_policy(lanes=lanes, **geometry).run(beats)
-    records = len(line_policy(lanes=1, **geometry).run(ops))
+    line_writes = line_policy(lanes=lanes, whole_line=False, **geometry).run(beats)
+    records = len(line_policy(lanes=1, whole_line=False, **geometry).run(ops))
     whole = len(line_policy(lanes=lanes, whole_line=True, **geometry).run(beats))
     whole_records = len(line_policy(lanes=1, whole_line=True, **geometry).run(ops))
     n_beats = sum(op[0] == "line" for op in beats)

@@ -105,13 +105,13 @@ def line_metrics(beats, result, *, lanes, params, records=None):
 def _costs(beats, records, line_writes, lanes, *, whole_line=WHOLE_LINE):
     """The three ways of writing as ``{way: {"transfers", "bytes"}}``: ``beats`` dense line
     transfers, ``records`` per-gradient records (None: unknown), ``line_writes`` masked line
-    writes (the RTL's DRAM writes; built with ``whole_line``, values of the gradients' own
-    width, as the RTL then writes them)."""
+    writes (the RTL's DRAM writes); built with ``whole_line``, the records' and the line
+    writes' values have the gradients' own width, as the RTL then writes them."""
     def way(transfers, size):
         return {"transfers": transfers, "bytes": size}
     line_bytes = whole_line_bytes if whole_line else line_write_bytes
     return {"dense": way(beats, dense_bytes(beats, lanes)),
-            "records": way(records, None if records is None else line_write_bytes(records, 1)),
+            "records": way(records, None if records is None else line_bytes(records, 1)),
             "lines": way(line_writes, line_bytes(line_writes, lanes))}
 
 

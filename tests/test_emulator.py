@@ -249,7 +249,7 @@ def test_output_arrays_grow_when_full(monkeypatch):
         ops.append(("line", (i % 6) * lanes, [200, 9] + [1] * 6, 0xff, 100))
         if i % 50 == 49:
             ops.append(("flush",))
-    model, emulator = pair(lanes, sets=1, ways=2)
+    model, emulator = pair(lanes, sets=1, ways=2, whole_line=False)   # the line policy
     expected = model.run(ops)
     assert len(expected) > n and len(model.discards) > n * lanes // 2
     assert emulator.run(ops) == expected
@@ -325,7 +325,7 @@ def test_write_flush_and_settings_one_at_a_time():
 
 
 def test_write_arrays():
-    emulator = LineEmulator(lanes=2, sets=1, ways=1)
+    emulator = LineEmulator(lanes=2, sets=1, ways=1, whole_line=False)   # the line policy
     arrays = emulator.run_beats([0, 2], [[1, 9], [3, 0]], 5, mask=[0b11, 0b01])
     assert len(arrays) == 2 and arrays.lanes == 2
     assert arrays.causes[0].tolist() == [NO_CAUSE, 0]          # lane 1 direct

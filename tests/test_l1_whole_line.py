@@ -143,7 +143,7 @@ def test_a_bad_whole_line_is_refused():
         for bad in ("yes", 1):
             with pytest.raises(TypeError, match=f"^whole_line must be True or False, not {bad!r}$"):
                 make(whole_line=bad)
-        made = [make(whole_line=True), make()]
-        assert [l1.whole_line for l1 in made] == [True, False]
+        made = [make(whole_line=False), make()]
+        assert [l1.whole_line for l1 in made] == [False, True]     # the rule by default
         for l1 in made:
             unused(l1)      # (made to be looked at, not elaborated)

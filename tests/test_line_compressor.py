@@ -1,5 +1,6 @@
-"""The compressor on lines (GradientCompressor(lanes=N)) against the line model: L1's line
-writes write for write, DRAM per address after the flush, in every run-time mode."""
+"""The compressor on lines under the line policy (GradientCompressor(lanes=N, whole_line=False))
+against the line model: L1's line writes write for write, DRAM per address after the flush, in
+every run-time mode. (The default policy, the whole-line rule: tests/test_whole_line_compressor.py.)"""
 
 import random
 
@@ -16,7 +17,7 @@ def simulate(lanes, steps, modes, *, ready=lambda cycle: True, limit=3000):
     """Run ``steps`` (lists of beats ``(line, grads, mask, threshold)``, each ended by a flush
     barrier) through the compressor; return L1's line writes (as pushed to L2), the DRAM
     writes ``(addr, value)`` per lane, and the discards ``(addr, error)``."""
-    dut = GradientCompressor(lanes=lanes, **GEOMETRY)
+    dut = GradientCompressor(lanes=lanes, whole_line=False, **GEOMETRY)
     l1_writes, dram, discards = [], [], []
 
     async def testbench(ctx):
@@ -75,7 +76,7 @@ def test_write_combining_saves_dram_writes():
 def test_one_beat_per_cycle():
     """Small beats to one set back to back with DRAM always ready: grad_in.ready stays high."""
     lanes = 4
-    dut = GradientCompressor(lanes=lanes, **GEOMETRY)
+    dut = GradientCompressor(lanes=lanes, whole_line=False, **GEOMETRY)
     low = []
 
     async def testbench(ctx):
@@ -105,7 +106,7 @@ def test_the_simulation_driver_takes_lines():
     ops = [("modes", MODES["stochastic"])]
     for beats in steps:
         ops += [("line", *beat) for beat in beats] + [("flush",)]
-    result = drive(GradientCompressor(lanes=lanes, **GEOMETRY), ops, dram_ready=every_other)
+    result = drive(GradientCompressor(lanes=lanes, whole_line=False, **GEOMETRY), ops, dram_ready=every_other)
     expected, expected_discards = model_run(lanes, steps, MODES["stochastic"])
     assert [beat[:3] for beat in result.accepted] == [
         (line, tuple(grads), mask) for beats in steps for line, grads, mask, _ in beats]

@@ -15,10 +15,11 @@ VALUE_MAX = 2 ** 9 - 1          # grad_width 8: values of 10 bits
 
 
 def run_pushes(pushes, *, lanes=4, depth=8, burst_size=4, ready=lambda cycle: True,
-               limit=2000, value_width=None):
+               limit=2000, value_width=10):
     """Push ``(line, values, mask)`` writes (one per cycle when taken), then drain with
     ``flush``; return the DRAM writes ``(line, values, mask)`` (unmasked values 0) and the
-    cycles a push waited. ``value_width``: L2's (None: its default, 10 bits)."""
+    cycles a push waited. ``value_width``: L2's (by default 10 bits, the line policy's
+    grad_width + 2; None: L2's default, the whole-line rule's grad_width)."""
     dut = WritebackBuffer(addr_width=8, grad_width=8, depth=depth, burst_size=burst_size,
                           lanes=lanes, value_width=value_width)
     out, waited = [], []

@@ -109,7 +109,8 @@ def test_a_beat_writes_its_line_once_and_at_most_one_victim(seed, lanes):
 
 
 def test_policy_per_lane():
-    model = LineModel(lanes=4, sets=1, ways=1, max_updates=3, grad_width=8, addr_width=8)
+    model = LineModel(lanes=4, sets=1, ways=1, max_updates=3, grad_width=8, addr_width=8,
+                      whole_line=False)   # the line policy
     # lane 0 direct, lanes 1 and 2 small (allocate), lane 3 not in the mask
     [w] = model.write_line(8, [70, 3, -4, 99], 0b0111, 50)
     assert w == LineWrite(8, (70, 0, 0, 0), 0b0001, ("DIRECT", None, None, None))
@@ -133,7 +134,8 @@ def test_direct_lane_and_its_held_sum_are_one_value():
 
 
 def test_a_miss_evicts_the_victim_line_after_the_beats_own_writes():
-    model = LineModel(lanes=2, sets=1, ways=1, max_updates=4, grad_width=8, addr_width=8)
+    model = LineModel(lanes=2, sets=1, ways=1, max_updates=4, grad_width=8, addr_width=8,
+                      whole_line=False)   # the line policy
     model.write_line(0, [1, 2], 0b11, 50)
     assert model.write_line(2, [90, 3], 0b11, 50) == [
         LineWrite(2, (90, 0), 0b01, ("DIRECT", None)),
@@ -259,7 +261,7 @@ def test_sizing_grid_is_smallest_first_and_finds_the_first_saving_geometry():
     # Eight lanes of one line, written again and again in small steps: any L1 holds the line
     # and writes it once per flush, where dense write-through writes every beat.
     ops = [("grad", lane, 1, 100) for _ in range(10) for lane in range(8)] + [("flush",)]
-    result = sizing(ops, 8, grid)
+    result = sizing(ops, 8, grid, whole_line=False)   # the line policy's writes
     assert result["dense"] == 10 * (4 + 2 * 8)
     assert set(result["bytes"].values()) == {4 + 4 * 8}
 

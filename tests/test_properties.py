@@ -444,7 +444,7 @@ def test_counterexample_on_lines_replays_lane_by_lane(tmp_path):
                               name="test-replay-lane_mask_ignores_lane_1")
     result = run_job(job, work=str(tmp_path / "work"))
     assert result["status"] == "FAIL", result
-    config = dict(job.geometry, lanes=job.lanes)
+    config = dict(job.geometry, lanes=job.lanes, whole_line=job.whole_line)
     steps = read_port_steps(result["witness"], input_port_names(config))
     assert any(step["grad_in__valid"] for step in steps)
     errors, records = check_line_steps(_factory(config, dest), steps)
@@ -498,7 +498,7 @@ def test_counterexample_of_the_line_l1_alone_replays(tmp_path):
                               name="test-replay-l1-lane_mask_ignores_lane_1")
     result = run_job(job, work=str(tmp_path / "work"))
     assert result["status"] == "FAIL", result
-    config = dict(job.geometry, lanes=job.lanes)
+    config = dict(job.geometry, lanes=job.lanes, whole_line=job.whole_line)
     steps = read_l1_steps(result["witness"], l1_input_names(config))
     assert any(step["in_valid"] for step in steps)
     assert "random_state" in steps[0]
@@ -1012,24 +1012,28 @@ def test_line_system_jobs_assert_every_property_once():
     assert all(j.geometry == LINE_SMALL and j.lanes == 2 for j in LINE_L1_JOBS)
     l2 = LINE_SYSTEM_L2[0]
     assert COMPONENTS[l2.component].params(l2.geometry) == dict(
-        addr_width=4, grad_width=4, depth=4, burst_size=2, lanes=2)
+        addr_width=4, grad_width=4, depth=4, burst_size=2, lanes=2, value_width=6)
     # The queue's tracked sum the system assumes (queue_sum) is the contract proven alone:
     # the same parameters, the line L1's pair shape, the width of the system's balances;
     # each of its assertions in exactly one of the queue's jobs.
     queue = harness.dut.l1.queue
-    params = COMPONENTS["queue_lines"].params(LINE_SYSTEM_QUEUE[0].geometry)
-    assert params == dict(addr_width=4, grad_width=4, lanes=2, width=harness.bw)
+    # (the queue jobs of the line policy, which this harness is built with)
+    job = next(j for j in LINE_SYSTEM_QUEUE if not j.geometry.whole_line)
+    params = COMPONENTS["queue_lines"].params(job.geometry)
+    assert params == dict(addr_width=4, grad_width=4, lanes=2, value_width=6, width=harness.bw)
     alone = COMPONENTS["queue_lines"].build(**params)
     alone._MustUse__silence = alone.storage._MustUse__silence = True     # never elaborated
     assert alone.w.payload.shape() == queue.w.payload.shape() and alone.depth == queue.depth
     assert {p.group for p in asserts if p.group == "queue_sum"} == {"queue_sum"}
     from gradient_compressor.properties.component import ComponentHarness
-    component = ComponentHarness("queue_lines", LINE_SYSTEM_QUEUE[0].geometry)
-    rtlil.convert(component, ports=[])
-    queue_asserts = [p for p in component.props.props if p.kind == "assert"]
-    queue_tests = [component.props.focused(j.focus) for j in LINE_SYSTEM_QUEUE]
-    assert {p.group for p in queue_asserts} == {"queue", "queue_sum"}
-    assert not {p.full_name for p in queue_asserts if sum(t(p) for t in queue_tests) != 1}
+    for whole_line in (True, False):    # the queue's jobs of either policy's width
+        jobs = [j for j in LINE_SYSTEM_QUEUE if j.geometry.whole_line == whole_line]
+        component = ComponentHarness("queue_lines", jobs[0].geometry)
+        rtlil.convert(component, ports=[])
+        queue_asserts = [p for p in component.props.props if p.kind == "assert"]
+        queue_tests = [component.props.focused(j.focus) for j in jobs]
+        assert {p.group for p in queue_asserts} == {"queue", "queue_sum"}
+        assert not {p.full_name for p in queue_asserts if sum(t(p) for t in queue_tests) != 1}
     names = {j.name for j in PROVE_LINES_JOBS}
     assert {j.name for j in LINE_SYSTEM_JOBS + LINE_SYSTEM_L2 + LINE_SYSTEM_QUEUE +
             [LINE_SYSTEM_COVER]} <= names

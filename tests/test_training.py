@@ -133,16 +133,17 @@ def test_pack_beats_equals_pack_lines(lanes):
 
 @needs_compiler
 @pytest.mark.parametrize("lanes", [1, 8])
-def test_write_path_costs_equal_line_costs(lanes):
+@pytest.mark.parametrize("whole_line", [True, False], ids=["whole_line", "seed"])
+def test_write_path_costs_equal_line_costs(lanes, whole_line):
     trace = get_workload("tiny-embed")
-    path = CompressedWritePath(lanes=lanes)
+    path = CompressedWritePath(lanes=lanes, whole_line=whole_line)
     path.start(TensorLayout([("all", int(trace.addr.max()) + 1)]), int(trace.threshold[0]))
     for start, end in trace.step_bounds():
         path.micro_batch(trace.addr[start:end], trace.grad[start:end])
         path.end_step()
     costs = line_costs(trace.ops(), lanes=lanes, sets=32, ways=4)
     assert (path.beats, path.dense_bytes) == costs["dense"]
-    assert (path.line_writes, path.line_bytes) == costs["lines"]
+    assert (path.line_writes, path.line_bytes) == costs["whole_line" if whole_line else "lines"]
     assert path.saving == pytest.approx(1 - costs["lines"][1] / costs["dense"][1])
 
 

@@ -144,10 +144,10 @@ def test_the_compressor_passes_the_rule_to_its_line_l1_and_its_model():
     # (One lane takes it too: tests/test_compressor.py.)
     from gradient_compressor.design.params import Config
     from gradient_compressor.model import LineModel
-    assert GradientCompressor(lanes=4, whole_line=True).l1.whole_line
-    assert not GradientCompressor(lanes=4).l1.whole_line
-    assert LineModel.of(Config(lanes=4, whole_line=True)).whole_line
-    assert not LineModel.of(Config(lanes=4)).whole_line
+    assert GradientCompressor(lanes=4).l1.whole_line      # the default
+    assert not GradientCompressor(lanes=4, whole_line=False).l1.whole_line
+    assert LineModel.of(Config(lanes=4)).whole_line
+    assert not LineModel.of(Config(lanes=4, whole_line=False)).whole_line
 
 
 def test_write_combining_merges_whole_line_writes():

@@ -53,8 +53,9 @@ def lint(verilog, *extra):
 @needs_verilator
 @pytest.mark.parametrize("config", [[], ["--sets", "4", "--ways", "2", "--fifo-depth", "4",
                                          "--burst-size", "2", "--grad-width", "8"],
-                                     ["--lanes", "8"], ["--lanes", "8", "--whole-line"]],
-                         ids=["default", "small", "lanes8", "lanes8-whole-line"])
+                                     ["--lanes", "8"], ["--no-whole-line"],
+                                     ["--lanes", "8", "--no-whole-line"]],
+                         ids=["default", "small", "lanes8", "seed-policy", "lanes8-line-policy"])
 def test_exported_verilog_is_lint_clean(tmp_path, config, verilator_env):
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), *config])
@@ -139,12 +140,13 @@ def test_cocotb_lines_under_verilator_are_the_line_model(tmp_path, verilator_env
     """The flat ports of lines (``in_grads``, ``in_mask``, ``dram_values``, ``dram_mask``,
     ``discard_error``) are in no proof: random beats through the exported Verilog at 8 lanes
     must leave DRAM, lane by lane, as the line model writes (``line_bench.py``), by the
-    whole-line rule for the Verilog exported with ``--whole-line``."""
+    whole-line rule (the default), or by the line policy for the Verilog exported with
+    ``--no-whole-line``."""
     verilog = tmp_path / "gradient_compressor.v"
     export_verilog(["-o", str(verilog), "--lanes", "8",
                     *(arg for name, value in GEOMETRY.items()
                       for arg in ("--" + name.replace("_", "-"), str(value))),
-                    *(["--whole-line"] if whole_line else [])])
+                    "--whole-line" if whole_line else "--no-whole-line"])
     run_cocotb(tmp_path, verilog, "tests.verilator.line_bench",
                env={"LINE_BENCH_WHOLE_LINE": "1" if whole_line else "0"})
 
