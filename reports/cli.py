@@ -25,15 +25,17 @@ import sys
 import time
 from collections import Counter
 
-from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX, Config, check_threshold
+from gradient_compressor.design.params import (DEFAULTS, L1_ENTRIES_MAX, WHOLE_LINE, Config,
+                                               check_threshold)
 from gradient_compressor.model import CAUSES
 
 from .backend import BACKENDS, parse_dram, resolve_backend, run_rtl
 from .line_costs import FORMAT as LINE_FORMAT
 from .line_report import run_lines
-from .metrics import (BYTES_PER_GRADIENT, BYTES_PER_WRITE, RECORD_FORMAT, check_conservation,
+from .metrics import (BYTES_PER_GRADIENT, bytes_per_write, record_format, check_conservation,
                       compute_metrics)
-from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, check_writable,
+from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, add_policy_option,
+                                         check_writable,
                                          file_name, integer, parse_params, positive_integer,
                                          prepare_out, replacing, run_command)
 from gradient_compressor.console import progress as console_progress
@@ -106,6 +108,7 @@ def _add_geometry_options(parser):
                                "the DRAM cost of dense write-through, per-gradient records "
                                "and masked line writes; with --train, the lanes of the "
                                "compressor in the loop (default: %(default)s)")
+    add_policy_option(geometry, "L1's policy")
 
 
 def _add_run_options(parser):
@@ -170,7 +173,9 @@ def run_workload(trace, params, *, backend, dram="always", threshold=None, progr
     conservation = check_conservation(result.accepted, result.writes,
                                       offered=zip(trace.addr.tolist(), trace.grad.tolist()))
     metrics = compute_metrics(trace, result, ops, sets=params["sets"], ways=params["ways"],
-                              max_updates=params["max_updates"], conservation=conservation)
+                              max_updates=params["max_updates"],
+                              whole_line=params.get("whole_line", WHOLE_LINE),
+                              conservation=conservation)
     metrics["simulation"] = {"backend": backend, "seconds": round(seconds, 3),
                              "cycles_per_second": round(result.cycles / seconds)
                              if seconds > 0 else None}
@@ -285,7 +290,8 @@ def _report(args, argv, result_filter):
         print("\n".join(workload_names()))
         return 0
     params = {"sets": args.sets, "ways": args.ways, "max_updates": args.max_updates,
-              "fifo_depth": args.fifo_depth, "burst_size": args.burst_size}
+              "fifo_depth": args.fifo_depth, "burst_size": args.burst_size,
+              "whole_line": args.whole_line}
     check_params(dict(params, lanes=args.lanes), args.threshold)
     if args.train:
         return _train(args)
@@ -352,8 +358,8 @@ def _report_header(args, argv, params, backend):
             "configuration": dict(params, dram=args.dram, threshold=args.threshold,
                                   limit=args.limit, **_lanes_key(args.lanes)),
             "record_format": {"bytes_per_gradient": BYTES_PER_GRADIENT,
-                              "bytes_per_write": BYTES_PER_WRITE,
-                              "description": RECORD_FORMAT},
+                              "bytes_per_write": bytes_per_write(params["whole_line"]),
+                              "description": record_format(params["whole_line"])},
             **({"line_format": LINE_FORMAT} if args.lanes > 1 else {}),
             "workloads": []}
 

@@ -39,7 +39,8 @@ from gradient_compressor.console import (ArgumentParser, UsageError, check_writa
                                          int_list, positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 
-__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "whole_line_bytes", "line_policy", "pack_lines", "pack_beats",
+__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "whole_line_bytes", "written_bytes",
+           "line_policy", "pack_lines", "pack_beats",
            "line_costs", "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
@@ -67,6 +68,12 @@ def whole_line_bytes(writes, lanes):
     """Bytes of ``writes`` line writes of ``lanes`` under the whole-line rule: values in the
     gradients' own format, as dense write-through's (one lane: whole-line records)."""
     return dense_bytes(writes, lanes)
+
+
+def written_bytes(writes, lanes, whole_line):
+    """Bytes of ``writes`` writes of lines of ``lanes`` (one lane: records) under the policy
+    ``whole_line`` names: :func:`whole_line_bytes` or, the seed's, :func:`line_write_bytes`."""
+    return (whole_line_bytes if whole_line else line_write_bytes)(writes, lanes)
 
 
 def line_policy(**params):

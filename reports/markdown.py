@@ -6,7 +6,6 @@ tables, and the checks."""
 from gradient_compressor.model import CAUSES
 
 from gradient_compressor.console import table
-from .metrics import RECORD_FORMAT
 from .mode_comparison import mode_table
 from gradient_compressor.provenance import describe
 
@@ -42,12 +41,15 @@ def _header(report):
             describe(report) + "  ",
             f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
             f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
-            f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; DRAM ready: {cfg['dram']}"
+            f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; "
+            f"{'the whole-line rule' if cfg['whole_line'] else 'the seed policy'}; "
+            f"DRAM ready: {cfg['dram']}"
             + (f"; lines of {cfg['lanes']} lanes" if "lanes" in cfg else "")
             + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
                else ""), "",
             f"All figures are after the final flush (a flush ends every training step). "
-            f"Record format: {RECORD_FORMAT}. Compression ratio = gradients / DRAM writes; "
+            f"Record format: {report['record_format']['description']}. "
+            f"Compression ratio = gradients / DRAM writes; "
             f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
 
 

@@ -1,10 +1,12 @@
 """The figures of a bandwidth report, computed from a simulation result.
 
-Record formats used for bytes (stated in every report):
+Record formats used for bytes (stated in every report; the sizes are
+:mod:`reports.line_costs`'):
 
 * an input gradient is ``4 + 2`` bytes: a 32-bit address and an int16 gradient;
-* a DRAM write is ``4 + 4`` bytes: a 32-bit address and the write's value, ``grad_width + 2``
-  = 18 bits signed, padded to 32 bits.
+* a DRAM write is, under the whole-line rule (the default policy), ``4 + 2`` bytes: a 32-bit
+  address and a value in the gradients' format; under the seed's policy (``whole_line=False``)
+  ``4 + 4``: the value, ``grad_width + 2`` = 18 bits signed, padded to 32 bits.
 
 Every figure is taken after the final flush, so every accepted gradient has reached DRAM.
 """
@@ -12,18 +14,32 @@ Every figure is taken after the final flush, so every accepted gradient has reac
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from gradient_compressor.design.params import DEFAULTS
+from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE
 from gradient_compressor.model import CAUSES, ReferenceModel
 
-__all__ = ["BYTES_PER_GRADIENT", "BYTES_PER_WRITE", "Conservation", "check_conservation",
+from .line_costs import dense_bytes, written_bytes
+
+__all__ = ["BYTES_PER_GRADIENT", "bytes_per_write", "record_format", "Conservation",
+           "check_conservation",
            "conservation_json", "bursts", "cross_check", "reference_points", "compute_metrics",
            "split_by_step"]
 
-BYTES_PER_GRADIENT = 4 + 2
-BYTES_PER_WRITE = 4 + 4
-RECORD_FORMAT = ("input gradient = 4-byte address + 2-byte int16 gradient (6 bytes); "
-                 "DRAM write = 4-byte address + 4-byte value (18-bit signed sum, padded; "
-                 "8 bytes)")
+BYTES_PER_GRADIENT = dense_bytes(1, 1)
+
+
+def bytes_per_write(whole_line=WHOLE_LINE):
+    """Bytes of one DRAM write (a record) under the policy ``whole_line`` names."""
+    return written_bytes(1, 1, whole_line)
+
+
+def record_format(whole_line=WHOLE_LINE):
+    """The record formats, in words, under the policy ``whole_line`` names."""
+    value = ("a value in the gradients' format, the whole-line rule's" if whole_line else
+             f"a 4-byte value ({DEFAULTS['grad_width'] + 2}-bit signed sum, padded; the "
+             f"seed's policy)")
+    return (f"input gradient = 4-byte address + 2-byte int16 gradient ({BYTES_PER_GRADIENT} "
+            f"bytes); DRAM write = 4-byte address + {value} ({bytes_per_write(whole_line)} "
+            f"bytes)")
 
 
 @dataclass
@@ -108,8 +124,8 @@ def _ratio(gradients, writes):
     return gradients / writes if writes else None
 
 
-def _point(gradients, writes, causes):
-    bytes_in, bytes_out = gradients * BYTES_PER_GRADIENT, writes * BYTES_PER_WRITE
+def _point(gradients, writes, causes, whole_line):
+    bytes_in, bytes_out = gradients * BYTES_PER_GRADIENT, writes * bytes_per_write(whole_line)
     return {
         "gradients": gradients, "dram_writes": writes,
         "bytes_in": bytes_in, "bytes_out": bytes_out,
@@ -121,24 +137,27 @@ def _point(gradients, writes, causes):
 
 
 def reference_points(ops, gradients, max_updates=DEFAULTS["max_updates"],
-                     grad_width=DEFAULTS["grad_width"]):
+                     grad_width=DEFAULTS["grad_width"], whole_line=WHOLE_LINE):
     """The two reference points on the same operations: no compression (one DRAM write per
-    gradient) and the unbounded-L1 oracle of the same policy (``ReferenceModel(sets=None)``)."""
-    oracle = ReferenceModel(sets=None, max_updates=max_updates, grad_width=grad_width).run(ops)
-    none = _point(gradients, gradients, {})
+    gradient, as it came: the gradients' format) and the unbounded-L1 oracle of the same
+    policy (``ReferenceModel(sets=None)``)."""
+    oracle = ReferenceModel(sets=None, max_updates=max_updates, grad_width=grad_width,
+                            whole_line=whole_line).run(ops)
+    none = _point(gradients, gradients, {}, whole_line=True)
     none["writes_by_cause"] = {cause: 0 for cause in CAUSES}
     return {"no_compression": none,
-            "oracle": _point(gradients, len(oracle), Counter(w.cause for w in oracle))}
+            "oracle": _point(gradients, len(oracle), Counter(w.cause for w in oracle),
+                             whole_line)}
 
 
 def cross_check(ops, result, sets, ways, max_updates=DEFAULTS["max_updates"],
-                grad_width=DEFAULTS["grad_width"]):
+                grad_width=DEFAULTS["grad_width"], whole_line=WHOLE_LINE):
     """Compare the RTL's writes, causes and accounted discards with :class:`ReferenceModel`
     of the same geometry (``ops`` may set run-time modes).
 
     Returns ``{"match": bool, "model_writes": n, "first_mismatch": ... or None, ...}``."""
     reference = ReferenceModel(sets=sets, ways=ways, max_updates=max_updates,
-                               grad_width=grad_width)
+                               grad_width=grad_width, whole_line=whole_line)
     model = reference.run(ops)
     expected = [(w.addr, w.value) for w in model]
     causes = [w.cause for w in model]
@@ -179,7 +198,8 @@ def split_by_step(trace, result):
 
 
 def compute_metrics(trace, result, ops, *, sets, ways, max_updates=DEFAULTS["max_updates"],
-                    grad_width=DEFAULTS["grad_width"], conservation=None):
+                    grad_width=DEFAULTS["grad_width"], whole_line=WHOLE_LINE,
+                    conservation=None):
     """Every figure of the report for one workload, as a JSON-able dict.
 
     If the conservation check fails, the dict says so and holds no ratio."""
@@ -192,7 +212,7 @@ def compute_metrics(trace, result, ops, *, sets, ways, max_updates=DEFAULTS["max
     if not conservation.ok:
         return out
     causes = Counter(result.causes)
-    point = _point(gradients, len(result.writes), causes)
+    point = _point(gradients, len(result.writes), causes, whole_line)
     lengths = bursts(result.write_cycles)
     small = result.hits + result.misses
     out.update(point)
@@ -212,6 +232,8 @@ def compute_metrics(trace, result, ops, *, sets, ways, max_updates=DEFAULTS["max
                    "histogram": {str(k): v for k, v in sorted(Counter(lengths).items())}},
         "writes_per_step": split_by_step(trace, result),
     })
-    out["reference_points"] = reference_points(ops, gradients, max_updates, grad_width)
-    out["cross_check"] = cross_check(ops, result, sets, ways, max_updates, grad_width)
+    out["reference_points"] = reference_points(ops, gradients, max_updates, grad_width,
+                                               whole_line)
+    out["cross_check"] = cross_check(ops, result, sets, ways, max_updates, grad_width,
+                                     whole_line)
     return out

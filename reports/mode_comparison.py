@@ -40,14 +40,14 @@ from collections import defaultdict
 
 from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, file_name,
                                          integer, prepare_out, replacing, run_command, table)
-from gradient_compressor.design.params import DEFAULTS, check_lanes
+from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE, check_lanes
 from gradient_compressor.model import LineModel, ReferenceModel
 from gradient_compressor.provenance import describe, provenance
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .line_costs import dense_bytes, line_write_bytes, pack_lines
+from .line_costs import dense_bytes, pack_lines, written_bytes
 from .line_report import expand, line_cross_check
-from .metrics import BYTES_PER_GRADIENT, BYTES_PER_WRITE, check_conservation, cross_check
+from .metrics import BYTES_PER_GRADIENT, check_conservation, cross_check
 
 __all__ = ["mode_settings", "compare_modes", "mode_table", "render_markdown", "main"]
 
@@ -104,7 +104,8 @@ def _rtl_check(backend, params, ops, lanes=1, model=None, writes=None):
         result = run_rtl(backend, params, ops)
         conservation = check_conservation(result.accepted, result.writes,
                                           discards=result.discards)
-        check = cross_check(ops, result, params["sets"], params["ways"], params["max_updates"])
+        check = cross_check(ops, result, params["sets"], params["ways"], params["max_updates"],
+                            whole_line=params.get("whole_line", WHOLE_LINE))
         return conservation.ok and check["match"]
     result = run_rtl(backend, dict(params, lanes=lanes), ops)
     conservation = check_conservation(expand(result.accepted), result.writes,
@@ -143,11 +144,8 @@ def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, b
         writes, model, steps = _run(ops, prefix, params, lanes)
         errors = [e for step in steps for e in step.values()]
         bias = [sum(step.values()) / len(step) for step in steps if step]
-        if lanes > 1:
-            dram_bytes = line_write_bytes(len(writes), lanes)
-            baseline = dense_bytes(beats, lanes)
-        else:
-            dram_bytes, baseline = len(writes) * BYTES_PER_WRITE, n * BYTES_PER_GRADIENT
+        dram_bytes = written_bytes(len(writes), lanes, params.get("whole_line", WHOLE_LINE))
+        baseline = dense_bytes(beats, lanes) if lanes > 1 else n * BYTES_PER_GRADIENT
         rows.append({
             "mode": name, "settings": [list(op) for op in prefix],
             "dram_writes": len(writes),

@@ -45,7 +45,12 @@ def test_report_outputs_and_checks(tiny, tmp_path):
     assert m["gradients"] == 240
     assert sum(m["writes_by_cause"].values()) == m["dram_writes"]
     assert m["compression_ratio"] == pytest.approx(240 / m["dram_writes"])
-    assert m["bytes_in"] == 240 * 6 and m["bytes_out"] == m["dram_writes"] * 8
+    # Under the default policy, the whole-line rule, a write is an address and a value in the
+    # gradients' format: 6 bytes, as a gradient (the seed's policy: 8, a padded 18-bit sum).
+    assert m["bytes_in"] == 240 * 6 and m["bytes_out"] == m["dram_writes"] * 6
+    assert report["record_format"]["bytes_per_write"] == 6
+    assert m["bandwidth_reduction"] == pytest.approx(m["write_reduction"])
+    assert m["bandwidth_reduction"] >= 0       # never more bytes than writing through
     assert m["flushes"] == 3 and sum(map(sum, (s.values() for s in m["writes_per_step"]))) \
         == m["dram_writes"]
     assert sum(int(k) * v for k, v in m["bursts"]["histogram"].items()) == m["dram_writes"]
