@@ -259,7 +259,7 @@ def _train(args):
     workloads, into ``--out``."""
     import argparse
     from gradient_compressor.workloads import LIVE_WORKLOADS
-    from .training import RUN_MODES, check_arguments, run_in_the_loop
+    from .training import RUN_MODES, WHOLE_LINE, check_arguments, run_in_the_loop
     names = args.workloads or list(LIVE_WORKLOADS)
     other = [name for name in names if name not in LIVE_WORKLOADS]
     if other:
@@ -269,7 +269,7 @@ def _train(args):
     training = argparse.Namespace(
         models=[LIVE_WORKLOADS[name][0] for name in names], modes=list(RUN_MODES),
         seeds=args.seeds, steps=None, lanes=args.lanes, sets=args.sets, ways=args.ways,
-        sizing=False, out=None, plots=None, quiet=args.quiet)
+        whole_line=WHOLE_LINE, sizing=False, out=None, plots=None, quiet=args.quiet)
     check_arguments(training)
     prepare_out(args.out)
     training.out, training.plots = out, None if args.no_plots else args.out
