@@ -417,7 +417,10 @@ def run_in_the_loop(args, models):
 def _best_line(row):
     if row is None:
         return "none"
-    if row["saving"] <= 0:
+    if row["saving"] == 0:
+        return (f"none saves bytes (the best, {row['mode']}, writes as many bytes as dense "
+                f"write-through)")
+    if row["saving"] < 0:
         return (f"none saves bytes (the best, {row['mode']}, costs "
                 f"{-100 * row['saving']:.1f} % more than dense write-through)")
     return f"{row['mode']} ({100 * row['saving']:.1f} % of the bytes saved)"
