@@ -396,11 +396,7 @@ def run_in_the_loop(args, models):
     rows = summarise(results)
     text = render(rows)
     print(text)
-    if args.plots:
-        import os
-        for model in models:
-            plot(model, results, os.path.join(args.plots, f"training-{model}.png"))
-    if args.out:
+    if args.out:              # before the plots: the header's commit is the code's, unchanged
         best = best_modes(rows)
         lines = [f"- {m}: {_best_line(best.get(m))}" for m in models]
         write_results(args.out, "Training in the loop: accuracy and DRAM bytes per mode",
@@ -411,6 +407,10 @@ def run_in_the_loop(args, models):
                       text + "\n\nThe mode that saves most bytes with no measurable loss "
                       "against FP32:\n\n" + "\n".join(lines) + "\n\n"
                       + _sizes(models, args, results) + "\n")
+    if args.plots:
+        import os
+        for model in models:
+            plot(model, results, os.path.join(args.plots, f"training-{model}.png"))
     return 0
 
 
