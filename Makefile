@@ -68,10 +68,12 @@ report: $(STAMP)
 sweep: $(STAMP)
 	$(VENV)/bin/compressor-sweep tiny-embed
 
-# Training in the loop and the L1 sizing of real training (needs PyTorch's CPU wheel and the
+# Training in the loop (one lane, then 8) and the L1 sizing of real training, under the
+# whole-line rule (--no-whole-line: the seed's policy; needs PyTorch's CPU wheel and the
 # record extra: docs/training.md): docs/results/training*.md, docs/img/training-*.png.
 train: $(STAMP)
 	$(PYTHON) -m gradient_compressor.reports.training --out docs/results/training.md --plots docs/img
+	$(PYTHON) -m gradient_compressor.reports.training --lanes 8 --out docs/results/training-8-lanes.md
 	$(PYTHON) -m gradient_compressor.reports.training --sizing --out docs/results/training-sizing.md
 
 # ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ and the table

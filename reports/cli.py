@@ -274,7 +274,7 @@ def _train(args):
     training = argparse.Namespace(
         models=[LIVE_WORKLOADS[name][0] for name in names], modes=list(RUN_MODES),
         seeds=args.seeds, steps=None, lanes=args.lanes, sets=args.sets, ways=args.ways,
-        sizing=False, out=None, plots=None, quiet=args.quiet)
+        whole_line=args.whole_line, sizing=False, out=None, plots=None, quiet=args.quiet)
     check_arguments(training)
     prepare_out(args.out)
     training.out, training.plots = out, None if args.no_plots else args.out

@@ -39,19 +39,43 @@ from gradient_compressor.console import (ArgumentParser, UsageError, check_writa
                                          int_list, positive_integer, run_command, table)
 from gradient_compressor.provenance import write_results
 
-__all__ = ["FORMAT", "dense_bytes", "line_write_bytes", "whole_line_bytes", "written_bytes",
-           "line_policy", "pack_lines", "pack_beats",
+__all__ = ["FORMAT", "write_format", "write_bytes", "dense_bytes", "line_write_bytes",
+           "whole_line_bytes", "line_policy", "pack_lines", "pack_beats",
            "line_costs", "main"]
 
 ADDRESS_BYTES, GRADIENT_BYTES, VALUE_BYTES = 4, 2, 4
+_ADDRESS = f"a transfer carries a {ADDRESS_BYTES}-byte address"
+_DENSE = (f"dense write-through {GRADIENT_BYTES} bytes per lane of the line (int16 "
+          f"gradients)")
+_STROBES = "strobes (the mask) are not counted"
 #: The byte counts of each way of writing (one place for them).
-FORMAT = (f"a transfer carries a {ADDRESS_BYTES}-byte address; dense write-through "
-          f"{GRADIENT_BYTES} bytes per lane of the line (int16 gradients), a per-gradient "
+FORMAT = (f"{_ADDRESS}; {_DENSE}, a per-gradient "
           f"record one {VALUE_BYTES}-byte value (the {DEFAULTS['grad_width'] + 2}-bit sum, "
           f"padded), a masked line write {VALUE_BYTES} bytes per lane of the line, a "
           f"whole-line write {GRADIENT_BYTES} per lane and a whole-line record one "
-          f"{GRADIENT_BYTES}-byte value (the gradients' format); strobes (the mask) are not "
-          f"counted")
+          f"{GRADIENT_BYTES}-byte value (the gradients' format); {_STROBES}")
+
+
+def write_format(whole_line):
+    """The byte counts of dense write-through and of the compressor's writes under one rule:
+    the whole-line rule's (``whole_line``) or the seed's policy's, for a report that ran that
+    rule alone (:data:`FORMAT` states every way)."""
+    if whole_line:
+        writes = (f"the whole-line rule (every line write carries every pending value of its "
+                  f"line): a line write {GRADIENT_BYTES} bytes per lane of the line, values in "
+                  f"the gradients' own {DEFAULTS['grad_width']}-bit format (one lane: a record "
+                  f"of one {GRADIENT_BYTES}-byte value)")
+    else:
+        writes = (f"the seed's policy: a masked line write {VALUE_BYTES} bytes per lane of "
+                  f"the line (one lane: a per-gradient record of one {VALUE_BYTES}-byte "
+                  f"value), the {DEFAULTS['grad_width'] + 2}-bit sum, padded")
+    return f"{_ADDRESS}; {_DENSE}; {writes}; {_STROBES}"
+
+
+def write_bytes(whole_line):
+    """The byte count of line writes under one rule: :func:`whole_line_bytes` if
+    ``whole_line``, else :func:`line_write_bytes` (both ``(writes, lanes) -> bytes``)."""
+    return whole_line_bytes if whole_line else line_write_bytes
 
 
 def dense_bytes(beats, lanes):
@@ -68,12 +92,6 @@ def whole_line_bytes(writes, lanes):
     """Bytes of ``writes`` line writes of ``lanes`` under the whole-line rule: values in the
     gradients' own format, as dense write-through's (one lane: whole-line records)."""
     return dense_bytes(writes, lanes)
-
-
-def written_bytes(writes, lanes, whole_line):
-    """Bytes of ``writes`` writes of lines of ``lanes`` (one lane: records) under the policy
-    ``whole_line`` names: :func:`whole_line_bytes` or, the seed's, :func:`line_write_bytes`."""
-    return (whole_line_bytes if whole_line else line_write_bytes)(writes, lanes)
 
 
 def line_policy(**params):

@@ -33,7 +33,7 @@ from gradient_compressor.design.params import WHOLE_LINE
 from gradient_compressor.model import CAUSES, LineModel
 
 from .backend import parse_dram, run_rtl
-from .line_costs import dense_bytes, line_write_bytes, pack_lines, whole_line_bytes
+from .line_costs import dense_bytes, pack_lines, write_bytes
 from .metrics import check_conservation, conservation_json
 
 __all__ = ["run_lines", "line_metrics", "line_cross_check", "line_runs", "expand"]
@@ -109,7 +109,7 @@ def _costs(beats, records, line_writes, lanes, *, whole_line=WHOLE_LINE):
     writes' values have the gradients' own width, as the RTL then writes them."""
     def way(transfers, size):
         return {"transfers": transfers, "bytes": size}
-    line_bytes = whole_line_bytes if whole_line else line_write_bytes
+    line_bytes = write_bytes(whole_line)
     return {"dense": way(beats, dense_bytes(beats, lanes)),
             "records": way(records, None if records is None else line_bytes(records, 1)),
             "lines": way(line_writes, line_bytes(line_writes, lanes))}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE
 from gradient_compressor.model import CAUSES, ReferenceModel
 
-from .line_costs import dense_bytes, written_bytes
+from .line_costs import dense_bytes, write_bytes
 
 __all__ = ["BYTES_PER_GRADIENT", "bytes_per_write", "record_format", "Conservation",
            "check_conservation",
@@ -29,7 +29,7 @@ BYTES_PER_GRADIENT = dense_bytes(1, 1)
 
 def bytes_per_write(whole_line=WHOLE_LINE):
     """Bytes of one DRAM write (a record) under the policy ``whole_line`` names."""
-    return written_bytes(1, 1, whole_line)
+    return write_bytes(whole_line)(1, 1)
 
 
 def record_format(whole_line=WHOLE_LINE):

@@ -45,7 +45,7 @@ from gradient_compressor.model import LineModel, ReferenceModel
 from gradient_compressor.provenance import describe, provenance
 
 from .backend import BACKENDS, resolve_backend, run_rtl
-from .line_costs import dense_bytes, pack_lines, written_bytes
+from .line_costs import dense_bytes, pack_lines, write_bytes
 from .line_report import expand, line_cross_check
 from .metrics import BYTES_PER_GRADIENT, check_conservation, cross_check
 
@@ -144,7 +144,7 @@ def compare_modes(trace, *, threshold=None, small_threshold=None, params=None, b
         writes, model, steps = _run(ops, prefix, params, lanes)
         errors = [e for step in steps for e in step.values()]
         bias = [sum(step.values()) / len(step) for step in steps if step]
-        dram_bytes = written_bytes(len(writes), lanes, params.get("whole_line", WHOLE_LINE))
+        dram_bytes = write_bytes(params.get("whole_line", WHOLE_LINE))(len(writes), lanes)
         baseline = dense_bytes(beats, lanes) if lanes > 1 else n * BYTES_PER_GRADIENT
         rows.append({
             "mode": name, "settings": [list(op) for op in prefix],

@@ -25,8 +25,7 @@ from gradient_compressor.model import LineModel
 
 from gradient_compressor.console import (ArgumentParser, add_policy_option, UsageError, check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
-from .line_costs import (FORMAT, dense_bytes, line_policy, line_write_bytes, pack_lines,
-                         whole_line_bytes)
+from .line_costs import FORMAT, dense_bytes, line_policy, pack_lines, write_bytes
 from gradient_compressor.provenance import write_results
 
 __all__ = ["geometries", "sizing", "main"]
@@ -46,7 +45,7 @@ def geometries(max_sets, max_ways):
 def _line_bytes(beats, lanes, sets, ways, whole_line=WHOLE_LINE):
     writes = line_policy(lanes=lanes, sets=sets, ways=ways, max_updates=DEFAULTS["max_updates"],
                          whole_line=whole_line).run(beats)
-    return (whole_line_bytes if whole_line else line_write_bytes)(len(writes), lanes)
+    return write_bytes(whole_line)(len(writes), lanes)
 
 
 def sizing(ops, lanes, grid, on_step=None, whole_line=WHOLE_LINE):

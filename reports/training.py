@@ -1,10 +1,10 @@
 """Training in the loop: each run-time mode's cost in accuracy next to the DRAM bytes it saves.
 
     python -m gradient_compressor.reports.training [MODEL ...] [--modes exact,drop,...] [--seeds 3]
-        [--lanes 1] [--sets 1024] [--ways 8] [--steps N]
+        [--lanes 1] [--sets 1024] [--ways 8] [--steps N] [--whole-line | --no-whole-line]
         [--out docs/results/training.md] [--plots docs/img] [-q]
     python -m gradient_compressor.reports.training --sizing [MODEL ...]
-        [--out docs/results/training-sizing.md]
+        [--whole-line | --no-whole-line] [--out docs/results/training-sizing.md]
 
 Each model (:data:`PRESETS`: ``recsys``, ``lm``, ``digits``; :mod:`workloads.models`) is
 trained with PyTorch on the CPU (:func:`workloads.record.train`) once per mode and seed. In
@@ -19,22 +19,30 @@ exact run and from FP32 seed by seed, and the DRAM bytes saved against dense wri
 accuracy is lower than FP32's or its held-out loss higher, on average by more than twice
 the differences' standard deviation and at least 0.001 (:func:`verdict`).
 
+The compressor follows the whole-line rule by default (``--whole-line``: every line write
+carries every pending value of its line, its values in the gradients' own format, so that
+it never moves more bytes than dense write-through; :class:`model.LineModel`'s
+``whole_line``); ``--no-whole-line`` runs the seed's policy instead (masked line writes of
+wider sums). The byte counts of either are :func:`reports.line_costs.write_format`'s, stated
+in the table's header.
+
 ``--sizing`` instead streams one exact run per model (seed 0) through every L1 geometry of
 :func:`reports.sizing.geometries` at 1, 8 and 32 lanes, and gives the smallest that saves at
 least half of the DRAM bytes. Exit status: 0 done, 2 bad argument (before any training),
 130 interrupted.
 """
 
+import argparse
 import sys
 import time
 
 import numpy as np
 
-from gradient_compressor.design.params import L1_ENTRIES_MAX, check_lanes
+from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX, WHOLE_LINE, check_lanes
 
 from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
-from .line_costs import FORMAT
+from .line_costs import GRADIENT_BYTES, VALUE_BYTES, write_format
 from gradient_compressor.provenance import write_results
 from .write_path import MODES, CompressedWritePath, SizingPaths
 
@@ -62,7 +70,6 @@ SIZING_TARGET = 0.5
 def parse_modes(text):
     """``"exact,drop"`` -> ``["exact", "drop"]`` (in :data:`RUN_MODES` order); an argparse
     ``type``: raise :class:`argparse.ArgumentTypeError` naming an unknown mode."""
-    import argparse
     names = [name.strip() for name in text.split(",") if name.strip()]
     unknown = [name for name in names if name not in RUN_MODES]
     if unknown or not names:
@@ -71,8 +78,10 @@ def parse_modes(text):
     return [mode for mode in RUN_MODES if mode in names]
 
 
-def run_once(model, mode, seed, *, lanes=1, sets=1024, ways=8, steps=None, on_step=None):
-    """Train ``model`` once with the write path in ``mode`` (``fp32``: none).
+def run_once(model, mode, seed, *, lanes=1, sets=1024, ways=8, steps=None, on_step=None,
+             whole_line=WHOLE_LINE):
+    """Train ``model`` once with the write path in ``mode`` (``fp32``: none), under the
+    whole-line rule if ``whole_line`` (else the seed's policy).
 
     Returns
     -------
@@ -84,7 +93,8 @@ def run_once(model, mode, seed, *, lanes=1, sets=1024, ways=8, steps=None, on_st
     from gradient_compressor.workloads.record import train
     size = dict(PRESETS[model], **({"steps": steps} if steps else {}))
     path = None if mode == "fp32" else CompressedWritePath(mode, lanes=lanes, sets=sets,
-                                                           ways=ways, keep_dram=True)
+                                                           ways=ways, keep_dram=True,
+                                                           whole_line=whole_line)
     start = time.monotonic()
     run = train(model, seed=seed, sink=path, on_step=on_step, **size)
     return {"model": model, "mode": mode, "seed": seed, **run["evaluation"],
@@ -234,21 +244,23 @@ def sizing_answer(savings, grid, target=SIZING_TARGET):
     return smallest, savings.get(smallest), best, savings[best]
 
 
-def run_sizing(model, grid, lanes, *, steps=None, on_step=None):
-    """One exact run of ``model`` (seed 0) streamed through every ``(lanes, sets, ways)``;
-    ``{"gradients", "rows": [(lanes, smallest, its saving, best, best saving, saving at the
-    default)]}``."""
-    from gradient_compressor.design.params import DEFAULTS
+def run_sizing(model, grid, lanes, *, steps=None, on_step=None, whole_line=WHOLE_LINE):
+    """One exact run of ``model`` (seed 0) streamed through every ``(lanes, sets, ways)``
+    (under the whole-line rule if ``whole_line``); ``{"gradients", "rows": [(lanes, smallest,
+    its saving, best, best saving, saving at the default)], "lowest": (saving, lanes, sets,
+    ways)}`` (``lowest``: the grid's least saving, negative where a compressor costs more
+    than dense write-through)."""
     from gradient_compressor.workloads.record import train
     size = dict(PRESETS[model], **({"steps": steps} if steps else {}))
-    sink = SizingPaths(lanes, grid, on_step=on_step)
+    sink = SizingPaths(lanes, grid, on_step=on_step, whole_line=whole_line)
     run = train(model, seed=0, sink=sink, **size)
     rows = []
     for n in sorted(set(lanes)):
         savings = {(s, w): sink.paths[(n, s, w)].saving for s, w in grid}
         default = savings.get((DEFAULTS["sets"], DEFAULTS["ways"]))
         rows.append((n, *sizing_answer(savings, grid), default))
-    return {"gradients": run["stream"].gradients, "rows": rows}
+    lowest = min((path.saving, *key) for key, path in sink.paths.items())
+    return {"gradients": run["stream"].gradients, "rows": rows, "lowest": lowest}
 
 
 def _geometry(g):
@@ -277,7 +289,9 @@ def build_parser():
         prog="python -m gradient_compressor.reports.training",
         description="Train models with the compressor in their gradient write path, in each "
                     "mode and seed, and compare held-out accuracy and loss with FP32 and the "
-                    "exact mode next to the DRAM bytes saved (needs PyTorch: docs/training.md).",
+                    "exact mode next to the DRAM bytes saved against dense write-through, "
+                    "under the whole-line rule unless --no-whole-line (needs PyTorch: "
+                    "docs/training.md).",
         epilog="Exit status: 0 done, 2 bad argument, 130 interrupted.")
     parser.add_argument("models", nargs="*", metavar="MODEL",
                         help=f"models (default: {' '.join(PRESETS)})")
@@ -294,6 +308,14 @@ def build_parser():
                              f"entries (default: %(default)s)")
     parser.add_argument("--ways", type=positive_integer, default=8,
                         help="L1 ways (default: %(default)s)")
+    parser.add_argument("--whole-line", action=argparse.BooleanOptionalAction,
+                        default=WHOLE_LINE,
+                        help=f"the compressor under the whole-line rule: every line write "
+                             f"carries every pending value of its line, a value costs "
+                             f"{GRADIENT_BYTES} bytes (the gradients' format), never more "
+                             f"bytes than dense write-through; --no-whole-line: the seed's "
+                             f"policy, masked line writes of {VALUE_BYTES}-byte values "
+                             f"(default: the whole-line rule)")
     parser.add_argument("--sizing", action="store_true",
                         help="instead: one exact run per model through every L1 geometry up "
                              "to 1024 x 8 at 1, 8 and 32 lanes")
@@ -315,7 +337,8 @@ def check_arguments(args):
                          f"{', '.join(PRESETS)}")
     try:
         check_lanes(args.lanes)
-        LineModel(lanes=args.lanes, sets=args.sets, ways=args.ways)
+        LineModel(lanes=args.lanes, sets=args.sets, ways=args.ways,
+                  whole_line=args.whole_line)
     except (ValueError, TypeError) as error:
         raise UsageError(f"--{str(error).replace('_', '-')}") from None
     if args.out:
@@ -364,32 +387,37 @@ def run_in_the_loop(args, models):
                 bar.set_postfix_str(f"{model} {mode} seed {seed}")
                 results.append(run_once(model, mode, seed, lanes=args.lanes, sets=args.sets,
                                         ways=args.ways, steps=args.steps,
+                                        whole_line=args.whole_line,
                                         on_step=lambda *_: bar.update(per_step[model])))
     bar.close()
     rows = summarise(results)
     text = render(rows)
     print(text)
-    if args.plots:
-        import os
-        for model in models:
-            plot(model, results, os.path.join(args.plots, f"training-{model}.png"))
-    if args.out:
+    if args.out:              # before the plots: the header's commit is the code's, unchanged
         best = best_modes(rows)
         lines = [f"- {m}: {_best_line(best.get(m))}" for m in models]
         write_results(args.out, "Training in the loop: accuracy and DRAM bytes per mode",
                       f"each model trained {args.seeds} times per mode (seeds 0 to "
                       f"{args.seeds - 1}), the compressor at {args.lanes} lane(s), "
-                      f"{args.sets} x {args.ways} L1 lines; {FORMAT}",
+                      f"{args.sets} x {args.ways} L1 lines, max_updates "
+                      f"{DEFAULTS['max_updates']}; {write_format(args.whole_line)}",
                       text + "\n\nThe mode that saves most bytes with no measurable loss "
                       "against FP32:\n\n" + "\n".join(lines) + "\n\n"
                       + _sizes(models, args, results) + "\n")
+    if args.plots:
+        import os
+        for model in models:
+            plot(model, results, os.path.join(args.plots, f"training-{model}.png"))
     return 0
 
 
 def _best_line(row):
     if row is None:
         return "none"
-    if row["saving"] <= 0:
+    if row["saving"] == 0:
+        return (f"none saves bytes (the best, {row['mode']}, writes as many bytes as dense "
+                f"write-through)")
+    if row["saving"] < 0:
         return (f"none saves bytes (the best, {row['mode']}, costs "
                 f"{-100 * row['saving']:.1f} % more than dense write-through)")
     return f"{row['mode']} ({100 * row['saving']:.1f} % of the bytes saved)"
@@ -413,6 +441,15 @@ def _sizes(models, args, results):
     return "Runs (wall clock on this shared machine):\n\n" + "\n".join(parts)
 
 
+def _lowest(results):
+    """A line: the least saving of any model, lane count and geometry of the sizing runs."""
+    model = min(results, key=lambda m: results[m]["lowest"])
+    saving, lanes, sets, ways = results[model]["lowest"]
+    return (f"The least saving of the grid, any model, N and geometry: {100 * saving:+.2f} % "
+            f"({model}, N = {lanes}, {_geometry((sets, ways))})"
+            + (": below 0, more bytes than dense write-through." if saving < 0 else "."))
+
+
 def _sizing(args, models):
     from .sizing import geometries
     grid = geometries(1024, 8)
@@ -426,15 +463,17 @@ def _sizing(args, models):
     for model in models:
         bar.set_postfix_str(model)
         results[model] = run_sizing(model, grid, lanes, steps=args.steps,
+                                    whole_line=args.whole_line,
                                     on_step=lambda _: bar.update(per_step[model]))
     bar.close()
-    text = render_sizing(results, grid)
+    text = render_sizing(results, grid) + "\n\n" + _lowest(results)
     print(text)
     if args.out:
         write_results(args.out, "Which L1 saves half the DRAM bytes of real training",
                       f"one exact run per model (seed 0), streamed live through every "
                       f"geometry {_geometry(grid[0])} to {_geometry(grid[-1])} (lines of N "
-                      f"lanes), max_updates 255; {FORMAT}", text)
+                      f"lanes), max_updates {DEFAULTS['max_updates']}; "
+                      f"{write_format(args.whole_line)}", text)
     return 0
 
 

@@ -6,7 +6,9 @@ emulator (:class:`model.emulator.LineEmulator`, bit-exact with the models and so
 in a run-time mode, a flush at the end of every step, and it counts what DRAM receives. Each
 step's gradients are packed into beats of ``lanes`` as :func:`reports.line_costs.pack_beats`
 (the packing of :mod:`reports.line_costs` and :mod:`reports.sizing`) and the bytes are
-:func:`reports.line_costs.dense_bytes` and :func:`~reports.line_costs.line_write_bytes`.
+:func:`reports.line_costs.dense_bytes` and :func:`~reports.line_costs.line_write_bytes`, or
+under the whole-line rule (``whole_line=True``) :func:`~reports.line_costs.whole_line_bytes`
+(:func:`~reports.line_costs.write_bytes` picks).
 
 With ``keep_dram``, ``end_step`` returns what DRAM holds after the step's flush: per address
 the sum of the values of the step's writes (DRAM's gradient buffer starts each step at 0;
@@ -20,7 +22,7 @@ import numpy as np
 
 from gradient_compressor.design.params import DEFAULTS, WHOLE_LINE
 
-from .line_costs import dense_bytes, line_write_bytes, pack_beats, whole_line_bytes
+from .line_costs import dense_bytes, pack_beats, write_bytes
 from .mode_comparison import mode_settings
 
 __all__ = ["MODES", "mode_operations", "dram_sums", "CompressedWritePath", "SizingPaths"]
@@ -95,8 +97,9 @@ class CompressedWritePath:
     keep_dram : bool
         Return DRAM's per-address sums from :meth:`end_step` (for training in the loop).
     whole_line : bool
-        Run the whole-line rule (model and emulator only, not the RTL yet), its values
-        counted in the gradients' format (:func:`reports.line_costs.whole_line_bytes`).
+        Run the whole-line rule (the emulator's; the RTL built with ``whole_line=True``
+        writes the same from L1), its values counted in the gradients' format
+        (:func:`reports.line_costs.whole_line_bytes`).
 
     Attributes
     ----------
@@ -163,8 +166,7 @@ class CompressedWritePath:
     def line_bytes(self):
         """Bytes of the compressor's line writes (under the whole-line rule, its values in the
         gradients' format)."""
-        bytes_of = whole_line_bytes if self.emulator.whole_line else line_write_bytes
-        return bytes_of(self.line_writes, self.lanes)
+        return write_bytes(self.emulator.whole_line)(self.line_writes, self.lanes)
 
     @property
     def saving(self):
@@ -182,10 +184,13 @@ class SizingPaths:
         ``(sets, ways)`` geometries (:func:`reports.sizing.geometries`).
     on_step : callable or None
         Called after each step with the number of geometries run.
+    whole_line : bool
+        Every path under the whole-line rule (:class:`CompressedWritePath`'s ``whole_line``).
     """
 
-    def __init__(self, lanes, grid, on_step=None):
-        self.paths = {(n, s, w): CompressedWritePath(lanes=n, sets=s, ways=w)
+    def __init__(self, lanes, grid, on_step=None, whole_line=WHOLE_LINE):
+        self.paths = {(n, s, w): CompressedWritePath(lanes=n, sets=s, ways=w,
+                                                     whole_line=whole_line)
                       for n in lanes for s, w in grid}
         self.lanes = sorted(set(lanes))
         self.on_step = on_step

@@ -300,6 +300,8 @@ def test_sizing_answer_is_the_smallest_that_saves_half():
     (["--sets", "3"], "--sets"),
     (["--out", "/no/such/folder/x.md"], "--out /no/such/folder/x.md: no such folder"),
     (["--plots", "/no/such/folder"], "--plots /no/such/folder: no such folder"),
+    (["--whole-line=yes"], "--whole-line"),
+    (["--no-whole-line=1"], "--no-whole-line"),
 ])
 def test_bad_arguments_exit_2_in_one_line(argv, message, capsys):
     try:
@@ -309,6 +311,122 @@ def test_bad_arguments_exit_2_in_one_line(argv, message, capsys):
     assert status == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+# -- the whole-line rule (the default) and the seed's policy --------------------------------
+
+def test_the_whole_line_rule_is_the_default_and_can_be_turned_off():
+    from gradient_compressor.reports.training import WHOLE_LINE, build_parser
+    parser = build_parser()
+    assert WHOLE_LINE is True
+    assert parser.parse_args([]).whole_line is True
+    assert parser.parse_args(["--whole-line"]).whole_line is True
+    assert parser.parse_args(["--no-whole-line"]).whole_line is False
+    assert parser.parse_args(["--sizing", "--no-whole-line"]).whole_line is False
+
+
+def test_write_format_states_the_costs_of_the_rule_run():
+    from gradient_compressor.design.params import DEFAULTS
+    from gradient_compressor.reports.line_costs import (
+        ADDRESS_BYTES, FORMAT, GRADIENT_BYTES, VALUE_BYTES, line_write_bytes, write_bytes,
+        write_format, whole_line_bytes)
+    whole, seed = write_format(True), write_format(False)
+    assert GRADIENT_BYTES * 8 == DEFAULTS["grad_width"]       # a written value: 2 bytes
+    assert "whole-line rule" in whole and "seed's policy" not in whole
+    assert f"a line write {GRADIENT_BYTES} bytes per lane" in whole
+    assert f"{DEFAULTS['grad_width']}-bit" in whole and f"{VALUE_BYTES}-byte value" not in whole
+    assert "seed's policy" in seed and f"a masked line write {VALUE_BYTES} bytes" in seed
+    for text in (whole, seed):
+        assert text.startswith(f"a transfer carries a {ADDRESS_BYTES}-byte address; dense "
+                               f"write-through {GRADIENT_BYTES} bytes per lane")
+        assert text.endswith("strobes (the mask) are not counted")
+        assert text != FORMAT
+    assert write_bytes(True) is whole_line_bytes and write_bytes(False) is line_write_bytes
+    assert whole_line_bytes(3, 8) == 3 * (ADDRESS_BYTES + GRADIENT_BYTES * 8)
+
+
+def _fake_train(steps=3, span=3000, per_step=5000):
+    """A stand-in for :func:`workloads.record.train` (no PyTorch): a fixed stream of sorted
+    random gradients into the sink, step by step."""
+    def train(kind, *, steps=steps, micro_batches=1, batch_size=1, seed=0, sink=None,
+              on_step=None):
+        layout = TensorLayout([("w", span)])
+        sink.start(layout, 300)
+        for step in range(steps):
+            addr, grad = _stream(100 * seed + step, per_step, span)
+            sink.micro_batch(np.sort(addr), grad)
+            sink.end_step()
+            if on_step:
+                on_step(step, 1.0)
+        return {"losses": [1.0], "evaluation": {"accuracy": 0.5, "loss": 1.0},
+                "stream": GradientStream(layout, None)}
+    return train
+
+
+@needs_compiler
+def test_run_once_and_run_sizing_count_the_rule_they_run(monkeypatch):
+    from gradient_compressor.reports import training
+    from gradient_compressor.reports.line_costs import dense_bytes, whole_line_bytes
+    from gradient_compressor.reports.sizing import geometries
+    from gradient_compressor.workloads import record
+    monkeypatch.setattr(record, "train", _fake_train())
+    savings = {}
+    for whole_line in (True, False):
+        expected = CompressedWritePath(lanes=8, sets=16, ways=1, whole_line=whole_line)
+        _fake_train()("digits", sink=expected)
+        run = training.run_once("digits", "exact", 0, lanes=8, sets=16, ways=1, steps=3,
+                                whole_line=whole_line)
+        assert run["saving"] == expected.saving
+        savings[whole_line] = run["saving"]
+    assert training.run_once("digits", "exact", 0, lanes=8, sets=16, ways=1,
+                             steps=3)["saving"] == \
+        savings[True]                                       # the rule by default
+    # the rule's line writes in the gradients' format, the seed's in wider values
+    path = CompressedWritePath(lanes=8, sets=16, ways=1, whole_line=True)
+    _fake_train()("digits", sink=path)
+    assert path.line_bytes == whole_line_bytes(path.line_writes, 8)
+    assert path.dense_bytes == dense_bytes(path.beats, 8)
+    assert 0 <= savings[True] and savings[False] < savings[True]
+    grid = geometries(32, 2)
+    for whole_line in (True, False):
+        result = training.run_sizing("digits", grid, [1, 8], steps=3, whole_line=whole_line)
+        assert (result["lowest"][0] >= 0) is whole_line     # the seed's policy costs more
+    assert result["lowest"][1:] in {(n, s, w) for n in (1, 8) for s, w in grid}
+
+
+@needs_compiler
+@pytest.mark.parametrize("sizing", [False, True])
+@pytest.mark.parametrize("flag, whole_line", [(None, True), ("--whole-line", True),
+                                               ("--no-whole-line", False)])
+def test_the_table_states_the_rule_it_ran(monkeypatch, tmp_path, capsys, sizing, flag,
+                                          whole_line):
+    import types
+    from gradient_compressor.reports import training
+    from gradient_compressor.reports.line_costs import write_format
+    from gradient_compressor.workloads import record
+    monkeypatch.setitem(sys.modules, "torch", types.ModuleType("torch"))   # not needed
+    monkeypatch.setattr(record, "train", _fake_train(steps=2, per_step=2000))
+    if sizing:
+        monkeypatch.setattr("gradient_compressor.reports.sizing.geometries",
+                            lambda sets, ways: [(16, 1), (32, 1)])
+    out = tmp_path / "t.md"
+    argv = ["digits", "-q", "--steps", "2", "--out", str(out)] + (["--sizing"] if sizing else
+                                                  ["--seeds", "1", "--modes", "exact"])
+    assert training.main(argv + ([flag] if flag else [])) == 0
+    text = out.read_text()
+    assert write_format(whole_line) in text and write_format(not whole_line) not in text
+    assert ("least saving of the grid" in text) is sizing
+
+
+def test_the_best_mode_line_says_when_no_mode_saves():
+    from gradient_compressor.reports.training import _best_line
+    assert _best_line(None) == "none"
+    assert _best_line({"mode": "drop", "saving": 0.765}) == "drop (76.5 % of the bytes saved)"
+    # the whole-line rule's floor: as many bytes as dense write-through, not "-0.0 % more"
+    assert _best_line({"mode": "exact", "saving": 0.0}) == \
+        "none saves bytes (the best, exact, writes as many bytes as dense write-through)"
+    assert _best_line({"mode": "exact", "saving": -0.333}) == \
+        "none saves bytes (the best, exact, costs 33.3 % more than dense write-through)"
 
 
 def test_parse_modes_keeps_table_order():
