@@ -1061,7 +1061,7 @@ def test_line8_system_job_asserts_every_property_of_the_system_without_storage()
     assert COMPONENTS[l2.component].params(l2.geometry) == dict(
         addr_width=CONFIGS["default"]["addr_width"], grad_width=CONFIGS["default"]["grad_width"],
         depth=CONFIGS["default"]["fifo_depth"], burst_size=CONFIGS["default"]["burst_size"],
-        lanes=8)
+        lanes=8, value_width=CONFIGS["default"]["grad_width"] + 2)   # the line policy's
     assert {l2.name, system.name} <= {j.name for j in PROVE_LINES_JOBS}
 
 
