@@ -12,10 +12,10 @@ of :data:`reports.line_costs.FORMAT`. The table gives, per workload and N, the s
 (fewest lines held, then fewest ways) whose line writes cost fewer bytes than dense
 write-through, the saving there, the saving at the default geometry, and the best saving of
 the grid with the smallest geometry that reaches it (a larger L1 saves no more once it holds
-a step's working set). "none" says that no geometry of the grid saves. With ``--whole-line``
-the line writes are the whole-line rule's (``LineModel(whole_line=True)``, values in the
-gradients' own format; the RTL's ``GradientCompressor(whole_line=True)`` writes them so
-from L1, and its L2 may merge two into a wider value).
+a step's working set). "none" says that no geometry of the grid saves. The line writes are
+the default policy's, the whole-line rule's (``LineModel()``, values in the gradients' own
+format, as the RTL's ``GradientCompressor()`` writes them), or with ``--no-whole-line`` the
+seed's line policy's (masked line writes of 4-byte values).
 """
 
 import sys
@@ -142,9 +142,9 @@ def _sizing(args):
     text = render(rows)
     print(text)
     if args.out:
-        rule = ("the whole-line rule's line writes (values in the gradients' format, as the "
-                "RTL built with whole_line=True writes them)" if args.whole_line
-                else "masked line writes")
+        rule = ("the whole-line rule's line writes (the default policy: values in the "
+                "gradients' format, as the RTL writes them)" if args.whole_line
+                else "the seed's line policy's masked line writes (--no-whole-line)")
         write_results(args.out, "Which L1 saves DRAM bytes against dense write-through",
                       f"geometries {grid[0][0]} x {grid[0][1]} to {grid[-1][0]} x {grid[-1][1]} "
                       f"(lines of N lanes), max_updates {DEFAULTS['max_updates']}, {rule}, "
