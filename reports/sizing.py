@@ -96,7 +96,7 @@ def render(rows):
 def build_parser():
     parser = ArgumentParser(
         prog="python -m gradient_compressor.reports.sizing",
-        description="Per workload and lanes: the smallest L1 geometry whose masked line writes "
+        description="Per workload and lanes: the smallest L1 geometry whose line writes "
                     "cost fewer DRAM bytes than dense write-through, and how much they save.",
         epilog="Exit status: 0 done, 2 bad argument or trace, 130 interrupted.")
     parser.add_argument("workloads", nargs="*", help="workload names (default: the report's)")
