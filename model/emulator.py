@@ -462,10 +462,13 @@ class LineEmulator:
         self._value_dtype = np.int32 if grad_width + 2 <= 32 else np.int64
 
     def __repr__(self):
-        return (f"{type(self).__name__}(lanes={self.lanes}, sets={self.sets}, ways={self.ways}, "
+        # (the constructor's own arguments: Emulator takes no lanes; the policy when not the
+        # default)
+        lanes = "" if isinstance(self, Emulator) else f"lanes={self.lanes}, "
+        return (f"{type(self).__name__}({lanes}sets={self.sets}, ways={self.ways}, "
                 f"max_updates={self.max_updates}, grad_width={self.grad_width}, "
                 f"addr_width={self.addr_width}" +
-                (", whole_line=True)" if self.whole_line else ")"))
+                ("" if self.whole_line == WHOLE_LINE else f", whole_line={self.whole_line}") + ")")
 
     # -- the state, as the models' attributes ----------------------------------------------
 

@@ -515,3 +515,14 @@ def test_bad_arguments(argv, message, capsys):
         status = exit.code
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and message in err
+
+
+def test_repr_is_the_constructor_call():
+    """An emulator's repr is the call that makes it: Emulator takes no lanes, and the policy is
+    named only where it is not the default (the whole-line rule)."""
+    for emulator in (Emulator(), Emulator(sets=16, whole_line=False), LineEmulator(lanes=8),
+                     LineEmulator(lanes=4, ways=2, whole_line=False)):
+        text = repr(emulator)
+        assert repr(eval(text)) == text
+    assert "lanes" not in repr(Emulator()) and "whole_line" not in repr(LineEmulator(lanes=2))
+    assert repr(Emulator(whole_line=False)).endswith(", whole_line=False)")
