@@ -753,8 +753,13 @@ WHOLE_ONE_LANE_SYSTEM_JOBS = [job for job in WHOLE_LINE_JOBS_ONE_LANE if not job
 #: the throughput under the whole-line rule), also in make prove-lines with the rest.
 LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS + WHOLE_LINE_SYSTEM_JOBS
                         if job.name in ("lines2-small-modes", "whole-lines2-small-throughput")]
+#: The covers of the small configurations with the compressor built by the default policy, the
+#: whole-line rule: its harness is not vacuous either (seconds each; every cover reached).
+WHOLE_LINE_COVERS = [replace(job, name=whole_line_name(job.name), whole_line=True)
+                     for job in _cover_jobs() if job.name in ("small-cover", "dm-cover",
+                                                               "assoc-cover")]
 PROVE_JOBS = _encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      LINE_SYSTEM_IN_PROVE +
+                      LINE_SYSTEM_IN_PROVE + WHOLE_LINE_COVERS +
                       _cover_jobs() +
                       [LINE_L1_COVER])
 BMC_JOBS = _encoded(_bmc_jobs() + _cover_jobs()[:1])
