@@ -2,6 +2,7 @@
 
     python -m gradient_compressor.synth [CONFIG ...] [--seeds 1 2 3] [--freq 200]
         [--out build/synth] [--synth-only] [--jobs 2] [--results docs/results/synth.md]
+        [--ooc | --l1-only]
 
 For each configuration: Yosys synth_ecp5, then nextpnr-ecp5 (--85k --package CABGA381, default
 speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth.json): the
@@ -10,6 +11,12 @@ cell counts, Fmax per seed and their median, gradients per second at that Fmax (
 flip-flops per Amaranth signal and the outputs that an input reaches through combinational
 logic only. ``--results`` also writes the summary table, headed by the command, the commit and
 the date, where the docs link it.
+
+--ooc puts the design out of context: its inputs from a register chain on one pin, its outputs
+registered and XOR-folded into one pin (four pins in all, clock and reset included), so that
+every port is a register-to-register path and no I/O pin pulls the placement apart; --l1-only
+does the same with the configuration's L1 alone. A quicker loop for timing work, not the
+figures of docs/results/synth.md (see docs/synth.md, "Out of context").
 """
 
 import argparse
@@ -52,6 +59,12 @@ def build_parser():
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
     parser.add_argument("--jobs", "-j", type=positive_integer, default=1, metavar="N",
                         help="place-and-route runs at once, one core each (default: 1)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--ooc", dest="top", action="store_const", const="ooc", default="pins",
+                       help="out of context: every input from a register chain on one pin, "
+                            "every output registered and folded into one pin")
+    where.add_argument("--l1-only", dest="top", action="store_const", const="l1-ooc",
+                       help="the configuration's L1 alone, out of context as --ooc")
     parser.add_argument("--results", type=file_name, metavar="FILE.md",
                         help="also write the summary table there, with the command, commit "
                              "and date (make synth: docs/results/synth.md)")
@@ -90,7 +103,7 @@ def _synth(args, argv):
     command = shlex.join(["python", "-m", "gradient_compressor.synth", *(sys.argv[1:] if argv is None else argv)])
     try:
         results = run(configs, args.out, seeds=args.seeds, freq=args.freq,
-                      place=not args.synth_only, jobs=args.jobs,
+                      place=not args.synth_only, jobs=args.jobs, top=args.top,
                       log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is
         _drop(configs)
@@ -98,6 +111,7 @@ def _synth(args, argv):
         return 1
     report = {"command": command, "device": "LFE5U-85F CABGA381 (nextpnr-ecp5 "
               + " ".join(DEVICE) + ", default speed grade)", "freq_constraint_mhz": args.freq,
+              "top": args.top,
               "tools": tool_versions(), "results": results}
     path = write_report(report, args.out)
     print(render_markdown(report))

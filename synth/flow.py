@@ -15,19 +15,21 @@ import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from amaranth import Cat, Signal
+from amaranth import Cat, ClockDomain, Module, Signal, Value
 from amaranth.back import rtlil
+from amaranth.lib.wiring import In
 
 from gradient_compressor.console import UsageError, find_tool
 from gradient_compressor.design import GradientCompressor
-from gradient_compressor.design.params import MODES_OFF, Config, mode_inputs
-from gradient_compressor.design.verilog import LINE_INPUTS, flat_ports, yosys_command
+from gradient_compressor.design.params import MODES_OFF, Config, mode_inputs, unused
+from gradient_compressor.design.verilog import (LINE_INPUTS, STREAM_INPUTS, flat_ports,
+                                                yosys_command)
 
 from .depth import depth_summary
 from .netlist import Netlist
 
-__all__ = ["PARAMETERS", "DEVICE", "UsageError", "parse_configuration", "unbracket_names",
-           "synthesize", "place_and_route", "run"]
+__all__ = ["PARAMETERS", "DEVICE", "TOPS", "UsageError", "parse_configuration",
+           "unbracket_names", "fpga_top", "ooc_top", "synthesize", "place_and_route", "run"]
 
 #: The configuration's parameters (:class:`~design.params.Config`), in order, with their
 #: defaults.
@@ -99,6 +101,70 @@ def fpga_top(dut, modes=True):
         kept = [p for p in kept if p.name not in LINE_INPUTS and p.name not in LINE_OUTPUTS]
         pins += [line_in, line_out]
     return m, kept + pins
+
+
+def ooc_top(dut, modes=True, l1_only=False):
+    """The design out of context, every port a register-to-register path; returns
+    ``(module, ports)``, four pins: ``clk``, ``rst``, ``ooc_in`` and ``ooc_out``.
+
+    Every input of the flat-port design (:func:`~design.verilog.flat_ports`: the streams'
+    payloads, valid and ready, the addresses, the threshold, the mode settings) comes from one
+    register chain loaded a bit per cycle through the pin ``ooc_in``. Every output is
+    registered as it is (the design's paths end at a flip-flop, with no logic added), and
+    those registers are XOR-folded into the pin ``ooc_out`` through a tree of 4-input XORs,
+    each level registered, so that the fold adds no path longer than one LUT. Every input
+    stays free and every output observed, so no logic is optimised away; only ``clk`` and
+    ``rst`` (as in :func:`fpga_top`) are on pins of their own. The 178 pins of
+    :func:`fpga_top`, which nextpnr places around the die, can pull the logic at the ports
+    toward them; here the design sits between registers, as it would inside a larger system.
+
+    ``modes=False`` ties the mode settings off as :func:`fpga_top` does. ``l1_only``: L1
+    (``dut.l1``, the configuration's own, :class:`~design.l1.L1Accumulator` or, on lines,
+    :class:`~design.line_accumulator.LineAccumulator`) alone, every member of its signature
+    on the chain or the fold, under the name ``l1`` as in the whole design; the rest of
+    ``dut`` is not built (``modes`` then has no effect: L1 has no mode settings).
+    """
+    if l1_only:
+        unused(dut)     # only its L1 is elaborated
+        m = Module()
+        sync = m.domains.sync = ClockDomain("sync")
+        m.submodules.compressor = inner = Module()     # reports name L1's signals l1.*
+        inner.submodules.l1 = dut.l1
+        inputs, outputs = [], []
+        for _, member, value in dut.l1.signature.flatten(dut.l1):
+            (inputs if member.flow == In else outputs).append(Value.cast(value))
+        clocks = [sync.clk, sync.rst]
+    else:
+        m, ports = flat_ports(dut)
+        clocks, ports = ports[:2], ports[2:]
+        settings = mode_inputs(dut.bypass_windows)
+        if not modes:
+            m.d.comb += [p.eq(MODES_OFF.get(p.name, 0)) for p in ports if p.name in settings]
+        names = {*STREAM_INPUTS, *LINE_INPUTS, *settings}
+        inputs = [p for p in ports if p.name in names and (modes or p.name not in settings)]
+        outputs = [p for p in ports if p.name not in names]
+    ooc_in, ooc_out = Signal(name="ooc_in"), Signal(name="ooc_out")
+    chain = Signal(len(Cat(*inputs)), name="ooc_chain", reset_less=True)
+    m.d.sync += chain.eq(Cat(ooc_in, chain[:-1]))
+    m.d.comb += Cat(*inputs).eq(chain)
+    level, bits = 0, Cat(*outputs)
+    while len(bits) > 1 or level == 0:      # level 0: the outputs as they are
+        folded = Signal(len(bits) if level == 0 else (len(bits) + 3) // 4,
+                        name=f"ooc_fold{level}", reset_less=True)
+        m.d.sync += folded.eq(bits if level == 0 else
+                              Cat(*[bits[i:i + 4].xor() for i in range(0, len(bits), 4)]))
+        level, bits = level + 1, folded
+    m.d.comb += ooc_out.eq(bits)
+    return m, [*clocks, ooc_in, ooc_out]
+
+
+#: The tops the flow can put a configuration in: ``{name: (build folder suffix, function of
+#: (dut, modes) returning (module, ports))}``.
+TOPS = {
+    "pins": ("", fpga_top),
+    "ooc": ("-ooc", ooc_top),
+    "l1-ooc": ("-l1-ooc", lambda dut, modes: ooc_top(dut, modes, l1_only=True)),
+}
 
 
 def parse_configuration(text):
@@ -333,7 +399,7 @@ def critical_path(netlist, report):
     return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
 
 
-def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1):
+def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1, top="pins"):
     """Run the flow for each configuration; return, for each, everything the report shows.
 
     Every configuration is synthesised first, one after the other (Yosys, seconds to minutes
@@ -357,8 +423,12 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
         Called with a line of progress.
     jobs : int
         Place-and-route runs at once (each nextpnr run is one process on one core).
+    top : str
+        The top the design goes in, one of :data:`TOPS`: ``pins`` (:func:`fpga_top`), ``ooc``
+        (:func:`ooc_top`, out of context) or ``l1-ooc`` (L1 alone out of context). The build
+        folder of a configuration out of context ends in ``-ooc`` (``-l1-ooc``).
     """
-    synthesised = [_synthesise(name, dut, modes, build_root, freq, log)
+    synthesised = [_synthesise(name, dut, modes, build_root, freq, log, top)
                    for name, dut, modes in configs]
     runs = [(result, netlist, seed) for result, netlist, _ in synthesised
             for seed in (seeds if place else ())]
@@ -381,17 +451,19 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
     return [result for result, _, _ in synthesised]
 
 
-def _synthesise(name, dut, modes, build_root, freq, log):
+def _synthesise(name, dut, modes, build_root, freq, log, top="pins"):
     """Synthesise one configuration: ``(result, netlist, lanes)``, the result without seeds."""
     config = {key: getattr(dut, key) for key in PARAMETERS}
-    build = pathlib.Path(build_root) / name.replace("=", "-").replace(",", "_")
+    suffix, wrap = TOPS[top]
+    build = pathlib.Path(build_root) / (name.replace("=", "-").replace(",", "_") + suffix)
     log(f"{name}: synth_ecp5 ...")
-    synth = synthesize(*fpga_top(dut, modes), build)
+    synth = synthesize(*wrap(dut, modes), build)
     netlist = Netlist(synth["netlist"], top=TOP)
     result = {
         "name": name,
         "configuration": config,
         "modes": modes,
+        "top": top,
         "build": os.fspath(build),
         "cells": netlist.cell_counts(),
         "l1_row_bits": dut.l1.row_layout.size,

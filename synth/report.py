@@ -48,8 +48,21 @@ def _summary_row(r):
             _io_paths(r["combinational_io_paths"])]
 
 
+#: What the design is placed in, by the report's ``top`` (see ``synth.flow.TOPS``).
+TOP_NOTES = {
+    "ooc": "Out of context (`--ooc`): every input from a register chain on one pin, every output "
+           "registered and XOR-folded into one pin; the placement is not that of the 178-pin "
+           "top of docs/results/synth.md.",
+    "l1-ooc": "L1 alone out of context (`--l1-only`): every input from a register chain on one "
+              "pin, every output registered and XOR-folded into one pin; the cells are L1's "
+              "only.",
+}
+
+
 def _preamble(report):
-    return [f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
+    note = TOP_NOTES.get(report.get("top", "pins"))
+    return ([note, ""] if note else []) + [
+            f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
             f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
             "",
             "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "

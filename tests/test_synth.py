@@ -9,8 +9,9 @@ import random
 import re
 
 import pytest
-from amaranth import Cat
+from amaranth import Cat, Value
 from amaranth.back import rtlil
+from amaranth.lib.wiring import In
 from amaranth.sim import Simulator
 
 from gradient_compressor.design import GradientCompressor
@@ -18,7 +19,7 @@ from gradient_compressor.synth.__main__ import main
 from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components,
                                              deepest_path, loop_registers, main as depth_main,
                                              path_estimates)
-from gradient_compressor.synth.flow import fpga_top
+from gradient_compressor.synth.flow import fpga_top, ooc_top
 from gradient_compressor.synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
@@ -137,6 +138,64 @@ def test_fpga_top_puts_a_line_on_one_pin_each_way():
     sim.add_testbench(testbench)
     sim.run()
 
+
+@pytest.mark.parametrize("lanes, l1_only", [(1, False), (2, False), (2, True)])
+def test_ooc_top_puts_every_port_behind_a_register(lanes, l1_only):
+    # Out of context: four pins; every input of the design (or of L1 alone) is a bit of one
+    # chain loaded through ooc_in, and ooc_out is the XOR of every output a fixed number of
+    # cycles later (the outputs registered, then folded four to one per registered level).
+    small = dict(sets=2, ways=2, addr_width=8, grad_width=8, fifo_depth=4, burst_size=2)
+    dut = GradientCompressor(lanes=lanes, **small)
+    m, ports = ooc_top(dut, l1_only=l1_only)
+    assert [port.name for port in ports] == ["clk", "rst", "ooc_in", "ooc_out"]
+    part = dut.l1 if l1_only else dut
+    members = [(member.flow, Value.cast(value))
+               for _, member, value in part.signature.flatten(part)]
+    inputs = Cat(*[value for flow, value in members if flow == In])
+    outputs = Cat(*[value for flow, value in members if flow != In])
+    pin_in, pin_out = ports[2], ports[3]
+    rng = random.Random(lanes)
+
+    async def testbench(ctx):
+        # A single one shifted the chain's length: one input bit set; then every one set.
+        ctx.set(pin_in, 1)
+        await ctx.tick()
+        ctx.set(pin_in, 0)
+        await ctx.tick().repeat(len(inputs) - 1)
+        assert bin(ctx.get(inputs)).count("1") == 1
+        ctx.set(pin_in, 1)
+        await ctx.tick().repeat(len(inputs))
+        assert ctx.get(inputs) == (1 << len(inputs)) - 1
+        # Random inputs: ooc_out follows the outputs' parity at one delay.
+        parities, seen = [], []
+        for _ in range(120):
+            ctx.set(pin_in, rng.getrandbits(1))
+            parities.append(bin(ctx.get(outputs)).count("1") & 1)
+            seen.append(ctx.get(pin_out))
+            await ctx.tick()
+        delays = [d for d in range(1, 8) if seen[d:] == parities[:len(parities) - d]]
+        assert delays == [2 + (len(outputs) > 4) + (len(outputs) > 16) + (len(outputs) > 64)
+                          + (len(outputs) > 256) + (len(outputs) > 1024)]
+        assert 0 < sum(parities) < len(parities)
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    sim.run()
+
+
+def test_ooc_and_l1_only_synthesise_on_four_pins(tmp_path, capsys):
+    for flag, out in [("--ooc", tmp_path / "ooc"), ("--l1-only", tmp_path / "l1")]:
+        assert main(["--synth-only", flag, SMALL + ",lanes=2", "--out", str(out)]) == 0
+        (result,) = json.loads((out / "synth.json").read_text())["results"]
+        assert result["top"] == flag.removeprefix("--").replace("l1-only", "l1-ooc")
+        (netlist_file,) = out.glob("*-ooc/top.json")
+        assert set(Netlist(netlist_file).module["ports"]) == {"clk", "rst", "ooc_in", "ooc_out"}
+        assert "ut of context (`" + flag in (out / "synth.md").read_text()
+        signals = result["flip_flops_by_signal"]
+        assert signals["l1.s3_row"] == result["l1_row_bits"]     # L1's names, as in the flow
+        assert ("writeback.bursting" in signals) == (flag == "--ooc")
+        capsys.readouterr()
 
 def test_depth_rejects_a_file_that_is_not_a_netlist(tmp_path, capsys):
     (tmp_path / "top.json").write_text("not json")
