@@ -40,7 +40,8 @@ import numpy as np
 
 from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX, WHOLE_LINE, check_lanes
 
-from gradient_compressor.console import (ArgumentParser, UsageError, check_writable, file_name,
+from gradient_compressor.console import (ArgumentParser, UsageError, add_policy_option,
+                                         check_writable, file_name,
                                          int_list, positive_integer, progress, run_command, table)
 from .line_costs import GRADIENT_BYTES, VALUE_BYTES, write_format
 from gradient_compressor.provenance import write_results
@@ -308,14 +309,9 @@ def build_parser():
                              f"entries (default: %(default)s)")
     parser.add_argument("--ways", type=positive_integer, default=8,
                         help="L1 ways (default: %(default)s)")
-    parser.add_argument("--whole-line", action=argparse.BooleanOptionalAction,
-                        default=WHOLE_LINE,
-                        help=f"the compressor under the whole-line rule: every line write "
-                             f"carries every pending value of its line, a value costs "
-                             f"{GRADIENT_BYTES} bytes (the gradients' format), never more "
-                             f"bytes than dense write-through; --no-whole-line: the seed's "
-                             f"policy, masked line writes of {VALUE_BYTES}-byte values "
-                             f"(default: the whole-line rule)")
+    add_policy_option(parser, f"the compressor's policy in the loop (a value written costs "
+                              f"{GRADIENT_BYTES} bytes under the rule, {VALUE_BYTES} under the "
+                              f"seed's)")
     parser.add_argument("--sizing", action="store_true",
                         help="instead: one exact run per model through every L1 geometry up "
                              "to 1024 x 8 at 1, 8 and 32 lanes")
