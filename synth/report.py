@@ -63,7 +63,7 @@ def _preamble(report):
     note = TOP_NOTES.get(report.get("top", "pins"))
     return ([note, ""] if note else []) + [
             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
-            f"MHz; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
+            f"MHz; nextpnr's {report.get('router', 'router1')}; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
             "",
             "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
             "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit); per lane: the "

@@ -186,6 +186,7 @@ def test_verilog_export_bad_input(tmp_path):
     (["--seeds", "-1"], "argument --seeds: must be at least 1, not -1"),
     (["--seeds", "x"], "argument --seeds: not an integer: 'x'"),
     (["--freq", "0"], "--freq must be a positive number of MHz, not 0"),
+    (["--router", "router3"], "argument --router: invalid choice: 'router3'"),
     (["--out", "FILE"], "a file, not a folder"),
     (["--out", "/proc/x"], "--out /proc/x: cannot write there"),
     (["7x4"], "7x4"),

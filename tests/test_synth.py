@@ -19,7 +19,8 @@ from gradient_compressor.synth.__main__ import main
 from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop_components,
                                              deepest_path, loop_registers, main as depth_main,
                                              path_estimates)
-from gradient_compressor.synth.flow import fpga_top, ooc_top
+from gradient_compressor.synth import flow
+from gradient_compressor.synth.flow import ROUTERS, fpga_top, ooc_top
 from gradient_compressor.synth.netlist import Netlist
 
 # Small enough for Yosys to take a few seconds; every component is still there.
@@ -272,6 +273,22 @@ def test_frequency_must_be_positive(capsys):
     assert capsys.readouterr().err.splitlines()[-1] == (
         "python -m gradient_compressor.synth: error: --freq must be a positive number of MHz, "
         "not 0")
+
+
+@pytest.mark.parametrize("router", ROUTERS)
+def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
+    commands = []
+
+    def fake_nextpnr(command, cwd, what):
+        commands.append(command)
+        report = command[command.index("--report") + 1]
+        (tmp_path / report).write_text(json.dumps({"fmax": {"clk": {"achieved": 50.0}}}))
+    monkeypatch.setattr(flow, "_run", fake_nextpnr)
+    routed = flow.place_and_route(tmp_path, seed=3, freq=100, router=router)
+    [command] = commands
+    assert command[command.index("--router") + 1] == router
+    assert command[command.index("--seed") + 1] == "3"
+    assert routed["fmax_mhz"] == 50.0
 
 
 def _netlist(tmp_path, cells, ports):
