@@ -118,6 +118,37 @@ def test_seed_report_matches_model(tmp_path):
         assert sum(p["writes_by_cause"][cause] for p in phases) == count
 
 
+@pytest.mark.parametrize("policy, words, write_bytes", [
+    ("--whole-line", "the whole-line rule", 6), ("--no-whole-line", "the seed policy", 8)])
+def test_report_results_file(policy, words, write_bytes, tmp_path):
+    """``--results FILE.md``: the report's tables under provenance's header (the command, the
+    version, the commit, the date), the figures of report.json, no plots to link."""
+    import datetime
+    from gradient_compressor.provenance import provenance
+    results = tmp_path / "results.md"
+    argv = ["seed", "--limit", 400, "--sim", "amaranth", policy, "--out", tmp_path / "out",
+            "-q", "--no-plots", "--results", results]
+    assert run_cli(argv) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    m = report["workloads"][0]
+    text = results.read_text()
+    title, blank, made = text.splitlines()[:3]
+    assert title == "# Gradient compressor bandwidth report" and blank == ""
+    assert made.startswith(f"Made by `compressor-report {' '.join(map(str, argv))}` with "
+                           f"gradient-compressor {provenance()['version']}")
+    if provenance()["commit"]:
+        assert f"commit {provenance()['commit'][:12]}" in made
+    assert f" on {datetime.date.today().isoformat()}, " in made
+    assert words in made and "first 400 gradients" in made
+    summary = [line for line in text.splitlines() if line.startswith("| seed ")][0]
+    assert [cell.strip() for cell in summary.split("|")[1:5]] == \
+        ["seed", "400", "1", str(m["dram_writes"])]
+    assert f"6-byte gradients / {write_bytes}-byte writes" in text
+    assert "## Checks" in text and "![" not in text
+    # without plots, report.md links none either
+    assert "![" not in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_committed_trace_head_rtl_equals_model(tmp_path):
     status = run_cli(["tiny-embed", "--limit", 600, "--sim", "amaranth", "--out", tmp_path,
                       "-q", "--no-plots"])
