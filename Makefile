@@ -62,8 +62,16 @@ bench: $(STAMP)
 	$(PYTHON) -m gradient_compressor.reports.cycles
 	$(PYTHON) -m gradient_compressor.simulation.bench
 
+# Bandwidth reports under the default policy (docs/reports.md): each into its folder of
+# reports/out/ (report.md, report.json, plots) and its tables, headed by the command, commit
+# and date, into docs/results/: every default workload with the run-time modes, the seed and
+# tiny-embed on lines of 8 lanes, tiny-embed with an L1 that holds its working set.
 report: $(STAMP)
-	$(VENV)/bin/compressor-report --modes
+	$(VENV)/bin/compressor-report --modes --results docs/results/report.md
+	$(VENV)/bin/compressor-report seed tiny-embed --lanes 8 --out reports/out/lanes-8 \
+		--results docs/results/report-8-lanes.md
+	$(VENV)/bin/compressor-report tiny-embed --sets 256 --ways 8 \
+		--out reports/out/tiny-embed-256x8 --results docs/results/report-tiny-embed-256x8.md
 
 sweep: $(STAMP)
 	$(VENV)/bin/compressor-sweep tiny-embed
