@@ -337,10 +337,14 @@ def _check_results(args):
 
 def write_results_file(report, path):
     """The report's tables (:func:`render_body`, without plots) as ``path``, under the header
-    of :func:`provenance.write_results`: the command, the code's version and commit, the
-    date."""
-    write_results(path, "Gradient compressor bandwidth report", describe_run(report),
-                  render_body(report, images=False), command=report["command"])
+    of :func:`provenance.write_results`: a title naming the geometry and the workloads, the
+    command, the code's version and commit, the date."""
+    cfg = report["configuration"]
+    title = (f"Bandwidth report at {cfg['sets']} x {cfg['ways']}"
+             + (f", on lines of {cfg['lanes']} lanes" if "lanes" in cfg else "") + ": "
+             + ", ".join(m["workload"] for m in report["workloads"]))
+    write_results(path, title, describe_run(report), render_body(report, images=False),
+                  command=report["command"])
 
 
 def _lines_ok(metrics):

@@ -133,7 +133,7 @@ def test_report_results_file(policy, words, write_bytes, tmp_path):
     m = report["workloads"][0]
     text = results.read_text()
     title, blank, made = text.splitlines()[:3]
-    assert title == "# Gradient compressor bandwidth report" and blank == ""
+    assert title == "# Bandwidth report at 32 x 4: seed" and blank == ""
     assert made.startswith(f"Made by `compressor-report {' '.join(map(str, argv))}` with "
                            f"gradient-compressor {provenance()['version']}")
     if provenance()["commit"]:
