@@ -39,7 +39,7 @@ from .line_report import run_lines
 from .metrics import (BYTES_PER_GRADIENT, bytes_per_write, record_format, check_conservation,
                       compute_metrics)
 from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, add_policy_option,
-                                         check_writable,
+                                         check_results_file, check_writable,
                                          file_name, integer, parse_params, positive_integer,
                                          prepare_out, replacing, run_command)
 from gradient_compressor.console import progress as console_progress
@@ -330,9 +330,7 @@ def _check_results(args):
     if args.train:
         raise UsageError("--results writes the bandwidth report's tables; --train writes "
                          "training.md into --out")
-    if not args.results.endswith(".md"):
-        raise UsageError(f"--results {args.results}: the name of a Markdown file ending in .md")
-    check_writable("--results", args.results)
+    check_results_file("--results", args.results)
 
 
 def write_results_file(report, path):

@@ -111,6 +111,8 @@ def test_training_bad_input_before_any_training(args, message):
     (["no-such-workload"], "unknown workload 'no-such-workload'"),
     (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648"),
     (["--sets", "8,16384", "--ways", "1,8"], "--ways must be at most 4 with 16384 sets, not 8"),
+    (["--results", "sweep.txt"], "--results sweep.txt: the name of a Markdown file ending in .md"),
+    (["--results", "/nonexistent/sweep.md"], "--results /nonexistent/sweep.md: no such folder"),
 ])
 def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
     out = tmp_path / "sweep"

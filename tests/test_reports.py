@@ -251,6 +251,25 @@ def test_mode_comparison(tmp_path):
     assert "| stochastic" in (tmp_path / "modes.md").read_text()
 
 
+def test_sweep_results_file(tmp_path):
+    """``compressor-sweep --results FILE.md``: the sweep's tables under provenance's header,
+    the ratios of sweep.json, the default policy named, no plot to link."""
+    results = tmp_path / "sweep-seed.md"
+    argv = ["seed", "--sets", "8,32", "--ways", "1,2", "--thresholds", "50", "--out",
+            str(tmp_path / "out"), "-q", "--results", str(results)]
+    assert sweep.main(argv) == 0
+    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    text = results.read_text()
+    assert text.startswith("# L1 design-space sweep: seed\n\nMade by `compressor-sweep "
+                           + " ".join(argv) + "` with gradient-compressor ")
+    assert "the whole-line rule" in text.splitlines()[2] and "![" not in text
+    ratio = {(p["sets"], p["ways"]): p["compression_ratio"] for p in data["points"]}
+    row = [line for line in text.splitlines() if line.startswith("|") and
+           line.split("|")[1].strip() == "32"][0]
+    assert [cell.strip() for cell in row.split("|")[2:4]] == \
+        [f"{ratio[32, 1]:.2f}x", f"{ratio[32, 2]:.2f}x"]
+
+
 def test_sweep_small_threshold(tmp_path, capsys):
     """``--small-thresholds``: 0 is the exact sweep; on the seed stimulus a larger dual
     threshold (mode drop) discards more and writes less; the RTL engine gives the same points,
