@@ -73,8 +73,10 @@ report: $(STAMP)
 	$(VENV)/bin/compressor-report tiny-embed --sets 256 --ways 8 \
 		--out reports/out/tiny-embed-256x8 --results docs/results/report-tiny-embed-256x8.md
 
+# The L1 sweep of tiny-embed (docs/reports.md): reports/out/sweep/ and its tables, with the
+# command, commit and date, in docs/results/sweep-tiny-embed.md.
 sweep: $(STAMP)
-	$(VENV)/bin/compressor-sweep tiny-embed
+	$(VENV)/bin/compressor-sweep tiny-embed --results docs/results/sweep-tiny-embed.md
 
 # Training in the loop (one lane, then 8) and the L1 sizing of real training, under the
 # whole-line rule (--no-whole-line: the seed's policy; needs PyTorch's CPU wheel and the
