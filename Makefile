@@ -62,11 +62,21 @@ bench: $(STAMP)
 	$(PYTHON) -m gradient_compressor.reports.cycles
 	$(PYTHON) -m gradient_compressor.simulation.bench
 
+# Bandwidth reports under the default policy (docs/reports.md): each into its folder of
+# reports/out/ (report.md, report.json, plots) and its tables, headed by the command, commit
+# and date, into docs/results/: every default workload with the run-time modes, the seed and
+# tiny-embed on lines of 8 lanes, tiny-embed with an L1 that holds its working set.
 report: $(STAMP)
-	$(VENV)/bin/compressor-report --modes
+	$(VENV)/bin/compressor-report --modes --results docs/results/report.md
+	$(VENV)/bin/compressor-report seed tiny-embed --lanes 8 --out reports/out/lanes-8 \
+		--results docs/results/report-8-lanes.md
+	$(VENV)/bin/compressor-report tiny-embed --sets 256 --ways 8 \
+		--out reports/out/tiny-embed-256x8 --results docs/results/report-tiny-embed-256x8.md
 
+# The L1 sweep of tiny-embed (docs/reports.md): reports/out/sweep/ and its tables, with the
+# command, commit and date, in docs/results/sweep-tiny-embed.md.
 sweep: $(STAMP)
-	$(VENV)/bin/compressor-sweep tiny-embed
+	$(VENV)/bin/compressor-sweep tiny-embed --results docs/results/sweep-tiny-embed.md
 
 # Training in the loop (one lane, then 8) and the L1 sizing of real training, under the
 # whole-line rule (--no-whole-line: the seed's policy; needs PyTorch's CPU wheel and the

@@ -22,8 +22,8 @@ from tqdm import tqdm
 
 __all__ = ["ArgumentParser", "UsageError", "usage_error", "run_command", "integer", "int_list",
            "positive_integer", "file_name", "parse_params", "DEFAULT_OUT", "prepare_out",
-           "check_writable", "replacing", "find_tool", "require_extra", "table", "progress",
-           "add_policy_option"]
+           "check_writable", "check_results_file", "replacing", "find_tool", "require_extra",
+           "table", "progress", "add_policy_option"]
 
 #: Where the reports go unless ``--out`` says otherwise.
 DEFAULT_OUT = os.path.join("reports", "out")
@@ -216,6 +216,15 @@ def check_writable(option, path, *, make_folder=False):
             from None
     if not existed:
         os.remove(path)
+
+
+def check_results_file(option, path):
+    """Refuse, before any work, a results file ``path`` (a Markdown table with its command,
+    commit and date: ``provenance.write_results``) that does not end in ``.md`` or cannot be
+    written (:func:`check_writable`): :class:`UsageError` naming ``option``."""
+    if not path.endswith(".md"):
+        raise UsageError(f"{option} {path}: the name of a Markdown file ending in .md")
+    check_writable(option, path)
 
 
 def interrupted(prog, *, folders=()):

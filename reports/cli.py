@@ -15,6 +15,10 @@ With ``--lanes N`` (N > 1) each workload also runs packed into beats of N lanes 
 RTL on lines, with its own checks and the DRAM cost of three ways of writing
 (:mod:`reports.line_report`).
 
+With ``--results FILE.md`` the report's tables (no plots) are also written to ``FILE.md``,
+headed by the command, the package version, the commit and the date
+(:func:`provenance.write_results`): ``make report`` writes docs/results/report*.md so.
+
 A bad argument or trace file exits with status 2 and a one-line message.
 """
 
@@ -35,14 +39,15 @@ from .line_report import run_lines
 from .metrics import (BYTES_PER_GRADIENT, bytes_per_write, record_format, check_conservation,
                       compute_metrics)
 from gradient_compressor.console import (DEFAULT_OUT, ArgumentParser, UsageError, add_policy_option,
-                                         check_writable,
+                                         check_results_file, check_writable,
                                          file_name, integer, parse_params, positive_integer,
                                          prepare_out, replacing, run_command)
 from gradient_compressor.console import progress as console_progress
-from .markdown import fmt, render_markdown
-from gradient_compressor.provenance import provenance
+from .markdown import describe_run, fmt, render_body, render_markdown
+from gradient_compressor.provenance import provenance, write_results
 
-__all__ = ["main", "run_workload", "write_report", "render_markdown", "seed_comparison"]
+__all__ = ["main", "run_workload", "write_report", "write_results_file", "render_markdown",
+           "seed_comparison"]
 
 
 
@@ -83,6 +88,10 @@ def build_parser():
     parser.add_argument("--list", action="store_true", help="list the workload names and exit")
     parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--results", type=file_name, metavar="FILE.md",
+                        help="also write the report's tables to FILE.md (no plots), headed by "
+                             "the command, the package version, the commit and the date "
+                             "(make report: docs/results/report*.md)")
     _add_geometry_options(parser)
     _add_run_options(parser)
     return parser
@@ -244,7 +253,7 @@ def write_report(report, out, plots=True):
         with open(part["report.json"], "w") as f:
             json.dump(report, f, indent=1)
         with open(part["report.md"], "w") as f:
-            f.write(render_markdown(report))
+            f.write(render_markdown(report, images=plots))
         if plots:
             from . import plots as p
             for m in report["workloads"]:
@@ -293,6 +302,8 @@ def _report(args, argv, result_filter):
               "fifo_depth": args.fifo_depth, "burst_size": args.burst_size,
               "whole_line": args.whole_line}
     check_params(dict(params, lanes=args.lanes), args.threshold)
+    if args.results:
+        _check_results(args)
     if args.train:
         return _train(args)
     traces = _checked_traces(args)
@@ -311,6 +322,27 @@ def _report(args, argv, result_filter):
            or not all(r["rtl_check"] for r in m.get("modes", {}).get("rows", []))
            or not _lines_ok(m)]
     return 1 if bad else 0
+
+
+def _check_results(args):
+    """Refuse, before any work, a ``--results`` file that is not a Markdown file's name, that
+    cannot be written, or that comes with ``--train`` (which writes its own training.md)."""
+    if args.train:
+        raise UsageError("--results writes the bandwidth report's tables; --train writes "
+                         "training.md into --out")
+    check_results_file("--results", args.results)
+
+
+def write_results_file(report, path):
+    """The report's tables (:func:`render_body`, without plots) as ``path``, under the header
+    of :func:`provenance.write_results`: a title naming the geometry and the workloads, the
+    command, the code's version and commit, the date."""
+    cfg = report["configuration"]
+    title = (f"Bandwidth report at {cfg['sets']} x {cfg['ways']}"
+             + (f", on lines of {cfg['lanes']} lanes" if "lanes" in cfg else "") + ": "
+             + ", ".join(m["workload"] for m in report["workloads"]))
+    write_results(path, title, describe_run(report), render_body(report, images=False),
+                  command=report["command"])
 
 
 def _lines_ok(metrics):
@@ -452,6 +484,12 @@ def _write_and_announce(report, args):
         raise UsageError(f"--out {args.out}: cannot write the report ({error})") from None
     print(f"wrote {os.path.join(args.out, 'report.md')}, report.json"
           + ("" if args.no_plots else " and plots"), file=sys.stderr)
+    if args.results:
+        try:
+            write_results_file(report, args.results)
+        except OSError as error:
+            raise UsageError(f"--results {args.results}: cannot write it ({error})") from None
+        print(f"wrote {args.results}", file=sys.stderr)
     if args.vcd:
         from gradient_compressor.simulation.waves import gtkw_path_for
         print(f"wrote the first {args.vcd_cycles} cycles to {args.vcd}: gtkwave {args.vcd} "

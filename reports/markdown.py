@@ -9,7 +9,7 @@ from gradient_compressor.console import table
 from .mode_comparison import mode_table
 from gradient_compressor.provenance import describe
 
-__all__ = ["fmt", "render_markdown"]
+__all__ = ["fmt", "render_markdown", "render_body", "describe_run"]
 
 
 def fmt(value, kind="int"):
@@ -26,34 +26,50 @@ def fmt(value, kind="int"):
     return f"{value:,}".replace(",", " ")
 
 
-def render_markdown(report):
-    """The Markdown text of a report (``report`` is what ``report.json`` holds)."""
-    lines = _header(report) + _summary(report["workloads"]) + _lines_summary(report)
+def render_markdown(report, *, images=True):
+    """The Markdown text of a report (``report`` is what ``report.json`` holds): its header,
+    then :func:`render_body`."""
+    return "\n".join(_header(report)) + "\n" + render_body(report, images=images)
+
+
+def render_body(report, *, images=True):
+    """The report's tables and notes without its header: the summary, the runs on lines, a
+    section per workload, the run-time modes and the checks (``compressor-report --results``
+    puts them under :func:`provenance.write_results`' header). ``images``: link the plots
+    (``summary.png`` and each workload's, which ``write_report`` writes beside ``report.md``)."""
+    lines = _summary(report["workloads"], images) + _lines_summary(report)
     for m in report["workloads"]:
-        lines += _workload(m) + _lines_section(m)
+        lines += _workload(m, report["record_format"], images) + _lines_section(m)
     return "\n".join(lines + _modes(report["workloads"]) + _checks(report["workloads"]))
 
 
-def _header(report):
+def describe_run(report):
+    """The simulator, the configuration and the conventions of a report, in two sentences
+    (the header of ``report.md`` and of ``--results`` both say them)."""
     cfg = report["configuration"]
-    return ["# Gradient compressor bandwidth report", "",
-            f"Command: `{report['command']}`  ",
-            describe(report) + "  ",
-            f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
+    return (f"RTL simulator: {report['backend']}; configuration: {cfg['sets']} sets x "
             f"{cfg['ways']} ways, max_updates {cfg['max_updates']}, L2 depth "
             f"{cfg['fifo_depth']}, burst at {cfg['burst_size']}; "
             f"{'the whole-line rule' if cfg['whole_line'] else 'the seed policy'}; "
             f"DRAM ready: {cfg['dram']}"
             + (f"; lines of {cfg['lanes']} lanes" if "lanes" in cfg else "")
             + (f"; threshold overridden to {cfg['threshold']}" if cfg["threshold"] is not None
-               else ""), "",
-            f"All figures are after the final flush (a flush ends every training step). "
+               else "")
+            + (f"; first {cfg['limit']} gradients of each workload" if cfg.get("limit")
+               else "")
+            + ". All figures are after the final flush (a flush ends every training step). "
             f"Record format: {report['record_format']['description']}. "
             f"Compression ratio = gradients / DRAM writes; "
-            f"bandwidth reduction = 1 - bytes out / bytes in.", ""]
+            f"bandwidth reduction = 1 - bytes out / bytes in")
 
 
-def _summary(workloads):
+def _header(report):
+    return ["# Gradient compressor bandwidth report", "",
+            f"Command: `{report['command']}`  ",
+            describe(report), "", describe_run(report) + ".", ""]
+
+
+def _summary(workloads, images=True):
     ok = [m for m in workloads if m["conservation"]["ok"]]
     if not ok:
         return []
@@ -68,19 +84,19 @@ def _summary(workloads):
             table(rows, ["workload", "gradients", "steps", "DRAM writes", "ratio",
                          "bandwidth reduction", "oracle ratio", "L1 hit rate",
                          "cycles/gradient", "bursts (mean length)"]),
-            "", "![compression ratio per workload](summary.png)", ""]
+            ""] + (["![compression ratio per workload](summary.png)", ""] if images else [])
 
 
-def _workload(m):
-    """A workload's section: its figures, the seed comparison, its plots."""
+def _workload(m, record_format, images=True):
+    """A workload's section: its figures, the seed comparison, its plots (if ``images``)."""
     lines = [f"## {m['workload']}", "", m["description"], ""]
     if not m["conservation"]["ok"]:
         return lines + [f"**{m['conservation']['message']}**", "",
                         "No ratio is reported for this workload.", ""]
     lines += _figures(m) + _notes(m)
     if "seed_comparison" in m:
-        lines += _seed_comparison(m["seed_comparison"])
-    if m.get("plots"):
+        lines += _seed_comparison(m["seed_comparison"], record_format)
+    if images and m.get("plots"):
         lines += [f"![writes by cause]({m['plots']['causes']})",
                   f"![burst lengths]({m['plots']['bursts']})", ""]
     return lines
@@ -123,7 +139,7 @@ def _notes(m):
             f"{m['simulation']['seconds']} s", ""]
 
 
-def _seed_comparison(comparison):
+def _seed_comparison(comparison, record_format):
     s, o = comparison["seed"], comparison["ours"]
     rows = [
         ["gradients in", s["gradients"], o["gradients"]],
@@ -136,7 +152,8 @@ def _seed_comparison(comparison):
         ["bandwidth reduction, 4 bytes per record (the seed's convention)",
          f"{100 * s['bandwidth_reduction']:.2f} %",
          f"{100 * o['bandwidth_reduction_seed_convention']:.2f} %"],
-        ["bandwidth reduction, 6-byte gradients / 8-byte writes", "n/a",
+        [f"bandwidth reduction, {record_format['bytes_per_gradient']}-byte gradients / "
+         f"{record_format['bytes_per_write']}-byte writes", "n/a",
          f"{100 * o['bandwidth_reduction']:.2f} %"]]
     lines = ["### Seed comparison", "",
              table(rows, ["", "seed's report (no flush)", "ours (after the flush)"]), ""]

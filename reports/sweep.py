@@ -10,6 +10,10 @@ each against the model).
 in mode drop or (``--stochastic``) stochastic (``design/modes.py``), with either engine (the
 RTL engine also checks accepted = written + discarded per address, and the discards against
 the model's); the oracle stays the exact policy.
+
+The points follow the default policy (:data:`design.params.WHOLE_LINE`). With
+``--results FILE.md`` the tables (no plot) are also written to ``FILE.md``, headed by the
+command, the package version, the commit and the date (:func:`provenance.write_results`).
 """
 
 import json
@@ -21,13 +25,14 @@ import time
 from collections import Counter
 
 from gradient_compressor import console
-from gradient_compressor.console import (ArgumentParser, UsageError, file_name, int_list, integer,
+from gradient_compressor.console import (ArgumentParser, UsageError, check_results_file,
+                                         file_name, int_list, integer,
                                          positive_integer, prepare_out, replacing, run_command,
                                          table)
 from gradient_compressor.console import progress as console_progress
-from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX
+from gradient_compressor.design.params import DEFAULTS, L1_ENTRIES_MAX, WHOLE_LINE
 from gradient_compressor.model import CAUSES, ReferenceModel
-from gradient_compressor.provenance import describe, provenance
+from gradient_compressor.provenance import describe, provenance, write_results
 
 from .backend import BACKENDS, resolve_backend, run_rtl
 from .cli import check_params
@@ -71,6 +76,10 @@ def build_parser():
                         help="RTL simulator for --engine rtl (default: compiled if available)")
     parser.add_argument("--out", type=file_name, default=DEFAULT_OUT,
                         help=f"output folder (default: {DEFAULT_OUT})")
+    parser.add_argument("--results", type=file_name, metavar="FILE.md",
+                        help="also write the tables to FILE.md (no plot), headed by the "
+                             "command, the package version, the commit and the date "
+                             "(make sweep: docs/results/sweep-tiny-embed.md)")
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -140,14 +149,28 @@ def sweep(trace, *, sets_list, ways_list, thresholds, max_updates=255, engine="m
     return points, oracle, checks_ok
 
 
-def render_markdown(data):
-    lines = ["# L1 design-space sweep", "", f"Command: `{data['command']}`  ",
-             describe(data) + "  ",
-             f"Workload: {data['workload']} ({data['gradients']} gradients, {data['steps']} "
-             f"steps, a flush after each); max_updates {data['max_updates']}.  ",
-             f"Engine: {data['engine_note']}", "",
-             "Compression ratio = gradients / DRAM writes after the final flush.", "",
-             "![compression ratio against L1 size](sweep.png)", ""]
+def render_markdown(data, *, images=True):
+    """``sweep.md``: its header (the command, the code), then :func:`render_body`."""
+    return "\n".join(["# L1 design-space sweep", "", f"Command: `{data['command']}`  ",
+                      describe(data), "", describe_sweep(data) + ".", "",
+                      render_body(data, images=images)])
+
+
+def describe_sweep(data):
+    """The workload, the policy, the engine and what a ratio is, in a few sentences (the header
+    of ``sweep.md`` and of ``--results`` both say them)."""
+    policy = ("the whole-line rule" if data.get("whole_line", WHOLE_LINE)
+              else "the seed policy")
+    return (f"Workload: {data['workload']} ({data['gradients']} gradients, {data['steps']} "
+            f"steps, a flush after each); max_updates {data['max_updates']}; {policy}. "
+            f"Engine: {data['engine_note']}. "
+            f"Compression ratio = gradients / DRAM writes after the final flush")
+
+
+def render_body(data, *, images=True):
+    """The sweep's tables, one per threshold (and dual threshold), after the plot's link if
+    ``images``."""
+    lines = ["![compression ratio against L1 size](sweep.png)", ""] if images else []
     smalls = data.get("small_thresholds", [0])
     for threshold, small in [(t, small) for t in data["thresholds"] for small in smalls]:
         pts = [p for p in data["points"] if p["threshold"] == threshold and
@@ -170,6 +193,8 @@ def main(argv=None):
 
 def _sweep(args, argv):
     _check_grid(args)
+    if args.results:
+        check_results_file("--results", args.results)
     trace = _checked_trace(args)
     thresholds = args.thresholds or _default_thresholds(trace)
     if not thresholds:
@@ -197,7 +222,8 @@ def _sweep(args, argv):
             **provenance(),
             "workload": trace.name, "gradients": len(trace), "steps": trace.steps,
             "max_updates": args.max_updates, "engine": args.engine, "backend": backend,
-            "engine_note": note, "seconds": round(seconds, 2), "thresholds": thresholds,
+            "whole_line": WHOLE_LINE, "engine_note": note, "seconds": round(seconds, 2),
+            "thresholds": thresholds,
             "small_thresholds": args.small_thresholds,
             "small_mode": "stochastic" if args.stochastic else "drop",
             "oracle": {str(t): r for t, r in oracle.items()}, "points": points,
@@ -205,6 +231,14 @@ def _sweep(args, argv):
     _write_sweep(data, points, oracle, trace, note, args.out)
     print(f"wrote {args.out}/sweep.md, sweep.json and sweep.png ({len(points)} points, "
           f"{seconds:.1f} s)", file=sys.stderr)
+    if args.results:
+        try:
+            write_results(args.results, f"L1 design-space sweep: {trace.name}",
+                          describe_sweep(data), render_body(data, images=False),
+                          command=data["command"])
+        except OSError as error:
+            raise UsageError(f"--results {args.results}: cannot write it ({error})") from None
+        print(f"wrote {args.results}", file=sys.stderr)
     if not ok:
         print("compressor-sweep: a conservation or model cross-check FAILED (see sweep.json)",
               file=sys.stderr)

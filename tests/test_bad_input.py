@@ -52,6 +52,14 @@ def run_module(module, *args, cwd=None):
     (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648: sets x ways is "
                                "at most 65536 L1 entries"),
     (["--sets", "4096", "--ways", "32"], "--ways must be at most 16 with 4096 sets, not 32"),
+    (["--results", "report.txt"], "--results report.txt: the name of a Markdown file ending "
+                                  "in .md"),
+    (["--results", "/nonexistent/report.md"], "--results /nonexistent/report.md: no such "
+                                              "folder"),
+    (["--results", "/proc/report.md"], "--results /proc/report.md: cannot write it"),
+    (["--results", ""], "argument --results: an empty file name"),
+    (["--train", "--results", "/nonexistent/report.md"],
+     "--results writes the bandwidth report's tables; --train writes training.md into --out"),
 ])
 def test_report_bad_input(args, message, tmp_path):
     out = [] if "--out" in args else ["--out", tmp_path / "out"]
@@ -103,6 +111,8 @@ def test_training_bad_input_before_any_training(args, message):
     (["no-such-workload"], "unknown workload 'no-such-workload'"),
     (["--sets", "2147483648"], "--sets must be at most 65536, not 2147483648"),
     (["--sets", "8,16384", "--ways", "1,8"], "--ways must be at most 4 with 16384 sets, not 8"),
+    (["--results", "sweep.txt"], "--results sweep.txt: the name of a Markdown file ending in .md"),
+    (["--results", "/nonexistent/sweep.md"], "--results /nonexistent/sweep.md: no such folder"),
 ])
 def test_sweep_bad_input_keeps_the_last_sweep(args, message, tmp_path):
     out = tmp_path / "sweep"

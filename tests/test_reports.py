@@ -118,6 +118,37 @@ def test_seed_report_matches_model(tmp_path):
         assert sum(p["writes_by_cause"][cause] for p in phases) == count
 
 
+@pytest.mark.parametrize("policy, words, write_bytes", [
+    ("--whole-line", "the whole-line rule", 6), ("--no-whole-line", "the seed policy", 8)])
+def test_report_results_file(policy, words, write_bytes, tmp_path):
+    """``--results FILE.md``: the report's tables under provenance's header (the command, the
+    version, the commit, the date), the figures of report.json, no plots to link."""
+    import datetime
+    from gradient_compressor.provenance import provenance
+    results = tmp_path / "results.md"
+    argv = ["seed", "--limit", 400, "--sim", "amaranth", policy, "--out", tmp_path / "out",
+            "-q", "--no-plots", "--results", results]
+    assert run_cli(argv) == 0
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    m = report["workloads"][0]
+    text = results.read_text()
+    title, blank, made = text.splitlines()[:3]
+    assert title == "# Bandwidth report at 32 x 4: seed" and blank == ""
+    assert made.startswith(f"Made by `compressor-report {' '.join(map(str, argv))}` with "
+                           f"gradient-compressor {provenance()['version']}")
+    if provenance()["commit"]:
+        assert f"commit {provenance()['commit'][:12]}" in made
+    assert f" on {datetime.date.today().isoformat()}, " in made
+    assert words in made and "first 400 gradients" in made
+    summary = [line for line in text.splitlines() if line.startswith("| seed ")][0]
+    assert [cell.strip() for cell in summary.split("|")[1:5]] == \
+        ["seed", "400", "1", str(m["dram_writes"])]
+    assert f"6-byte gradients / {write_bytes}-byte writes" in text
+    assert "## Checks" in text and "![" not in text
+    # without plots, report.md links none either
+    assert "![" not in (tmp_path / "out" / "report.md").read_text()
+
+
 def test_committed_trace_head_rtl_equals_model(tmp_path):
     status = run_cli(["tiny-embed", "--limit", 600, "--sim", "amaranth", "--out", tmp_path,
                       "-q", "--no-plots"])
@@ -218,6 +249,25 @@ def test_mode_comparison(tmp_path):
     assert rows["drop"]["discarded_mass"] > 0
     assert abs(rows["stochastic"]["bias"]) < abs(rows["drop"]["bias"])
     assert "| stochastic" in (tmp_path / "modes.md").read_text()
+
+
+def test_sweep_results_file(tmp_path):
+    """``compressor-sweep --results FILE.md``: the sweep's tables under provenance's header,
+    the ratios of sweep.json, the default policy named, no plot to link."""
+    results = tmp_path / "sweep-seed.md"
+    argv = ["seed", "--sets", "8,32", "--ways", "1,2", "--thresholds", "50", "--out",
+            str(tmp_path / "out"), "-q", "--results", str(results)]
+    assert sweep.main(argv) == 0
+    data = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    text = results.read_text()
+    assert text.startswith("# L1 design-space sweep: seed\n\nMade by `compressor-sweep "
+                           + " ".join(argv) + "` with gradient-compressor ")
+    assert "the whole-line rule" in text.splitlines()[2] and "![" not in text
+    ratio = {(p["sets"], p["ways"]): p["compression_ratio"] for p in data["points"]}
+    row = [line for line in text.splitlines() if line.startswith("|") and
+           line.split("|")[1].strip() == "32"][0]
+    assert [cell.strip() for cell in row.split("|")[2:4]] == \
+        [f"{ratio[32, 1]:.2f}x", f"{ratio[32, 2]:.2f}x"]
 
 
 def test_sweep_small_threshold(tmp_path, capsys):
