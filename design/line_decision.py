@@ -83,12 +83,15 @@ class LineDecision(wiring.Component):
     hit : In(1)
         The line holds an entry: ``entry``.
     entry : In(line_entry_layout)
-        The line's entry (when ``hit``).
+        The line's entry (when ``hit``): it holds a lane, and a lane it does not hold sums 0.
     written : Out(1)
-        The beat writes its line: one line write of ``values`` under ``write_mask``.
+        The beat writes its line: one line write of ``values`` under ``write_mask`` (0 when
+        not written).
     values : Out(ArrayLayout(signed(grad_width), lanes))
-    write_mask : Out(lanes)
     causes : Out(ArrayLayout(Cause, lanes))
+        Each lane's value and cause, meant where ``write_mask`` is set (made whether or not the
+        line is written, so that they need not wait for the decision).
+    write_mask : Out(lanes)
     after : Out(line_entry_layout)
         The line's entry after the beat, when ``keeps``.
     keeps : Out(1)
@@ -148,7 +151,7 @@ class LineDecision(wiring.Component):
             fits, crosses = Signal(name=f"fits{i}"), Signal(name=f"crosses{i}")
             beyond = at_least(held, self.high[i]) | at_most(held, self.low[i])  # |new| >= t
             m.d.comb += [
-                held.eq(Mux(self.entry.held[i], self.entry.sums[i], 0)),
+                held.eq(self.entry.sums[i]),    # (0 where not held: a well-formed entry)
                 new.eq(held + Mux(self.mask[i], self.grads[i], 0)),
                 # mutation site: value-fits
                 fits.eq(new[gw] == new[gw - 1]),
@@ -166,19 +169,21 @@ class LineDecision(wiring.Component):
         # The lanes whose value would not fit: a written line leaves them held.
         unfit = Signal(self.lanes, name="unfit_lanes")
         m.d.comb += unfit.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))
+        # The values and causes a write would carry, made beside the decision: only the mask
+        # and the entry after wait for it.
+        for i, (held, new, fits, crosses) in enumerate(lanes):
+            m.d.comb += [
+                self.values[i].eq(Mux(~unfit[i], new[:gw], Mux(direct[i], self.grads[i], held))),
+                self.causes[i].eq(Mux(direct[i], Cause.DIRECT,
+                                  Mux(crosses, Cause.ACCUM_THRESHOLD,
+                                  Mux(fills, Cause.MAX_UPDATES, Cause.LINE)))),
+            ]
         with m.If(written):
             # mutation site: written-line-carries
             m.d.comb += [self.written.eq(1), self.write_mask.eq(self.entry.held | self.mask)]
             for i, (held, new, fits, crosses) in enumerate(lanes):
-                m.d.comb += [
-                    self.values[i].eq(Mux(~unfit[i], new[:gw],
-                                          Mux(direct[i], self.grads[i], held))),
-                    self.causes[i].eq(Mux(direct[i], Cause.DIRECT,
-                                      Mux(crosses, Cause.ACCUM_THRESHOLD,
-                                      Mux(fills, Cause.MAX_UPDATES, Cause.LINE)))),
-                    self.after.sums[i].eq(Mux(unfit[i], Mux(direct[i], held,
-                                                           self.grads[i]), 0)),
-                ]
+                m.d.comb += self.after.sums[i].eq(Mux(unfit[i], Mux(direct[i], held,
+                                                                    self.grads[i]), 0))
             m.d.comb += [self.after.held.eq(unfit), self.after.count.eq(1),
                          self.keeps.eq(unfit.any())]
         with m.Else():

@@ -29,6 +29,8 @@ def contract(m, P, d):
     active = d.mask.any()
     P.require("line_decision", "an_entry_holds_a_lane",
               ~d.hit | d.entry.held.any())
+    P.require("line_decision", "a_lane_not_held_sums_0",
+              ~d.hit | Cat(d.entry.held[i] | (d.entry.sums[i] == 0) for i in range(N)).all())
     P.require("line_decision", "rounded_only_if_tiny", (d.rounded & ~d.tiny) == 0)
     P.check("line_decision", "writes_or_allocates_never_both",
             ~(d.written & d.allocates) & ~(d.allocates & d.hit))
