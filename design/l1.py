@@ -649,12 +649,12 @@ class L1Accumulator(wiring.Component):
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
             *self._dual_threshold_tests(),
-            *self._hit_entry_ahead(s2_hit_ways),
+            *self._decision_ahead(s2_hit_ways),
         ]
 
-    def _hit_entry_ahead(self, hit_ways):
-        """Registers of ``s3``'s hit entry, picked in ``s2`` from its row by ``hit_ways``: none
-        here (one lane picks its entry in ``s3``)."""
+    def _decision_ahead(self, hit_ways):
+        """Registers ``s2`` makes for ``s3``'s decision beside the bounds (the hit entry, picked
+        from its row by ``hit_ways``, ...): none here (one lane picks its entry in ``s3``)."""
         return []
 
     def _dual_threshold_tests(self):

@@ -124,6 +124,11 @@ class LineAccumulator(L1Accumulator):
         # or the entry the beat ahead left on the same line), so that the decision's adds and
         # compares start from a register, with no pick of a way in front of them.
         self.s3_entry  = Signal(self.entry_layout) if self.whole_line else None
+        # ... and per lane the held sums that fit beside its gradient (LineDecision's fit_high
+        # and fit_low), so that whether the line is written waits for compares alone.
+        fit_bounds = self._per_lane(signed(self.grad_width + 1))
+        self.s3_fit_high = Signal(fit_bounds) if self.whole_line else None
+        self.s3_fit_low  = Signal(fit_bounds) if self.whole_line else None
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
@@ -227,13 +232,19 @@ class LineAccumulator(L1Accumulator):
 
     # -- stage s2: compare ----------------------------------------------------------------------
 
-    def _hit_entry_ahead(self, hit_ways):
+    def _decision_ahead(self, hit_ways):
         """Under the whole-line rule, ``s3_entry``: ``s2``'s row's way at ``hit_ways``
-        (:meth:`_s3_to_s4` replaces it by the entry a decision leaves on the same line)."""
+        (:meth:`_s3_to_s4` replaces it by the entry a decision leaves on the same line); and
+        the fit bounds of ``s2``'s gradients."""
         if not self.whole_line:
             return []
-        return [self.s3_entry.eq(functools.reduce(operator.or_, (
-            Mux(hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.row.ways))))]
+        top, bottom = 2 ** (self.grad_width - 1) - 1, -2 ** (self.grad_width - 1)
+        return [
+            self.s3_entry.eq(functools.reduce(operator.or_, (
+                Mux(hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.row.ways)))),
+            *[self.s3_fit_high[i].eq(top - grad) for i, grad in enumerate(self.s2.grads)],
+            *[self.s3_fit_low[i].eq(bottom - grad) for i, grad in enumerate(self.s2.grads)],
+        ]
 
     def _dual_threshold_tests(self):
         """Per lane: tiny, and the stochastic test on the beat's one draw of random bits
@@ -306,6 +317,7 @@ class LineAccumulator(L1Accumulator):
             # (the bounds fit: |t - g| and |-t - g| are below 2**(grad_width+1))
             *[decision.high[i].eq(self.s3_high[i]) for i in range(N)],
             *[decision.low[i].eq(self.s3_low[i]) for i in range(N)],
+            decision.fit_high.eq(self.s3_fit_high), decision.fit_low.eq(self.s3_fit_low),
             decision.hit.eq(hit), decision.entry.held.eq(entry.held),
             decision.entry.count.eq(entry.count),
             *[decision.entry.sums[i].eq(entry.sums[i]) for i in range(N)],

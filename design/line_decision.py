@@ -78,6 +78,10 @@ class LineDecision(wiring.Component):
         it crosses when its held sum is at least ``high`` or at most ``low`` (``|sum + g| >=
         t``). They depend on the beat alone, so a pipeline makes them a stage ahead and the
         test on the entry is one compare.
+    fit_high, fit_low : In(ArrayLayout(signed(grad_width + 1), lanes))
+        Per lane, ``2**(grad_width-1) - 1 - g`` and ``-2**(grad_width-1) - g``: a held sum
+        between them (both included) plus ``g`` fits ``grad_width`` bits. Made a stage ahead
+        too, so that whether a line is written waits for compares of the held sums alone.
     level : In(grad_width - 1)
         The stochastic mode's rounding level, ``min(small_threshold, 2**(grad_width-1) - 1)``.
     hit : In(1)
@@ -111,10 +115,12 @@ class LineDecision(wiring.Component):
         self.count_width = max(1, (max_updates - 1).bit_length())
         values = data.ArrayLayout(signed(grad_width), lanes)
         bounds = data.ArrayLayout(signed(grad_width + 2), lanes)
+        fit_bounds = data.ArrayLayout(signed(grad_width + 1), lanes)
         entry = line_entry_layout(lanes, grad_width, self.count_width)
         super().__init__({
             "grads": In(values), "mask": In(lanes), "direct": In(lanes), "tiny": In(lanes),
             "rounded": In(lanes), "high": In(bounds), "low": In(bounds),
+            "fit_high": In(fit_bounds), "fit_low": In(fit_bounds),
             "level": In(grad_width - 1),
             "hit": In(1), "entry": In(entry),
             "written": Out(1), "values": Out(values), "write_mask": Out(lanes),
@@ -141,8 +147,8 @@ class LineDecision(wiring.Component):
 
     def _lanes(self, m, small):
         """Per lane: the held sum (0 where none), the new sum (held sum plus the gradient,
-        one bit wider), whether it fits ``grad_width`` bits, whether a small lane crosses
-        (on the bounds: one compare of the held sum, beside the add)."""
+        one bit wider), whether it fits ``grad_width`` bits and whether a small lane crosses
+        (both on the bounds: compares of the held sum, beside the add)."""
         gw = self.grad_width
         lanes = []
         for i in range(self.lanes):
@@ -154,7 +160,7 @@ class LineDecision(wiring.Component):
                 held.eq(self.entry.sums[i]),    # (0 where not held: a well-formed entry)
                 new.eq(held + Mux(self.mask[i], self.grads[i], 0)),
                 # mutation site: value-fits
-                fits.eq(new[gw] == new[gw - 1]),
+                fits.eq(at_least(held, self.fit_low[i]) & at_most(held, self.fit_high[i])),
                 # mutation site: lane-crosses
                 crosses.eq(small[i] & (beyond | ~fits)),
             ]

@@ -212,7 +212,7 @@ MUTANTS = {
     "value_one_bit_too_wide": (
         "whole-line", "a new sum that needs grad_width + 1 bits is taken as fitting (its value "
         "wraps)", "value-fits",
-        "fits.eq(new[gw] == new[gw - 1]),",
+        "fits.eq(at_least(held, self.fit_low[i]) & at_most(held, self.fit_high[i])),",
         "fits.eq(1),"),
     "overflow_not_a_crossing": (
         "whole-line", "a small lane whose new sum would not fit is held, not written",

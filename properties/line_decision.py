@@ -29,6 +29,10 @@ def contract(m, P, d):
     active = d.mask.any()
     P.require("line_decision", "an_entry_holds_a_lane",
               ~d.hit | d.entry.held.any())
+    top, bottom = 2 ** (gw - 1) - 1, -2 ** (gw - 1)
+    P.require("line_decision", "fit_bounds_are_the_range_less_the_gradient",
+              Cat((d.fit_high[i] == top - d.grads[i]) & (d.fit_low[i] == bottom - d.grads[i])
+                  for i in range(N)).all())
     P.require("line_decision", "a_lane_not_held_sums_0",
               ~d.hit | Cat(d.entry.held[i] | (d.entry.sums[i] == 0) for i in range(N)).all())
     P.require("line_decision", "rounded_only_if_tiny", (d.rounded & ~d.tiny) == 0)

@@ -113,6 +113,12 @@ def _line_stages(h, m, P):
              (l1.s3_direct == Cat(g3.mask[i] & (abs(g3.grads[i]) >= thr[i])
                                   for i in range(N)))))
     s3_thr = [h.lane_threshold(s3.threshold, s3.bypass[i]) for i in range(N)]
+    if h.whole_line:
+        top, bottom = 2 ** (h.gw - 1) - 1, -2 ** (h.gw - 1)
+        P.check("pipeline", "s3_fit_bounds_are_the_range_less_its_gradient",
+                ~l1.s3_valid | Cat((l1.s3_fit_high[i] == top - s3.grads[i]) &
+                                   (l1.s3_fit_low[i] == bottom - s3.grads[i])
+                                   for i in range(N)).all())
     P.check("pipeline", "s3_bounds_are_its_threshold_less_its_gradient",
             ~l1.s3_valid | Cat((l1.s3_high[i] == s3_thr[i] - s3.grads[i]) &
                                (l1.s3_low[i] == -s3_thr[i] - s3.grads[i])

@@ -84,6 +84,8 @@ def test_the_decision_is_the_models(lanes, max_updates):
             ctx.set(dut.rounded, rounded_lanes(case, lanes))
             ctx.set(dut.high, [t - g for g in grads])
             ctx.set(dut.low, [-t - g for g in grads])
+            ctx.set(dut.fit_high, [GRAD_MAX - g for g in grads])
+            ctx.set(dut.fit_low, [GRAD_MIN - g for g in grads])
             ctx.set(dut.level, min(case["small_threshold"], GRAD_MAX))
             ctx.set(dut.hit, case["entry"] is not None)
             sums, held, count = case["entry"] or ([0] * lanes, 0, 0)
