@@ -634,7 +634,7 @@ class L1Accumulator(wiring.Component):
         """Stage ``s2``: the row (:meth:`_forward_row`), the hit and the hit way, and the
         verdict and bounds (:meth:`_judge`), registered for ``s3``."""
         s2, s3 = self.s2, self.s3
-        forwarded, use_forwarded = self._forward_row(m)
+        forwarded, use_forwarded, sources = self._forward_row(m)
         judged = self._judge(m)
         s2_hit, s2_hit_way, s2_hit_ways = self._s2_hit(m, forwarded, use_forwarded)
         m.d.sync += [
@@ -649,12 +649,13 @@ class L1Accumulator(wiring.Component):
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
             *self._dual_threshold_tests(),
-            *self._decision_ahead(s2_hit_ways),
+            *self._decision_ahead(sources),
         ]
 
-    def _decision_ahead(self, hit_ways):
-        """Registers ``s2`` makes for ``s3``'s decision beside the bounds (the hit entry, picked
-        from its row by ``hit_ways``, ...): none here (one lane picks its entry in ``s3``)."""
+    def _decision_ahead(self, sources):
+        """Registers ``s2`` makes for ``s3``'s decision beside the bounds (the hit entry, ...;
+        ``sources``: the rows :meth:`_forward_row` may forward): none here (one lane picks its
+        entry in ``s3``)."""
         return []
 
     def _dual_threshold_tests(self):
@@ -696,27 +697,31 @@ class L1Accumulator(wiring.Component):
 
     def _forward_row(self, m):
         """``s2``'s row (``row``): the newest of ``s4``'s, ``h1``'s, ``h2``'s and the RAM's.
-        Returns ``(forwarded, use_forwarded)``: a forwarded row's match vector, and whether the
-        row is forwarded."""
+        Returns ``(forwarded, use_forwarded, sources)``: a forwarded row's match vector,
+        whether the row is forwarded, and the rows it may be forwarded from, the newest first,
+        each as ``(taken, row, match vector)``."""
         # The row, and its match vector: s4's from s1's compare with the row s3 decided on,
         # corrected for the one way s3 changed (which holds s3's address or nothing); h1's and
         # h2's from s1's compares; only the RAM's row is compared here (_compare_stage).
         row = self.row
         match_s4 = Cat(Mux(self.s4_way == i, self.s4_holds & self.s2_same_tag,
                            self.s2_match_s4[i]) for i in range(self.ways))
+        from_s4, from_h1, from_h2 = (Signal(name=f"s2_row_from_{stage}")
+                                     for stage in ("s4", "h1", "h2"))
+        m.d.comb += [
+            from_s4.eq(self.s2_fwd[0] & self.s4_valid & self.s4_write),
+            from_h1.eq(self.s2_fwd[1] & self.h1_valid),
+            from_h2.eq(self.s2_fwd[2] & self.h2_valid),  # mutation site: forward-from-h2
+        ]
+        sources = [(from_s4, self.s4_row, match_s4), (from_h1, self.h1_row, self.s2_match_h1),
+                   (from_h2, self.h2_row, self.s2_match_h2)]
         forwarded = Signal(self.ways)
         use_forwarded = Signal()
-        with m.If(self.s2_fwd[0] & self.s4_valid & self.s4_write):
-            m.d.comb += [row.eq(self.s4_row), forwarded.eq(match_s4), use_forwarded.eq(1)]
-        with m.Elif(self.s2_fwd[1] & self.h1_valid):
-            m.d.comb += [row.eq(self.h1_row), forwarded.eq(self.s2_match_h1),
-                         use_forwarded.eq(1)]
-        with m.Elif(self.s2_fwd[2] & self.h2_valid):  # mutation site: forward-from-h2
-            m.d.comb += [row.eq(self.h2_row), forwarded.eq(self.s2_match_h2),
-                         use_forwarded.eq(1)]
-        with m.Else():
-            m.d.comb += row.eq(self.read_row)
-        return forwarded, use_forwarded
+        m.d.comb += row.eq(self.read_row)
+        for taken, source_row, match in reversed(sources):   # the newest last: it wins
+            with m.If(taken):
+                m.d.comb += [row.eq(source_row), forwarded.eq(match), use_forwarded.eq(1)]
+        return forwarded, use_forwarded, sources
 
     def _judge(self, m):
         """Returns ``judged``: the threshold ``s2``'s gradient is judged against, the bounds

@@ -9,6 +9,7 @@ from amaranth import *
 from amaranth.lib import data
 
 from .compare import less, at_least, at_most
+from .bits import lowest_one_hot
 from .l1 import L1Accumulator, L1State, _Decision
 from .layouts import (Cause, classified_line_layout, line_pair_layout,
                       line_write_layout, value_width)
@@ -232,16 +233,25 @@ class LineAccumulator(L1Accumulator):
 
     # -- stage s2: compare ----------------------------------------------------------------------
 
-    def _decision_ahead(self, hit_ways):
-        """Under the whole-line rule, ``s3_entry``: ``s2``'s row's way at ``hit_ways``
+    def _decision_ahead(self, sources):
+        """Under the whole-line rule, ``s3_entry``: the hit way of ``s2``'s row
         (:meth:`_s3_to_s4` replaces it by the entry a decision leaves on the same line); and
         the fit bounds of ``s2``'s gradients."""
         if not self.whole_line:
             return []
+
+        def hit_entry(row, match):
+            ways = lowest_one_hot(match)
+            return functools.reduce(operator.or_, (
+                Mux(ways[k], way.as_value(), 0) for k, way in enumerate(row.ways)))
+        # The hit entry of each row s2 may take, each picked by its own match, and the row's
+        # pick last (as for the hit: _s2_hit), so that no row meets a select before its pick.
+        entry = hit_entry(self.read_row, self._match(self._tag(self.s2.addr), self.read_row))
+        for taken, row, match in reversed(sources):
+            entry = Mux(taken, hit_entry(row, match), entry)
         top, bottom = 2 ** (self.grad_width - 1) - 1, -2 ** (self.grad_width - 1)
         return [
-            self.s3_entry.eq(functools.reduce(operator.or_, (
-                Mux(hit_ways[k], way.as_value(), 0) for k, way in enumerate(self.row.ways)))),
+            self.s3_entry.eq(entry),
             *[self.s3_fit_high[i].eq(top - grad) for i, grad in enumerate(self.s2.grads)],
             *[self.s3_fit_low[i].eq(bottom - grad) for i, grad in enumerate(self.s2.grads)],
         ]

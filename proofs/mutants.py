@@ -318,8 +318,8 @@ MUTANTS = {
     "forward_stale_row": (
         "forwarding", "the row written in the cycle of the read (h2) is not forwarded",
         "forward-from-h2",
-        "with m.Elif(self.s2_fwd[2] & self.h2_valid):",
-        "with m.Elif(0):"),
+        "from_h2.eq(self.s2_fwd[2] & self.h2_valid),",
+        "from_h2.eq(0),"),
     # -- run-time modes (design/modes.py), with every mode input and the random bits free ---
     # dual threshold, mode drop
     "tiny_hit_dropped": (
