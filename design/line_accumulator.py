@@ -124,12 +124,12 @@ class LineAccumulator(L1Accumulator):
         # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
         # or the entry the beat ahead left on the same line), so that the decision's adds and
         # compares start from a register, with no pick of a way in front of them.
-        self.s3_entry  = Signal(self.entry_layout) if self.whole_line else None
+        self.s3_entry  = Signal(self.entry_layout, name="s3_entry") if self.whole_line else None
         # ... and per lane the held sums that fit beside its gradient (LineDecision's fit_high
         # and fit_low), so that whether the line is written waits for compares alone.
         fit_bounds = self._per_lane(signed(self.grad_width + 1))
-        self.s3_fit_high = Signal(fit_bounds) if self.whole_line else None
-        self.s3_fit_low  = Signal(fit_bounds) if self.whole_line else None
+        self.s3_fit_high = Signal(fit_bounds, name="s3_fit_high") if self.whole_line else None
+        self.s3_fit_low  = Signal(fit_bounds, name="s3_fit_low") if self.whole_line else None
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
