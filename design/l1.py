@@ -9,7 +9,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from .layouts import (Cause, classified_layout, write_layout, value_width, line_value_width,
+from .layouts import (Cause, grad_range, classified_layout, write_layout, value_width, line_value_width,
                       discard_error_width)
 from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
@@ -678,7 +678,7 @@ class L1Accumulator(wiring.Component):
         rule at most ``2**(grad_width-1) - 1``, so that it fits a gradient's width."""
         if not self.whole_line:
             return small_threshold
-        top = 2 ** (self.grad_width - 1) - 1
+        _, top = grad_range(self.grad_width)
         return Mux(small_threshold > top, top, small_threshold)
 
     def _s2_hit(self, m, forwarded, use_forwarded):

@@ -9,8 +9,8 @@ from .params import EMA_FRACTION_BITS, EMA_SCALE_WIDTH, WHOLE_LINE, ema_fraction
 
 __all__ = ["Cause", "gradient_layout", "classified_layout", "write_layout", "dram_layout",
            "line_layout", "classified_line_layout", "line_write_layout", "line_pair_layout",
-           "line_dram_layout",
-           "value_width", "line_value_width", "discard_error_width", "discard_sum_width"]
+           "line_dram_layout", "grad_range", "value_width", "line_value_width",
+           "discard_error_width", "discard_sum_width"]
 
 
 class Cause(enum.Enum, shape=3):
@@ -42,6 +42,12 @@ def value_width(grad_width):
     value of ``grad_width + 2`` bits holds every sum for every threshold, and every gradient.
     """
     return grad_width + 2
+
+
+def grad_range(grad_width):
+    """``(lowest, highest)``: the values a signed ``grad_width``-bit gradient takes, the range
+    every value the whole-line rule holds or writes stays in."""
+    return -2 ** (grad_width - 1), 2 ** (grad_width - 1) - 1
 
 
 def line_value_width(grad_width, whole_line=WHOLE_LINE):

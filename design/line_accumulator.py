@@ -11,7 +11,7 @@ from amaranth.lib import data
 from .compare import less, at_least, at_most
 from .bits import lowest_one_hot
 from .l1 import L1Accumulator, L1State, _Decision
-from .layouts import (Cause, classified_line_layout, line_pair_layout,
+from .layouts import (Cause, classified_line_layout, grad_range, line_pair_layout,
                       line_write_layout, value_width)
 from .line_decision import LineDecision
 from .modes import ema_candidate, ema_clamp
@@ -249,7 +249,7 @@ class LineAccumulator(L1Accumulator):
         entry = hit_entry(self.read_row, self._match(self._tag(self.s2.addr), self.read_row))
         for taken, row, match in reversed(sources):
             entry = Mux(taken, hit_entry(row, match), entry)
-        top, bottom = 2 ** (self.grad_width - 1) - 1, -2 ** (self.grad_width - 1)
+        bottom, top = grad_range(self.grad_width)
         return [
             self.s3_entry.eq(entry),
             *[self.s3_fit_high[i].eq(top - grad) for i, grad in enumerate(self.s2.grads)],
@@ -343,11 +343,8 @@ class LineAccumulator(L1Accumulator):
         new_row = Signal(self.row_layout)
         m.d.comb += new_row.eq(self.s3_row_now)
         for k, way in enumerate(new_row.ways):
-            after = decision.after
             with m.If((d.hit_ways[k] & d.c_hit) | (d.alloc_ways[k] & allocates)):
-                m.d.comb += [way.valid.eq(decision.keeps), way.held.eq(after.held),
-                             way.count.eq(after.count),
-                             *[way.sums[i].eq(after.sums[i]) for i in range(N)]]
+                m.d.comb += self._entry_left(way, decision)
                 with m.If(allocates):
                     m.d.comb += way.tag.eq(d.s3_tag)
         with m.If(d.c_evict):
@@ -378,6 +375,13 @@ class LineAccumulator(L1Accumulator):
         d.own, d.victim_write = own, victim_write
         d.d_write = d.c_hit | allocates
         d.decision = decision
+
+    def _entry_left(self, way, decision):
+        """Statements giving ``way`` (an entry, its tag aside) the entry ``decision`` leaves."""
+        after = decision.after
+        return [way.valid.eq(decision.keeps), way.held.eq(after.held),
+                way.count.eq(after.count),
+                *[way.sums[i].eq(after.sums[i]) for i in range(self.lanes)]]
 
     def _s3_hit_lanes(self, m, d):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
@@ -574,15 +578,10 @@ class LineAccumulator(L1Accumulator):
             m.d.sync += self.s3_row.eq(d.new_row)
         if self.whole_line:
             # The beat in s2 on this beat's line decides next on the entry this one leaves.
-            after = d.decision.after
             # mutation site: line-entry-ahead
             with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):
-                m.d.sync += [self.s3_entry.valid.eq(d.decision.keeps),
-                             self.s3_entry.tag.eq(d.s3_tag),
-                             self.s3_entry.held.eq(after.held),
-                             self.s3_entry.count.eq(after.count),
-                             *[self.s3_entry.sums[i].eq(after.sums[i])
-                               for i in range(self.lanes)]]
+                m.d.sync += [*self._entry_left(self.s3_entry, d.decision),
+                             self.s3_entry.tag.eq(d.s3_tag)]
         level = d.level if self.whole_line else small
         for i in range(self.lanes):
             grad = s3.grads[i]

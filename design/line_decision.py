@@ -6,8 +6,9 @@ whether the beat *writes its line*, what that one line write carries, the entry 
 leaves (kept, freed, or allocated on a miss) and which lanes the dual threshold accounts
 for. It is the policy of :class:`model.LineModel` with ``whole_line=True`` (model/lines.py
 states it in words), for one beat, as a component of its own: an L1 pipeline composes it
-with the row's read, the hit, the victim and the output queue. The RTL's L1 does not use it
-yet.
+with the row's read, the hit, the victim and the output queue: the line L1 built with
+``whole_line`` does (:class:`~design.line_accumulator.LineAccumulator`); the one-lane L1
+decides by the rule inline.
 
 The rule, per beat (lanes outside the mask take no part):
 

@@ -22,6 +22,8 @@ inductive: each one, holding for k cycles, implies itself in the next).
 
 from amaranth import *
 
+from gradient_compressor.design.layouts import grad_range
+
 
 __all__ = ["add"]
 
@@ -44,7 +46,7 @@ def _row_checks(h, P, row, where, active):
                     ~active | ~way.valid | way.held.any())
             if h.whole_line:
                 # The whole-line rule holds no sum a write of grad_width bits could not carry.
-                lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+                lo, hi = grad_range(gw)
                 P.check("overflow", f"{where}_sum_fits_grad_width",
                         ~active | ~way.valid | Cat((way.sums[j] >= lo) & (way.sums[j] <= hi)
                                                    for j in range(N)).all())
@@ -53,7 +55,7 @@ def _row_checks(h, P, row, where, active):
                     ~active | ~way.valid | (abs(way.sum) < 2**gw - 1))
             if h.whole_line:
                 # The whole-line rule holds no sum a write of grad_width bits could not carry.
-                lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+                lo, hi = grad_range(gw)
                 P.check("overflow", f"{where}_sum_fits_grad_width",
                         ~active | ~way.valid | ((way.sum >= lo) & (way.sum <= hi)))
         P.check("overflow", f"{where}_count_in_1..max_updates-1",

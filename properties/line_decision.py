@@ -19,7 +19,7 @@ conservation above, stated on wider sums, is what rules out a value that wrapped
 
 from amaranth import *
 
-from gradient_compressor.design.layouts import Cause
+from gradient_compressor.design.layouts import Cause, grad_range
 
 __all__ = ["contract", "covers"]
 
@@ -29,7 +29,7 @@ def contract(m, P, d):
     active = d.mask.any()
     P.require("line_decision", "an_entry_holds_a_lane",
               ~d.hit | d.entry.held.any())
-    top, bottom = 2 ** (gw - 1) - 1, -2 ** (gw - 1)
+    bottom, top = grad_range(gw)
     P.require("line_decision", "fit_bounds_are_the_range_less_the_gradient",
               Cat((d.fit_high[i] == top - d.grads[i]) & (d.fit_low[i] == bottom - d.grads[i])
                   for i in range(N)).all())

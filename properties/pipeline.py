@@ -34,6 +34,7 @@ from amaranth import *
 
 from gradient_compressor.design import L1State
 from gradient_compressor.design.bits import lowest_index
+from gradient_compressor.design.layouts import grad_range
 
 
 __all__ = ["add"]
@@ -114,7 +115,7 @@ def _line_stages(h, m, P):
                                   for i in range(N)))))
     s3_thr = [h.lane_threshold(s3.threshold, s3.bypass[i]) for i in range(N)]
     if h.whole_line:
-        top, bottom = 2 ** (h.gw - 1) - 1, -2 ** (h.gw - 1)
+        bottom, top = grad_range(h.gw)
         P.check("pipeline", "s3_fit_bounds_are_the_range_less_its_gradient",
                 ~l1.s3_valid | Cat((l1.s3_fit_high[i] == top - s3.grads[i]) &
                                    (l1.s3_fit_low[i] == bottom - s3.grads[i])

@@ -34,7 +34,7 @@ from amaranth import *
 
 from gradient_compressor.design import L1State
 from gradient_compressor.design.bits import lowest_index
-from gradient_compressor.design.layouts import Cause
+from gradient_compressor.design.layouts import Cause, grad_range
 
 __all__ = ["add"]
 
@@ -507,7 +507,7 @@ def _line_decision_whole(h, m, x, model):
     N, mu, gw, g = h.lanes, h.dut.max_updates, h.gw, x.g
     own, vic, after = _line_outputs(h, m, x, model)
     active, hit = g.mask.any(), x.match.any()
-    lo, hi = -2 ** (gw - 1), 2 ** (gw - 1) - 1
+    lo, hi = grad_range(gw)
     total = [Signal(signed(gw + 2), name=f"model_total{i}") for i in range(N)]
     unfit = Signal(N, name="model_unfit_lanes")
     m.d.comb += [t.eq(Mux(x.hit.held[i], x.hit.sums[i], 0) + Mux(g.mask[i], g.grads[i], 0))
