@@ -46,7 +46,8 @@ def build_parser():
                f"KEY one of {', '.join(PARAMETERS)}, and modes=off (the run-time modes' "
                "settings tied off, so the logic they control is left out); e.g. 1024x4, "
                "128x4,fifo_depth=64, default,lanes=8 or default,modes=off. "
-               "Exit status: 0 done, 1 a tool failed, 2 bad argument.")
+               "Exit status: 0 done, 1 a tool failed (a seed whose place and route failed is "
+               "reported as such, the others kept), 2 bad argument.")
     parser.add_argument("configs", nargs="*", metavar="CONFIG", default=["default"],
                         help="configurations to run (default: default)")
     parser.add_argument("--seeds", nargs="+", type=positive_integer, default=[1], metavar="SEED",
@@ -126,6 +127,12 @@ def _synth(args, argv):
                       f"{seeds} placement seed{'' if seeds == 1 else 's'} each",
                       render_summary(report), command=command)
         print(f"wrote {args.results}", file=sys.stderr)
+    failed = [f"{r['name']} seed {s['seed']}" for r in results for s in r["seeds"]
+              if "failed" in s]
+    if failed:      # the report keeps the other seeds; the run still did not finish
+        print(f"python -m gradient_compressor.synth: error: place and route failed on "
+              f"{', '.join(failed)} (the report names the logs)", file=sys.stderr)
+        return 1
     return 0
 
 

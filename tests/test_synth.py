@@ -22,6 +22,7 @@ from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop
 from gradient_compressor.synth import flow
 from gradient_compressor.synth.flow import ROUTERS, fpga_top, ooc_top
 from gradient_compressor.synth.netlist import Netlist
+from gradient_compressor.synth.report import render_summary
 
 # Small enough for Yosys to take a few seconds; every component is still there.
 SMALL = "sets=2,ways=2,addr_width=8,grad_width=8,fifo_depth=4,burst_size=2"
@@ -289,6 +290,44 @@ def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
     assert command[command.index("--router") + 1] == router
     assert command[command.index("--seed") + 1] == "3"
     assert routed["fmax_mhz"] == 50.0
+
+
+def test_place_and_route_puts_the_clock_on_a_clock_pin(tmp_path, monkeypatch):
+    commands = []
+
+    def fake_nextpnr(command, cwd, what):
+        commands.append(command)
+        report = command[command.index("--report") + 1]
+        (tmp_path / report).write_text(json.dumps({"fmax": {"clk": {"achieved": 50.0}}}))
+    monkeypatch.setattr(flow, "_run", fake_nextpnr)
+    flow.place_and_route(tmp_path, seed=1, freq=100)
+    [command] = commands
+    lpf = (tmp_path / command[command.index("--lpf") + 1]).read_text()
+    assert f'LOCATE COMP "clk" SITE "{flow.CLOCK_SITE}";' in lpf
+
+
+def test_a_seed_that_fails_is_reported_and_the_others_kept(tmp_path, monkeypatch):
+    # nextpnr failing on one seed (router2 once could not route the clock) keeps the seeds
+    # that placed: the median is theirs, and the table names the seed that failed.
+    def fake_place(build, seed, freq, router):
+        if seed == 2:
+            raise RuntimeError(f"nextpnr-ecp5 (seed 2) failed (exit 1); see its log in {build}:"
+                               "\nERROR: Failed to route arc 0.0 of net 'clk'")
+        return {"seed": seed, "fmax_mhz": 40.0 + seed, "seconds": 1.0, "report": {}}
+    monkeypatch.setattr(flow, "place_and_route", fake_place)
+    monkeypatch.setattr(flow, "critical_path", lambda netlist, report: {
+        "delay_ns": 20.0, "steps": [], "summary": "a -> b"})
+    lines = []
+    [result] = flow.run([flow.parse_configuration(SMALL)], tmp_path, seeds=(1, 2, 3),
+                        log=lines.append)
+    assert [s["seed"] for s in flow.placed_seeds(result)] == [1, 3]
+    assert result["seeds"][1]["failed"].startswith("nextpnr-ecp5 (seed 2) failed (exit 1)")
+    assert result["fmax_median_mhz"] == 42.0
+    assert any("seed 2: nextpnr-ecp5 (seed 2) failed" in line for line in lines)
+    summary = render_summary({"results": [result], "device": "d", "freq_constraint_mhz": 200,
+                              "tools": {}})
+    assert "| 41.00, seed 2 failed, 43.00 | 42.00 |" in summary
+    assert f"- {SMALL}, seed 2: nextpnr-ecp5 (seed 2) failed" in summary
 
 
 def _netlist(tmp_path, cells, ports):
