@@ -88,12 +88,12 @@ train: $(STAMP)
 
 # ECP5 flow (Yosys + nextpnr): cells, Fmax per seed, critical path -> build/synth/ and the table
 # docs/results/synth.md (docs/synth.md): 1, 4, 8 and 16 lanes at 32 x 4 and 1024 x 4, three seeds,
-# two place-and-route runs at once, nextpnr's router2 (router1 takes about 45 min a seed of 8
-# lanes at 32 x 4, router2 minutes). Other configurations or seeds:
-# make synth SYNTH_ARGS="1024x4 --seeds 1 2 3 4 5".
+# two place-and-route runs at once; nextpnr's router1 below 8 lanes, router2 from 8 (router1
+# takes about 45 min a seed of 8 lanes at 32 x 4, router2 minutes, but router2 gives one lane
+# about 30 % less Fmax). Other configurations or seeds: make synth SYNTH_ARGS="1024x4 --seeds 1 2 3".
 SYNTH_CONFIGS = default default,lanes=4 default,lanes=8 default,lanes=16 \
 	1024x4 1024x4,lanes=4 1024x4,lanes=8 1024x4,lanes=16
-SYNTH_ARGS ?= $(SYNTH_CONFIGS) --seeds 1 2 3 --jobs 2 --router router2 \
+SYNTH_ARGS ?= $(SYNTH_CONFIGS) --seeds 1 2 3 --jobs 2 --router auto \
 	--results docs/results/synth.md
 synth: $(STAMP)
 	$(PYTHON) -m gradient_compressor.synth $(SYNTH_ARGS)

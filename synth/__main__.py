@@ -31,7 +31,8 @@ from gradient_compressor.console import (ArgumentParser, UsageError, check_writa
                                          positive_integer, prepare_out, require_extra,
                                          run_command)
 from gradient_compressor.provenance import write_results
-from .flow import DEVICE, PARAMETERS, ROUTERS, parse_configuration, run
+from .flow import (DEVICE, PARAMETERS, ROUTER2_LANES, ROUTER_CHOICES, ROUTERS,
+                   parse_configuration, run)
 from .report import render_markdown, render_summary, tool_versions, write_report
 
 DEFAULT_OUT = "build/synth"
@@ -60,8 +61,10 @@ def build_parser():
                         help="run Yosys only: cell counts and paths, no place and route or Fmax")
     parser.add_argument("--jobs", "-j", type=positive_integer, default=1, metavar="N",
                         help="place-and-route runs at once, one core each (default: 1)")
-    parser.add_argument("--router", choices=ROUTERS, default=ROUTERS[0],
-                        help="nextpnr's router (default: %(default)s, nextpnr's own)")
+    parser.add_argument("--router", choices=ROUTER_CHOICES, default=ROUTERS[0],
+                        help="nextpnr's router; auto: router1 below "
+                             f"{ROUTER2_LANES} lanes, router2 from {ROUTER2_LANES} "
+                             "(default: %(default)s, nextpnr's own)")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--ooc", dest="top", action="store_const", const="ooc", default="pins",
                        help="out of context: every input from a register chain on one pin, "

@@ -47,8 +47,21 @@ CLOCK_CONSTRAINTS = (f'LOCATE COMP "clk" SITE "{CLOCK_SITE}";\n'
                      'IOBUF PORT "clk" IO_TYPE=LVCMOS33;\n')
 
 #: nextpnr's routers, its default first. router2 routes the congested 8-lane netlists in
-#: minutes where router1 thrashes for most of an hour (docs/synth.md, "Out of context").
+#: minutes where router1 thrashes for most of an hour (docs/synth.md, "Out of context"), but
+#: on one lane it gave 63-68 MHz where router1 gives 94.
 ROUTERS = ("router1", "router2")
+#: ``--router``: one of :data:`ROUTERS`, or ``auto``: router1 below :data:`ROUTER2_LANES`
+#: lanes, router2 from there (:func:`router_for`).
+ROUTER_CHOICES = (*ROUTERS, "auto")
+ROUTER2_LANES = 8
+
+
+def router_for(choice, lanes):
+    """The router a configuration of ``lanes`` lanes is placed and routed with under the
+    ``--router`` ``choice`` (:data:`ROUTER_CHOICES`)."""
+    if choice == "auto":
+        return ROUTERS[lanes >= ROUTER2_LANES]
+    return choice
 
 TOP = "top"
 GEOMETRY = re.compile(r"(\d+)x(\d+)")
@@ -449,17 +462,20 @@ def run(configs, build_root, seeds=(1,), freq=200, place=True, log=print, jobs=1
         (:func:`ooc_top`, out of context) or ``l1-ooc`` (L1 alone out of context). The build
         folder of a configuration out of context ends in ``-ooc`` (``-l1-ooc``).
     router : str
-        nextpnr's router, one of :data:`ROUTERS`.
+        nextpnr's router, one of :data:`ROUTER_CHOICES` (``auto``: by the configuration's
+        lanes, :func:`router_for`); each result names its own (``router``).
     """
     synthesised = [_synthesise(name, dut, modes, build_root, freq, log, top)
                    for name, dut, modes in configs]
+    for result, _, lanes in synthesised:
+        result["router"] = router_for(router, lanes)
     runs = [(result, netlist, seed) for result, netlist, _ in synthesised
             for seed in (seeds if place else ())]
 
     def place_one(run):
         result, netlist, seed = run
         try:
-            routed = place_and_route(result["build"], seed, freq, router)
+            routed = place_and_route(result["build"], seed, freq, result["router"])
         except RuntimeError as error:   # this seed only: the others' results are kept
             failure = str(error).splitlines()[0]
             log(f"{result['name']}: seed {seed}: {failure}")

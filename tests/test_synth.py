@@ -229,7 +229,7 @@ def test_lines_synthesise_with_a_pin_each_way(tmp_path):
     assert "Made by `python -m gradient_compressor.synth --synth-only" in text
     assert "1 configuration, 0 placement seeds each" in text
     cells = result["cells"]
-    assert (f"| {SMALL},lanes=2 | 2 | {cells['LUT4']} | {cells['CCU2C']} | "
+    assert (f"| {SMALL},lanes=2 | 2 |  | {cells['LUT4']} | {cells['CCU2C']} | "
             f"{cells['TRELLIS_FF']} | {cells['TRELLIS_DPR16X4']} | {cells['DP16KD']} | "
             f"{round(cells['LUT4'] / 2)} | {round(cells['TRELLIS_FF'] / 2)} | (not placed) |"
             in text)
@@ -290,6 +290,24 @@ def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
     assert command[command.index("--router") + 1] == router
     assert command[command.index("--seed") + 1] == "3"
     assert routed["fmax_mhz"] == 50.0
+
+
+def test_auto_routes_lines_of_8_or_more_with_router2(tmp_path, monkeypatch):
+    routers = []
+
+    def fake_place(build, seed, freq, router):
+        routers.append(router)
+        return {"seed": seed, "fmax_mhz": 50.0, "seconds": 1.0, "report": {}}
+    monkeypatch.setattr(flow, "place_and_route", fake_place)
+    monkeypatch.setattr(flow, "critical_path", lambda netlist, report: {
+        "delay_ns": 20.0, "steps": [], "summary": "a -> b"})
+    results = flow.run([flow.parse_configuration(SMALL), flow.parse_configuration(
+        SMALL + ",lanes=8")], tmp_path, router="auto")
+    assert [r["router"] for r in results] == routers == ["router1", "router2"]
+    summary = render_summary({"results": results, "device": "d", "freq_constraint_mhz": 200,
+                              "tools": {}, "router": "auto"})
+    assert f"| {SMALL},lanes=8 | 8 | router2 |" in summary
+    assert "router1 below 8 lanes, router2 from 8" in summary
 
 
 def test_place_and_route_puts_the_clock_on_a_clock_pin(tmp_path, monkeypatch):
