@@ -145,7 +145,7 @@ class Job:
                               # the VCD read (the mutation check)
     whole_line: bool = False  # L1 (one lane or lines) deciding by the whole-line rule, alone
                               # (L1Accumulator / LineAccumulator(whole_line=True)), or the
-                              # compressor on lines built with it (GradientCompressor(whole_line=True))
+                              # compressor built with it (GradientCompressor(whole_line=True))
 
     @property
     def parameters(self):

@@ -13,7 +13,9 @@ counters, power-up, widths, l2, forwarding, lanes, whole-line, and one per run-t
 dual-threshold, stochastic, ema, bypass), several per class. Every mutant is checked by bounded model checking
 from reset, on the ``small`` and on the ``default`` configuration (``--config all``; by default
 every mutant on ``small``, and on ``default`` one per class and the deep ones): first every
-safety property, then progress and termination under DRAM fairness. The mutants that only a long
+safety property, then progress and termination under DRAM fairness. The compressor checked is
+the product's, built by the default policy (the whole-line rule), but for a mutant of code only
+the seed's policy runs (``SEED_POLICY_SITES``), checked under that policy. The mutants that only a long
 run shows on ``default`` (``DEEP``: a full L2, a burst, 255 updates, an eviction, a discard
 before a completed flush barrier with the dual threshold on; ``DEEP_LIVENESS``: a completed
 flush of all 32 sets) are checked there by a deep BMC of every safety property, or of progress
@@ -728,7 +730,24 @@ def _component_jobs(name, design_path, config):
     return jobs
 
 
+#: The mutation sites in code that only the seed's policy runs (``whole_line=False``), whose
+#: mutants the compressor of the default policy cannot show: checked on the compressor built
+#: with the seed's policy (job names ending ``-seed``). ``sum-width``: a one-lane entry's sum
+#: on ``grad_width`` bits, which the whole-line rule's sums always fit.
+SEED_POLICY_SITES = {"sum-width"}
+
+
 def _system_jobs(name, design_path, config):
+    """The bounded checks from reset of the one-lane compressor on ``config``, built by the
+    default policy (the whole-line rule), or by the seed's for a mutant of
+    :data:`SEED_POLICY_SITES`."""
+    jobs = _system_jobs_of_policy(name, design_path, config)
+    if MUTANTS[name][2] in SEED_POLICY_SITES:
+        return [replace(job, name=job.name + "-seed", whole_line=False) for job in jobs]
+    return [replace(job, whole_line=True) for job in jobs]
+
+
+def _system_jobs_of_policy(name, design_path, config):
     _, K, depth, live_depth = next(c for c in CONFIGS_CHECKED if c[0] == config)
     deep_safety = {"default": DEEP, "small": DEEP_SMALL}.get(config, {})
     if name in deep_safety:
