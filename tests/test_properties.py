@@ -692,10 +692,12 @@ def test_bmc_jobs_check_every_safety_group_and_slowest_start_first():
         # Each asserts its part and assumes nothing of the rest (no induction hypothesis).
         assert all(not j.assume_others for j in safety) or len(safety) == 1
     assert set(SLOWEST) <= {j.name for j in all_jobs()}
-    assert [j.name for j in slowest_first(BMC_JOBS)][:4] == ["assoc-conservation-bmc",
-                                                              "small-conservation-bmc",
+    assert [j.name for j in slowest_first(BMC_JOBS)][:4] == ["whole-assoc-conservation-bmc",
+                                                              "whole-small-conservation-bmc",
                                                               "lines2-bmc",
-                                                              "small-safety-bmc"]
+                                                              "whole-small-safety-bmc"]
+    # make bmc checks the product: the one-lane compressor of the default policy
+    assert all(j.whole_line for j in BMC_JOBS if j.lanes == 1)
 
 
 def test_solver_cover_jobs_skip_only_where_no_cover_can_be_reached():
