@@ -23,10 +23,16 @@ def _git(*args):
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+#: What ``dirty`` ignores: the measured tables, which the runs themselves write (``make prove
+#: PROVE_ARGS=--out ...`` before ``make prove-seed ... --out ...`` would else call the second
+#: table's code changed).
+RESULTS = "docs/results"
+
+
 def provenance():
     """``{"version", "commit", "dirty"}``: ``version`` from the installed package's metadata;
-    ``commit`` (the full hash) and ``dirty`` (uncommitted changes to tracked files) are None
-    outside a git checkout, e.g. for an installed wheel."""
+    ``commit`` (the full hash) and ``dirty`` (uncommitted changes to tracked files outside
+    :data:`RESULTS`) are None outside a git checkout, e.g. for an installed wheel."""
     try:
         version = metadata.version("gradient-compressor")
     except metadata.PackageNotFoundError:
@@ -35,7 +41,8 @@ def provenance():
     if (_SOURCE_ROOT / ".git").exists():
         commit = _git("rev-parse", "HEAD")
         if commit is not None:
-            status = _git("status", "--porcelain", "--untracked-files=no")
+            status = _git("status", "--porcelain", "--untracked-files=no", "--", ".",
+                          f":(exclude){RESULTS}")
             dirty = bool(status) if status is not None else None
     return {"version": version, "commit": commit, "dirty": dirty}
 
