@@ -120,7 +120,8 @@ def render_markdown(report):
         config = ", ".join(f"{k}={v}" for k, v in r["configuration"].items())
         lines += ["", f"## {r['name']}", "", f"`GradientCompressor({config})`", ""]
         seeds = {s["seed"]: s for s in placed_seeds(r)}
-        lines += _failures(r) + ([""] if _failures(r) else [])
+        failures = _failures(r)
+        lines += failures + ([""] if failures else [])
         if seeds:
             median = seeds[r["median_seed"]]
             path = median["critical_path"]

@@ -276,8 +276,9 @@ def test_frequency_must_be_positive(capsys):
         "not 0")
 
 
-@pytest.mark.parametrize("router", ROUTERS)
-def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
+def _fake_nextpnr(tmp_path, monkeypatch):
+    """nextpnr replaced by a stand-in that writes a report of 50 MHz in ``tmp_path``; returns
+    the list its commands are appended to."""
     commands = []
 
     def fake_nextpnr(command, cwd, what):
@@ -285,6 +286,20 @@ def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
         report = command[command.index("--report") + 1]
         (tmp_path / report).write_text(json.dumps({"fmax": {"clk": {"achieved": 50.0}}}))
     monkeypatch.setattr(flow, "_run", fake_nextpnr)
+    return commands
+
+
+def _fake_place_and_route(monkeypatch, place):
+    """``flow.run``'s place and route replaced by ``place`` (``place_and_route``'s arguments),
+    with a fixed critical path."""
+    monkeypatch.setattr(flow, "place_and_route", place)
+    monkeypatch.setattr(flow, "critical_path", lambda netlist, report: {
+        "delay_ns": 20.0, "steps": [], "summary": "a -> b"})
+
+
+@pytest.mark.parametrize("router", ROUTERS)
+def test_place_and_route_runs_the_router_asked(router, tmp_path, monkeypatch):
+    commands = _fake_nextpnr(tmp_path, monkeypatch)
     routed = flow.place_and_route(tmp_path, seed=3, freq=100, router=router)
     [command] = commands
     assert command[command.index("--router") + 1] == router
@@ -298,9 +313,7 @@ def test_auto_routes_lines_of_8_or_more_with_router2(tmp_path, monkeypatch):
     def fake_place(build, seed, freq, router):
         routers.append(router)
         return {"seed": seed, "fmax_mhz": 50.0, "seconds": 1.0, "report": {}}
-    monkeypatch.setattr(flow, "place_and_route", fake_place)
-    monkeypatch.setattr(flow, "critical_path", lambda netlist, report: {
-        "delay_ns": 20.0, "steps": [], "summary": "a -> b"})
+    _fake_place_and_route(monkeypatch, fake_place)
     results = flow.run([flow.parse_configuration(SMALL), flow.parse_configuration(
         SMALL + ",lanes=8")], tmp_path, router="auto")
     assert [r["router"] for r in results] == routers == ["router1", "router2"]
@@ -311,13 +324,7 @@ def test_auto_routes_lines_of_8_or_more_with_router2(tmp_path, monkeypatch):
 
 
 def test_place_and_route_puts_the_clock_on_a_clock_pin(tmp_path, monkeypatch):
-    commands = []
-
-    def fake_nextpnr(command, cwd, what):
-        commands.append(command)
-        report = command[command.index("--report") + 1]
-        (tmp_path / report).write_text(json.dumps({"fmax": {"clk": {"achieved": 50.0}}}))
-    monkeypatch.setattr(flow, "_run", fake_nextpnr)
+    commands = _fake_nextpnr(tmp_path, monkeypatch)
     flow.place_and_route(tmp_path, seed=1, freq=100)
     [command] = commands
     lpf = (tmp_path / command[command.index("--lpf") + 1]).read_text()
@@ -332,9 +339,7 @@ def test_a_seed_that_fails_is_reported_and_the_others_kept(tmp_path, monkeypatch
             raise RuntimeError(f"nextpnr-ecp5 (seed 2) failed (exit 1); see its log in {build}:"
                                "\nERROR: Failed to route arc 0.0 of net 'clk'")
         return {"seed": seed, "fmax_mhz": 40.0 + seed, "seconds": 1.0, "report": {}}
-    monkeypatch.setattr(flow, "place_and_route", fake_place)
-    monkeypatch.setattr(flow, "critical_path", lambda netlist, report: {
-        "delay_ns": 20.0, "steps": [], "summary": "a -> b"})
+    _fake_place_and_route(monkeypatch, fake_place)
     lines = []
     [result] = flow.run([flow.parse_configuration(SMALL)], tmp_path, seeds=(1, 2, 3),
                         log=lines.append)
