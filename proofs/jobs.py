@@ -9,7 +9,7 @@ from gradient_compressor.properties.harness import CONFIGS, L1_GROUPS
 from gradient_compressor.properties.liveness import l2_place_period
 
 __all__ = ["Job", "ONE_JOB_EACH", "COMPONENT_JOBS", "PROVE_JOBS", "SEED_JOBS", "BMC_JOBS",
-           "COVER_JOBS",
+           "COVER_JOBS", "SEED_COVER_JOBS",
            "WHOLE_LINE_ONE_LANE_JOBS", "WHOLE_LINE_ONE_LANE_BMC",
            "PROVE_LINES_JOBS", "LINE_SYSTEM_JOBS", "LINE_SYSTEM_QUEUE",
            "all_jobs", "job_by_name", "reset_check", "slowest_first", "liveness_depth",
@@ -757,25 +757,26 @@ WHOLE_ONE_LANE_SYSTEM_JOBS = [job for job in WHOLE_LINE_JOBS_ONE_LANE if not job
 #: the throughput under the whole-line rule), also in make prove-lines with the rest.
 LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS + WHOLE_LINE_SYSTEM_JOBS
                         if job.name in ("lines2-small-modes", "whole-lines2-small-throughput")]
-#: The covers of the small configurations with the compressor built by the default policy, the
-#: whole-line rule: its harness is not vacuous either (seconds each; every cover reached).
-WHOLE_LINE_COVERS = [replace(job, name=whole_line_name(job.name), whole_line=True)
-                     for job in _cover_jobs() if job.name in ("small-cover", "dm-cover",
-                                                               "assoc-cover")]
-PROVE_JOBS = _encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS + WHOLE_LINE_L1_JOBS +
-                      LINE_SYSTEM_IN_PROVE + WHOLE_LINE_COVERS +
-                      _cover_jobs() +
-                      [LINE_L1_COVER])
-BMC_JOBS = _encoded(_bmc_jobs() + WHOLE_LINE_COVERS[:1])
+#: The covers of the one-lane compressor built by the default policy, the whole-line rule
+#: (``whole-<config>-cover``, ``whole-<config>-sim-...``: every cover reached, from reset by the
+#: solver or by simulation), so that its harness is not vacuous: in make prove ...
+COVER_JOBS = [replace(job, name=whole_line_name(job.name), whole_line=True)
+              for job in _encoded(_cover_jobs())]
+#: ... and those of the compressor built by the seed's policy, in make prove-seed.
+SEED_COVER_JOBS = _encoded(_cover_jobs())
+PROVE_JOBS = (_encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS +
+                       WHOLE_LINE_L1_JOBS + LINE_SYSTEM_IN_PROVE) +
+              COVER_JOBS + _encoded([LINE_L1_COVER]))
+BMC_JOBS = _encoded(_bmc_jobs()) + [job for job in COVER_JOBS if job.name == "whole-small-cover"]
 #: make prove-seed: the one-lane compressor under the seed's policy (``whole_line=False``), on
-#: every configuration of PROVEN: L1 alone (``l1-<config>-...``) and the system.
-SEED_JOBS = _encoded(_seed_component_jobs() + _prove_jobs())
-COVER_JOBS = _encoded(_cover_jobs())
+#: every configuration of PROVEN: L1 alone (``l1-<config>-...``) and the system, and its covers.
+SEED_JOBS = _encoded(_seed_component_jobs() + _prove_jobs()) + SEED_COVER_JOBS
 
 
 #: The longest jobs (35-200 s each; most jobs take seconds), longest first. ``make prove``
 #: and ``make bmc`` start them first, so that no core runs one alone at the end.
 SLOWEST = ["whole-assoc-conservation-bmc", "default-progress-K2", "whole-small-conservation-bmc",
+           "whole-large-sim-fill-then-flush", "whole-mid-cover",
            "lines2-bmc", "whole-small-safety-bmc", "l1-large-policy-0", "large-progress-K2",
            "whole-assoc-safety-bmc", "l1-default-forwarding", "assoc-progress-K3",
            "large-termination-K2-0", "l1-default-policy-0", "l1-large-forwarding",

@@ -108,7 +108,7 @@ def test_progress_cover_where_the_bound_is_exact():
     assert set(covers) == set(PROVEN) - {"large", "assoc"}
     for config, job in covers.items():
         assert job in PROVE_JOBS and job.fairness == PROVEN[config] and job.covers is True
-        assert job.name == f"{config}-progress-cover-K{PROVEN[config]}"
+        assert job.name == f"whole-{config}-progress-cover-K{PROVEN[config]}" and job.whole_line
     simulated = [j for j in COVER_JOBS if j.mode == "sim" and j.fairness]
     assert sorted((j.config, j.fairness, j.covers, bool(j.witness)) for j in simulated) == \
         [("assoc", PROVEN["assoc"], [PROGRESS_COVER], True),
@@ -151,7 +151,18 @@ def test_every_cover_is_reached_by_simulation_on_default_and_large():
     assert simulated["large"] == _cover_names("large") | {PROGRESS_COVER}
     assert simulated["default"] == _cover_names("default")
     assert [j.name for j in COVER_JOBS if j.config == "default" and j.mode == "cover"] == \
-        ["default-progress-cover-K2"]
+        ["whole-default-progress-cover-K2"]
+
+
+def test_covers_of_each_policy_in_its_command():
+    # make prove covers the compressor built by the default policy (the whole-line rule),
+    # make prove-seed the one built by the seed's: the same covers, job for job.
+    from gradient_compressor.proofs.jobs import (COVER_JOBS, PROVE_JOBS, SEED_COVER_JOBS,
+                                                 SEED_JOBS, whole_line_name)
+    assert COVER_JOBS and all(j.whole_line and j in PROVE_JOBS for j in COVER_JOBS)
+    assert all(not j.whole_line and j in SEED_JOBS for j in SEED_COVER_JOBS)
+    assert [j.name for j in COVER_JOBS] == [whole_line_name(j.name) for j in SEED_COVER_JOBS]
+    assert not [j for j in PROVE_JOBS if j in SEED_COVER_JOBS]
 
 
 def test_solver_cover_jobs_assert_nothing():
