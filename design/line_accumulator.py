@@ -130,6 +130,9 @@ class LineAccumulator(L1Accumulator):
         fit_bounds = self._per_lane(signed(self.grad_width + 1))
         self.s3_fit_high = Signal(fit_bounds, name="s3_fit_high") if self.whole_line else None
         self.s3_fit_low  = Signal(fit_bounds, name="s3_fit_low") if self.whole_line else None
+        # Under the whole-line rule, s3's decision (a component of its own).
+        self.decision = LineDecision(lanes=lanes, grad_width=self.grad_width,
+                                     max_updates=self.max_updates) if self.whole_line else None
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
@@ -311,9 +314,8 @@ class LineAccumulator(L1Accumulator):
         """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`) on the
         hit way's entry, and from it the set's new row, the beat's line write, the victim's,
         the strobes and the change to ``valid_count``."""
-        s3, N, gw = self.s3, self.lanes, self.grad_width
-        m.submodules.decision = decision = LineDecision(
-            lanes=N, grad_width=gw, max_updates=self.max_updates)
+        s3, N = self.s3, self.lanes
+        m.submodules.decision = decision = self.decision
         hit, entry = self.s3_now_hit, self.s3_entry
         mask = Mux(self.s3_valid, s3.mask, 0)
         small = mask & ~self.s3_direct

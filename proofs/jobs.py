@@ -396,17 +396,24 @@ WHOLE_LINE_ONE_LANE_BMC = Job("l1-whole-small-bmc", "small", "bmc", 12,
                               memories="flops", timeout=600)
 
 
-def line_one_job_each(lanes):
+def line_one_job_each(lanes, whole_line=False):
     """On the default geometry the line L1's groups are split as one lane's L1 is there
     (SCALED_GROUPS, ONE_JOB_EACH; the same job names), the line policy's two more properties
     with the quick ones, and its decision lane by lane (``decision_lane<i>_is_the_models``)
     one job a lane, after the others: each lane takes seconds alone, where two lanes in one
     job, or the whole line write or a way of the tracked set stated without them, did not
     finish in 5 minutes."""
-    return dict(ONE_JOB_EACH, policy=ONE_JOB_EACH["policy"][:-1] + [
+    policy = ONE_JOB_EACH["policy"][:-1] + [
         ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
-                                      "no_two_line_writes_for_one_line_in_a_beat")] +
-        [f"decision_lane{i}_is_the_models" for i in range(lanes)])
+                                      "no_two_line_writes_for_one_line_in_a_beat")]
+    policy += [f"decision_lane{i}_is_the_models" for i in range(lanes)]
+    if whole_line:
+        # Under the whole-line rule a lane's decision meets every lane's tests through the
+        # written bit: each lane's tests and the written bit are lemmas of their own jobs,
+        # after the lanes' (properties/policy.py, _whole_line_decision_lemmas).
+        policy += [f"decision_lane{i}_tests_are_the_models" for i in range(lanes)]
+        policy += ["decision_writes_its_line_iff_the_model_does"]
+    return dict(ONE_JOB_EACH, policy=policy)
 
 
 #: Per-job settings of the line L1's jobs (as TUNING): z3 proves the model's conservation step
@@ -431,22 +438,24 @@ LINE_SCALED_GROUPS = {"conservation": ["conservation"], "pipeline": ["pipeline"]
 LINE_SCALED_TIMEOUT = 1800
 
 
-def _line_l1_scaled_jobs(lanes, config):
+def _line_l1_scaled_jobs(lanes, config, whole_line=False):
     jobs = []
+    prefix = f"l1-whole-lines{lanes}" if whole_line else f"l1-lines{lanes}"
     for job_name, groups in LINE_SCALED_GROUPS.items():
-        one_job_each = line_one_job_each(lanes)
+        one_job_each = line_one_job_each(lanes, whole_line)
         split = [g for g in groups if g in one_job_each]
         rest = [g for g in groups if g not in split]
         if rest:
-            jobs.append(Job(f"l1-lines{lanes}-{config}-{job_name}", config, "prove", 3,
-                            focus=rest, alone=True, lanes=lanes, timeout=LINE_SCALED_TIMEOUT))
+            jobs.append(Job(f"{prefix}-{config}-{job_name}", config, "prove", 3,
+                            focus=rest, alone=True, lanes=lanes, timeout=LINE_SCALED_TIMEOUT,
+                            whole_line=whole_line))
         for group in split:
             for i, entry in enumerate(one_job_each[group]):
                 focus = [f"{group}/{name}" for name in _names(entry)]
                 tuning = {**TUNING, **LINE_TUNING}
-                jobs.append(Job(f"l1-lines{lanes}-{config}-{group}-{i}", config, "prove", 3,
+                jobs.append(Job(f"{prefix}-{config}-{group}-{i}", config, "prove", 3,
                                 focus=focus, alone=True, lanes=lanes,
-                                timeout=LINE_SCALED_TIMEOUT,
+                                timeout=LINE_SCALED_TIMEOUT, whole_line=whole_line,
                                 **(tuning.get((config, focus[0]), {})
                                    if len(focus) == 1 else {})))
     return jobs
@@ -549,8 +558,7 @@ LINE_SYSTEM_QUEUE += [replace(job, name=job.name.replace("small", "small-line-po
 LINE8_L1_JOBS = _line_l1_scaled_jobs(8, "default")
 #: ... and the line L1 deciding by the whole-line rule, with its transfer bound (a job of its
 #: own), the same jobs named l1-whole-lines8-default-*.
-LINE8_WHOLE_L1_JOBS = [replace(job, name=job.name.replace("l1-lines8", "l1-whole-lines8"),
-                               whole_line=True) for job in LINE8_L1_JOBS]
+LINE8_WHOLE_L1_JOBS = _line_l1_scaled_jobs(8, "default", whole_line=True)
 LINE8_WHOLE_L1_JOBS.append(Job("l1-whole-lines8-default-bound", "default", "prove", 3,
                                focus=["bound"], alone=True, lanes=8, whole_line=True,
                                timeout=LINE_SCALED_TIMEOUT))

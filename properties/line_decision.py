@@ -45,6 +45,13 @@ def contract(m, P, d):
     P.check("line_decision", "nothing_decided_without_a_lane",
             active | (~d.written & ~d.allocates & (d.accounted == 0) &
                       (d.keeps == d.hit) & (d.after.as_value() == d.entry.as_value())))
+    P.check("line_decision", "a_hit_with_a_crossed_lane_is_written",
+            ~(d.hit & d.crossed.any()) | d.written)
+    P.check("line_decision", "unfit_lanes_are_those_whose_new_sum_leaves_the_range",
+            ~(d.hit & active) |
+            (d.unfit == Cat(d.mask[i] & ~(((d.entry.sums[i] + d.grads[i]) >= bottom) &
+                                           ((d.entry.sums[i] + d.grads[i]) <= top))
+                            for i in range(N))))
     P.check("line_decision", "a_written_hit_carries_every_pending_value",
             ~(d.written & d.hit) | (d.write_mask == (d.entry.held | d.mask)))
     P.check("line_decision", "a_written_miss_carries_every_lane_not_accounted",

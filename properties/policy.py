@@ -340,7 +340,7 @@ def _add_lines(h, m, P):
                 Mux(flushed.held.bit_select(lane, 1), flushed.sums[lane], 0),
                 Mux(h.stage_valid[3], h.at_track(x.g.addr, x.g.mask, x.g.grads), 0))
 
-    lanes_now = _line_decision_lanes(h, P, x, model)
+    lanes_now = _line_decision_lanes(h, m, P, x, model)
     _line_writes(h, m, P, x, scanning, held, flushed, lanes_now)
     same_row = _tracked_set_is_the_models(
         h, P, model,
@@ -513,6 +513,7 @@ def _line_decision_whole(h, m, x, model):
     m.d.comb += [t.eq(Mux(x.hit.held[i], x.hit.sums[i], 0) + Mux(g.mask[i], g.grads[i], 0))
                  for i, t in enumerate(total)]
     m.d.comb += unfit.eq(Cat((t < lo) | (t > hi) for t in total))
+    x.unfit = unfit
     # (the seed's crossings and held lanes, made by _line_beat, are replaced by the rule's)
     x.crossed = Signal(N, name="model_crossed_lanes_whole_line")
     m.d.comb += x.crossed.eq(Cat(x.small[i] & ((abs(total[i]) >= x.thr[i]) | unfit[i])
@@ -601,7 +602,7 @@ def _line_conservation_terms(h, m, x):
     x.grad_t = h.at_track(g.addr, g.mask, g.grads)
 
 
-def _line_decision_lanes(h, P, x, model):
+def _line_decision_lanes(h, m, P, x, model):
     """The decision lane by lane: lane ``i`` of the beat's own line write (in its mask or not;
     if in, its value and cause) and of the entry the decision keeps (the row s4 writes, in
     its way: the lane held and its sum, whether the line stays or leaves) is the model's.
@@ -612,6 +613,9 @@ def _line_decision_lanes(h, P, x, model):
     l1, N = h.dut.l1, h.lanes
     actual, expected = l1.s4_push_p, x.own4
     kept, modelled = l1.s4_row.ways[l1.s4_way], model.ways[l1.s4_way]
+    lane_now = [[] for _ in range(N)]
+    if h.whole_line:
+        lane_now = _whole_line_decision_lemmas(h, m, P, x)
     names = []
     for i in range(N):
         write_ok = ((actual.mask[i] == expected.mask[i]) &
@@ -621,8 +625,36 @@ def _line_decision_lanes(h, P, x, model):
         # the decision kept, valid or left.)
         kept_ok = ((kept.held[i] == modelled.held[i]) & (kept.sums[i] == modelled.sums[i]))
         names.append(P.check("policy", f"decision_lane{i}_is_the_models",
-                             ~x.commit4 | (write_ok & (~h.s4_writes | kept_ok))).full_name)
+                             ~x.commit4 | (write_ok & (~h.s4_writes | kept_ok)),
+                             now=lane_now[i]).full_name)
     return names
+
+
+def _whole_line_decision_lemmas(h, m, P, x):
+    """Under the whole-line rule, whether a line is written hangs on every lane's tests, so a
+    lane's decision stated alone meets them all (at 8 lanes on default a lane's job had not
+    finished in 12 minutes). Stated first, for the decision that left ``s3`` into ``s4``: per
+    lane, its tests on a hit (``crossed``, ``unfit``: :class:`~design.line_decision.
+    LineDecision`'s ports) are the model's; from them, the line is written iff the model
+    writes it. A lane's decision is then stated on its own tests and the written bit.
+    Returns, per lane, the names of the lemmas its decision uses in the same cycle."""
+    l1, N, dec = h.dut.l1, h.lanes, h.dut.l1.decision
+    registered = {}
+    for name, value, width in (("crossed", dec.crossed, N), ("unfit", dec.unfit, N),
+                               ("model_crossed", x.crossed, N), ("model_unfit", x.unfit, N),
+                               ("model_hit", x.match.any(), 1)):
+        registered[name] = Signal(width, name=f"{name}_s4")
+        m.d.sync += registered[name].eq(value)
+    tests = []
+    for i in range(N):
+        tests.append(P.check(
+            "policy", f"decision_lane{i}_tests_are_the_models",
+            ~(x.commit4 & registered["model_hit"]) |
+            ((registered["crossed"][i] == registered["model_crossed"][i]) &
+             (registered["unfit"][i] == registered["model_unfit"][i]))).full_name)
+    written = P.check("policy", "decision_writes_its_line_iff_the_model_does",
+                      ~x.commit4 | (l1.s4_push == x.own4.mask.any()), now=tests).full_name
+    return [[written, test] for test in tests]
 
 
 def _line_writes(h, m, P, x, scanning, held, flushed, lanes_now):
