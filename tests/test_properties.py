@@ -1166,23 +1166,25 @@ def test_whole_line_one_lane_jobs_assert_every_property():
                for j in WHOLE_ONE_LANE_SYSTEM_JOBS)
 
 
-def test_line8_jobs_assert_every_property_once():
+@pytest.mark.parametrize("whole_line", [False, True])
+def test_line8_jobs_assert_every_property_once(whole_line):
     # At 8 lanes on default (make prove-lines) the line L1's contract is split into jobs:
     # each assertion of its harness is asserted in exactly one of them (one too few leaves it
     # unproven, and with it whatever uses it as a same-cycle lemma), one lane of the decision
-    # a job.
-    from gradient_compressor.proofs.jobs import LINE8_L1_JOBS, PROVE_JOBS
-    harness = FormalHarness(CONFIGS["default"], alone=True, lanes=8)
+    # a job; under the whole-line rule each lane's tests a job too.
+    from gradient_compressor.proofs.jobs import LINE8_L1_JOBS, LINE8_WHOLE_L1_JOBS, PROVE_JOBS
+    jobs = LINE8_WHOLE_L1_JOBS if whole_line else LINE8_L1_JOBS
+    harness = FormalHarness(CONFIGS["default"], alone=True, lanes=8, whole_line=whole_line)
     rtlil.convert(harness, ports=[])
     props = [p for p in harness.props.props if p.kind == "assert"
              and p.group not in COMPONENT_GROUPS]
-    tests = [harness.props.focused(j.focus) for j in LINE8_L1_JOBS]
+    tests = [harness.props.focused(j.focus) for j in jobs]
     twice_or_never = {p.full_name for p in props if sum(t(p) for t in tests) != 1}
     assert not twice_or_never
-    lanes = [j for j in LINE8_L1_JOBS if j.focus and j.focus[0].startswith("policy/decision_lane")]
-    assert len(lanes) == 8 and all(len(j.focus) == 1 for j in lanes)
-    assert all(j.lanes == 8 and j.alone and j.mode == "prove" and j not in PROVE_JOBS
-               for j in LINE8_L1_JOBS)
+    lanes = [j for j in jobs if j.focus and j.focus[0].startswith("policy/decision_lane")]
+    assert len(lanes) == (16 if whole_line else 8) and all(len(j.focus) == 1 for j in lanes)
+    assert all(j.lanes == 8 and j.alone and j.mode == "prove" and j not in PROVE_JOBS and
+               j.whole_line == whole_line for j in jobs)
 
 
 def test_l1_alone_frees_every_input_of_l1():
