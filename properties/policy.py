@@ -634,9 +634,10 @@ def _whole_line_decision_lemmas(h, m, P, x):
     """Under the whole-line rule, whether a line is written hangs on every lane's tests, so a
     lane's decision stated alone meets them all (at 8 lanes on default a lane's job had not
     finished in 12 minutes). Stated first, for the decision that left ``s3`` into ``s4``: per
-    lane, its tests on a hit (``crossed``, ``unfit``: :class:`~design.line_decision.
-    LineDecision`'s ports) are the model's; from them, the line is written iff the model
-    writes it. A lane's decision is then stated on its own tests and the written bit.
+    lane, its tests on a hit (the ports ``crossed`` and ``unfit`` of
+    :class:`~design.line_decision.LineDecision`) are the model's; from them, the line is
+    written iff the model writes it. A lane's decision is then stated on its own tests and
+    the written bit.
     Returns, per lane, the names of the lemmas its decision uses in the same cycle."""
     l1, N, dec = h.dut.l1, h.lanes, h.dut.l1.decision
     registered = {}
