@@ -402,7 +402,8 @@ def line_one_job_each(lanes, whole_line=False):
     with the quick ones, and its decision lane by lane (``decision_lane<i>_is_the_models``)
     one job a lane, after the others: each lane takes seconds alone, where two lanes in one
     job, or the whole line write or a way of the tracked set stated without them, did not
-    finish in 5 minutes."""
+    finish in 5 minutes. With ``whole_line``, each lane's tests and the written bit one job
+    each too, after the lanes' decisions that use them."""
     policy = ONE_JOB_EACH["policy"][:-1] + [
         ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
                                       "no_two_line_writes_for_one_line_in_a_beat")]
@@ -765,13 +766,13 @@ WHOLE_ONE_LANE_SYSTEM_JOBS = [job for job in WHOLE_LINE_JOBS_ONE_LANE if not job
 #: the throughput under the whole-line rule), also in make prove-lines with the rest.
 LINE_SYSTEM_IN_PROVE = [job for job in LINE_SYSTEM_JOBS + WHOLE_LINE_SYSTEM_JOBS
                         if job.name in ("lines2-small-modes", "whole-lines2-small-throughput")]
-#: The covers of the one-lane compressor built by the default policy, the whole-line rule
-#: (``whole-<config>-cover``, ``whole-<config>-sim-...``: every cover reached, from reset by the
-#: solver or by simulation), so that its harness is not vacuous: in make prove ...
-COVER_JOBS = [replace(job, name=whole_line_name(job.name), whole_line=True)
-              for job in _encoded(_cover_jobs())]
-#: ... and those of the compressor built by the seed's policy, in make prove-seed.
+#: The covers of the one-lane compressor built by the seed's policy, in make prove-seed ...
 SEED_COVER_JOBS = _encoded(_cover_jobs())
+#: ... and the same covers of the one built by the default policy, the whole-line rule
+#: (``whole-<config>-cover``, ``whole-<config>-sim-...``: every cover reached, from reset by the
+#: solver or by simulation), so that its harness is not vacuous: in make prove.
+COVER_JOBS = [replace(job, name=whole_line_name(job.name), whole_line=True)
+              for job in SEED_COVER_JOBS]
 PROVE_JOBS = (_encoded(COMPONENT_JOBS + WHOLE_LINE_JOBS_ONE_LANE + LINE_L1_JOBS +
                        WHOLE_LINE_L1_JOBS + LINE_SYSTEM_IN_PROVE) +
               COVER_JOBS + _encoded([LINE_L1_COVER]))

@@ -30,6 +30,9 @@ def contract(m, P, d):
     P.require("line_decision", "an_entry_holds_a_lane",
               ~d.hit | d.entry.held.any())
     bottom, top = grad_range(gw)
+
+    def in_range(value):   # fits grad_width bits
+        return (value >= bottom) & (value <= top)
     P.require("line_decision", "fit_bounds_are_the_range_less_the_gradient",
               Cat((d.fit_high[i] == top - d.grads[i]) & (d.fit_low[i] == bottom - d.grads[i])
                   for i in range(N)).all())
@@ -49,8 +52,7 @@ def contract(m, P, d):
             ~(d.hit & d.crossed.any()) | d.written)
     P.check("line_decision", "unfit_lanes_are_those_whose_new_sum_leaves_the_range",
             ~(d.hit & active) |
-            (d.unfit == Cat(d.mask[i] & ~(((d.entry.sums[i] + d.grads[i]) >= bottom) &
-                                           ((d.entry.sums[i] + d.grads[i]) <= top))
+            (d.unfit == Cat(d.mask[i] & ~in_range(d.entry.sums[i] + d.grads[i])
                             for i in range(N))))
     P.check("line_decision", "a_written_hit_carries_every_pending_value",
             ~(d.written & d.hit) | (d.write_mask == (d.entry.held | d.mask)))
