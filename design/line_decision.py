@@ -103,12 +103,6 @@ class LineDecision(wiring.Component):
         The line holds an entry after the beat (kept on a hit, allocated on a miss).
     allocates : Out(1)
         A miss that allocates the line (the pipeline picks the way, and writes a victim).
-    crossed : Out(lanes)
-        On a hit, the small lanes whose new sum crosses its threshold or would not fit
-        ``grad_width`` bits (each makes the line written) ...
-    unfit : Out(lanes)
-        ... and the lanes of the beat whose new sum would not fit (a written line leaves them
-        held). Per lane, so that a proof can state a lane's tests alone.
     accounted : Out(lanes)
         Tiny lanes the dual threshold accounts for: dropped, or written rounded.
     """
@@ -133,7 +127,7 @@ class LineDecision(wiring.Component):
             "written": Out(1), "values": Out(values), "write_mask": Out(lanes),
             "causes": Out(data.ArrayLayout(Cause, lanes)),
             "after": Out(entry), "keeps": Out(1), "allocates": Out(1),
-            "accounted": Out(lanes), "crossed": Out(lanes), "unfit": Out(lanes),
+            "accounted": Out(lanes),
         })
 
     def elaborate(self, platform):
@@ -177,11 +171,11 @@ class LineDecision(wiring.Component):
     def _hit(self, m, lanes, direct, small):
         gw = self.grad_width
         fills = self.entry.count >= self.max_updates - 1
-        crossed, unfit = self.crossed, self.unfit
+        crossed = Cat(crosses for _, _, _, crosses in lanes)
         written = direct.any() | crossed.any() | fills
-        # (unfit: the lanes whose value would not fit; a written line leaves them held)
-        m.d.comb += [crossed.eq(Cat(crosses for _, _, _, crosses in lanes)),
-                     unfit.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))]
+        # The lanes whose value would not fit: a written line leaves them held.
+        unfit = Signal(self.lanes, name="unfit_lanes")
+        m.d.comb += unfit.eq(self.mask & ~Cat(fits for _, _, fits, _ in lanes))
         # The values and causes a write would carry, made beside the decision: only the mask
         # and the entry after wait for it.
         for i, (held, new, fits, crosses) in enumerate(lanes):

@@ -30,9 +30,6 @@ def contract(m, P, d):
     P.require("line_decision", "an_entry_holds_a_lane",
               ~d.hit | d.entry.held.any())
     bottom, top = grad_range(gw)
-
-    def in_range(value):   # fits grad_width bits
-        return (value >= bottom) & (value <= top)
     P.require("line_decision", "fit_bounds_are_the_range_less_the_gradient",
               Cat((d.fit_high[i] == top - d.grads[i]) & (d.fit_low[i] == bottom - d.grads[i])
                   for i in range(N)).all())
@@ -48,12 +45,6 @@ def contract(m, P, d):
     P.check("line_decision", "nothing_decided_without_a_lane",
             active | (~d.written & ~d.allocates & (d.accounted == 0) &
                       (d.keeps == d.hit) & (d.after.as_value() == d.entry.as_value())))
-    P.check("line_decision", "a_hit_with_a_crossed_lane_is_written",
-            ~(d.hit & d.crossed.any()) | d.written)
-    P.check("line_decision", "unfit_lanes_are_those_whose_new_sum_leaves_the_range",
-            ~(d.hit & active) |
-            (d.unfit == Cat(d.mask[i] & ~in_range(d.entry.sums[i] + d.grads[i])
-                            for i in range(N))))
     P.check("line_decision", "a_written_hit_carries_every_pending_value",
             ~(d.written & d.hit) | (d.write_mask == (d.entry.held | d.mask)))
     P.check("line_decision", "a_written_miss_carries_every_lane_not_accounted",

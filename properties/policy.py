@@ -34,6 +34,7 @@ from amaranth import *
 
 from gradient_compressor.design import L1State
 from gradient_compressor.design.bits import lowest_index
+from gradient_compressor.design.compare import at_least, at_most
 from gradient_compressor.design.layouts import Cause, grad_range
 
 __all__ = ["add"]
@@ -634,14 +635,22 @@ def _whole_line_decision_lemmas(h, m, P, x):
     """Under the whole-line rule, whether a line is written hangs on every lane's tests, so a
     lane's decision stated alone meets them all (at 8 lanes on default a lane's job had not
     finished in 12 minutes). Stated first, for the decision that left ``s3`` into ``s4``: per
-    lane, its tests on a hit (the ports ``crossed`` and ``unfit`` of
-    :class:`~design.line_decision.LineDecision`) are the model's; from them, the line is
-    written iff the model writes it. A lane's decision is then stated on its own tests and
-    the written bit.
+    lane, its tests on a hit are the model's (made from the ports of
+    :class:`~design.line_decision.LineDecision`, its entry and bounds, as it makes them:
+    ``crossed``, a small lane crossing or not fitting; ``unfit``, a lane of the beat not
+    fitting); from them, the line is written iff the model writes it. A lane's decision is
+    then stated on its own tests and the written bit.
     Returns, per lane, the names of the lemmas its decision uses in the same cycle."""
     l1, N, dec = h.dut.l1, h.lanes, h.dut.l1.decision
+    crossed, unfit = Signal(N, name="decision_crossed"), Signal(N, name="decision_unfit")
+    for i in range(N):
+        held = dec.entry.sums[i]
+        beyond = at_least(held, dec.high[i]) | at_most(held, dec.low[i])
+        fits = at_least(held, dec.fit_low[i]) & at_most(held, dec.fit_high[i])
+        m.d.comb += [crossed[i].eq(dec.mask[i] & ~dec.direct[i] & (beyond | ~fits)),
+                     unfit[i].eq(dec.mask[i] & ~fits)]
     registered = {}
-    for name, value, width in (("crossed", dec.crossed, N), ("unfit", dec.unfit, N),
+    for name, value, width in (("crossed", crossed, N), ("unfit", unfit, N),
                                ("model_crossed", x.crossed, N), ("model_unfit", x.unfit, N),
                                ("model_hit", x.match.any(), 1)):
         registered[name] = Signal(width, name=f"{name}_s4")
