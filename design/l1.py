@@ -14,6 +14,7 @@ from .layouts import (Cause, grad_range, classified_layout, write_layout, value_
 from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
 from .modes import ema_candidate, ema_clamp
+from .line_decision import LineDecision
 from .queue import WriteQueue
 from .params import DEFAULTS, WHOLE_LINE, checked, check_bool, check_int, check_power_of_two, log2
 
@@ -94,13 +95,14 @@ class _Decision:
     later steps, under the names the steps give them (the signals the decision makes that are
     members of the component, ``s3_row_now``, ``s3_now_hit``, ..., are read from it)."""
     __slots__ = (
-        "hit_ways",                                         # _s3_entry
-        "crossed", "leaves_way", "way_sum", "way_count",    # _s3_tests
+        "hit_ways", "row_hit_ways",                         # _s3_entry
+        "crossed", "leaves_way", "way_sum", "way_count",    # _s3_tests (_s3_by_the_rule)
         "full", "free_way", "victim_way", "victim", "alloc_ways", "s3_set", "s3_tag",  # _s3_ways
-        "c_direct", "c_hit", "c_tiny", "c_miss", "hit_here", "allocates", "chance",   # _s3_cases
-        "written", "new_row", "touches",
+        "c_direct", "c_hit", "c_tiny", "c_miss", "c_evict", "hit_here", "allocates",  # _s3_cases
+        "chance", "level", "written", "touches",
+        "writes", "value", "cause",                         # _s3_by_the_rule
+        "new_row",                                          # _s3_new_row
         "d_write", "d_push", "d_push_p",                    # _s3_write
-        "fits", "old_sum", "kept_sum", "kept_count",        # _s3_whole_line_tests
     )
 
 
@@ -181,6 +183,12 @@ class L1Accumulator(wiring.Component):
       and the entry holds ``g``, count 1;
     * a tiny miss in the stochastic mode is rounded to ``min(small_threshold,
       2**(grad_width-1) - 1)`` (the stochastic test on that level too).
+
+    ``s3`` then decides with :class:`~design.line_decision.LineDecision` (``lanes=1``), the
+    rule's one statement in the RTL, as the line L1 does (:meth:`_s3_by_the_rule`): on the
+    hit entry ``s2`` picks from its row (``s3_entry``; the entry a decision leaves is
+    forwarded into it for the gradient behind on the same address), with the fit bounds it
+    compares a held sum with (``s3_fit_high``, ``s3_fit_low``) made in ``s2`` too.
 
     Flush: ``flush`` is a level, held until ``idle``. It is sampled into ``grad_in.ready`` a
     cycle late (the port is a register), so a gradient offered in the very cycle ``flush``
@@ -402,8 +410,33 @@ class L1Accumulator(wiring.Component):
         self.s3_row_now   = Signal(self.row_layout)         # its set as it is now
         self.s3_now_hit   = Signal()                        # its address is held ...
         self.s3_now_way   = Signal(range(ways))             # ... in this way
-        self.s3_new_sum   = Signal(signed(vw + 1))          # ... whose sum and count
-        self.s3_new_count = Signal(range(max_updates + 2))  # become these on a hit
+        # ... whose sum and count become these on a hit (the seed's policy; under the
+        # whole-line rule the decision makes the entry after from s3_entry).
+        seed = not self.whole_line
+        self.s3_new_sum   = Signal(signed(vw + 1)) if seed else None
+        self.s3_new_count = Signal(range(max_updates + 2)) if seed else None
+        self._make_decision_ahead()
+
+    def _make_decision_ahead(self):
+        """Under the whole-line rule, ``s3``'s decision (``decision``, a component of its
+        own) and what ``s2`` makes for it: the held sums that fit beside the gradient
+        (``s3_fit_high``, ``s3_fit_low``: LineDecision's fit bounds), so that whether the
+        gradient writes waits for compares of the held sum alone; and the hit entry as the
+        decision takes it (its sum and count), picked a stage ahead from its way of the row
+        ``s2`` takes (``s3_entry``), or the entry the gradient ahead left on the same address
+        (``s4_entry``, picked on ``s3_same_addr``: ``s3_hit_entry``), so that the decision's
+        adds and compares start from a register and a 2:1 pick. ``None`` each by the seed's
+        policy."""
+        whole, gw = self.whole_line, self.grad_width
+        self.decision = (LineDecision(lanes=1, grad_width=gw, max_updates=self.max_updates)
+                         if whole else None)
+        # (2**(grad_width-1) - 1 - g is never negative: no sign bit held for it.)
+        self.s3_fit_high = Signal(gw, name="s3_fit_high") if whole else None
+        self.s3_fit_low  = Signal(signed(gw + 1), name="s3_fit_low") if whole else None
+        entry = self.decision.entry.shape() if whole else None
+        self.s3_entry = Signal(entry, name="s3_entry") if whole else None
+        self.s4_entry = Signal(entry, name="s4_entry") if whole else None
+        self.s3_hit_entry = Signal(entry, name="s3_hit_entry") if whole else None
 
     def _make_write(self):
         """s4 (write): the row and the write it makes; the rows written one and two cycles ago."""
@@ -419,8 +452,9 @@ class L1Accumulator(wiring.Component):
         self.s4_ways   = Signal(ways)              # ... one-hot
         self.s4_holds  = Signal()                  # ... holds its address after it
         self.s4_alloc  = Signal()                  # ... took a new tag
-        self.s4_sum    = Signal(signed(vw))        # ... with this sum
-        self.s4_count  = Signal(range(max_updates + 1))   # ... and count
+        seed = not self.whole_line                 # (under the whole-line rule: s3_entry)
+        self.s4_sum    = Signal(signed(vw)) if seed else None     # ... with this sum
+        self.s4_count  = Signal(range(max_updates + 1)) if seed else None   # ... and count
         self.s4_stepped = Signal()                 # took a stochastic decision
         self.s4_inc    = Signal()                  # allocated a free way
         self.s4_dec    = Signal()                  # freed its way (wrote it out)
@@ -653,11 +687,34 @@ class L1Accumulator(wiring.Component):
         ]
 
     def _decision_ahead(self, sources):
-        """Registers ``s2`` makes for ``s3``'s decision beside the bounds (the hit entry, ...;
-        ``sources``: the rows :meth:`_forward_row` may forward): none here (one lane picks its
-        entry in ``s3``)."""
-        return []
+        """Registers ``s2`` makes for ``s3``'s decision beside the bounds (``sources``: the rows
+        :meth:`_forward_row` may forward), under the whole-line rule: ``s3_entry``, the hit way
+        of ``s2``'s row (but for the entry the decision now in ``s3`` leaves: ``s4_entry``),
+        and the fit bounds of ``s2``'s gradients."""
+        if not self.whole_line:
+            return []
 
+        def hit_entry(row, match):
+            ways = lowest_one_hot(match)
+            return functools.reduce(operator.or_, (
+                Mux(ways[k], self._decision_entry(way), 0) for k, way in enumerate(row.ways)))
+        # The hit entry of each row s2 may take, each picked by its own match, and the row's
+        # pick last (as for the hit: _s2_hit), so that no row meets a select before its pick:
+        # the forwarded rows' (from registers) first, the RAM's row's beside them.
+        read = hit_entry(self.read_row, self._match(self._tag(self.s2.addr), self.read_row))
+        forwarded = 0
+        for taken, row, match in reversed(sources):    # the newest last: it wins
+            forwarded = Mux(taken, hit_entry(row, match), forwarded)
+        use_forwarded = Cat(taken for taken, _, _ in sources).any()
+        return [self.s3_entry.eq(Mux(use_forwarded, forwarded, read)), *self._fit_bounds()]
+
+    def _fit_bounds(self):
+        """``s3_fit_high`` and ``s3_fit_low`` of ``s2``'s gradient: ``2**(grad_width-1) - 1 -
+        g`` and ``-2**(grad_width-1) - g`` (a held sum between them plus ``g`` fits
+        ``grad_width`` bits)."""
+        bottom, top = grad_range(self.grad_width)
+        return [self.s3_fit_high.eq(top - self.s2.grad),
+                self.s3_fit_low.eq(bottom - self.s2.grad)]
     def _dual_threshold_tests(self):
         """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is
         tiny, and its stochastic test on ``random`` and on ``random_next``."""
@@ -764,9 +821,13 @@ class L1Accumulator(wiring.Component):
         :class:`_Decision`), and ``s4``'s registers."""
         d = _Decision()
         self._s3_entry(m, d)            # the row and the hit, as they are now
-        self._s3_tests(m, d)            # the threshold and count tests, the new sum and count
+        if not self.whole_line:
+            self._s3_tests(m, d)        # the threshold and count tests, the new sum and count
         self._s3_ways(m, d)             # the way a miss would take
-        self._s3_cases(m, d)            # the case, what a tiny miss writes, the new row
+        self._s3_cases(m, d)            # the case (by the seed's policy: what a miss does)
+        if self.whole_line:
+            self._s3_by_the_rule(m, d)  # the whole-line rule's decision on the hit entry
+        self._s3_new_row(m, d)          # the set's new row
         self._s3_write(m, d, shared)    # the write toward L2, the strobes
         self._s3_to_s4(m, d, shared)    # s4's registers
 
@@ -799,7 +860,7 @@ class L1Accumulator(wiring.Component):
             hit.eq(Mux(same_addr, self.s4_holds, row_hit_ways.any())),
             hit_way.eq(Mux(same_addr, self.s4_way, self.s3_hit_way)),
         ]
-        d.hit_ways = hit_ways
+        d.hit_ways, d.row_hit_ways = hit_ways, row_hit_ways
 
     def _row_now(self):
         """``s3``'s set as it is now: ``s4``'s row if the gradient there rewrote it, else
@@ -845,44 +906,6 @@ class L1Accumulator(wiring.Component):
             new_count.eq(Array(way_count)[self.s3_hit_way]),
         ]
         d.crossed, d.leaves_way, d.way_sum, d.way_count = crossed, leaves_way, way_sum, way_count
-        if self.whole_line:
-            self._s3_whole_line_tests(m, d)
-
-    def _s3_whole_line_tests(self, m, d):
-        """Under the whole-line rule: whether the hit entry's new sum ``sum + g`` fits
-        ``grad_width`` bits (``fits``), its held sum (``old_sum``) and what the entry keeps
-        on a hit (``kept_sum``, ``kept_count``); ``leaves_way`` and ``crossed`` become the
-        rule's. Made on the picked new sum, after the per-way tests: the rule is not on the
-        product's timing path (the seed's rule is)."""
-        s3, gw, vw = self.s3, self.grad_width, value_width(self.grad_width)
-        new_sum = self.s3_new_sum
-        old_sum = Signal(signed(vw), name="s3_old_sum")
-        m.d.comb += old_sum.eq(Mux(self.s3_same_addr, self.s4_sum,
-                                   Array(way.sum for way in self.s3_row.ways)[self.s3_hit_way]))
-        fits = Signal(name="s3_fits")
-        # A signed value fits grad_width bits when its bits from grad_width - 1 up are its sign
-        # bit repeated (no compare with a constant narrower than the sum: lint-clean Verilog)
-        top = new_sum[gw - 1:]
-        # mutation site: whole-line-fits
-        m.d.comb += fits.eq(top.all() | ~top.any())
-        # A hit whose new sum fits leaves (written, its way freed) as in the seed's rule, and
-        # also when it is direct: its held sum rides along in the one write. One whose new
-        # sum does not fit stays: one value leaves, the other is held, as updated once (a
-        # direct gradient leaves and the sum stays; a small one stays and the sum leaves,
-        # as ACCUM_THRESHOLD: crossed).
-        leaves_way = Signal(self.ways, name="s3_leaves_way_whole_line")
-        crossed = Signal(name="s3_crossed_whole_line")
-        kept_sum = Signal(signed(vw), name="s3_kept_sum")
-        kept_count = Signal.like(self.s4_count, name="s3_kept_count")
-        m.d.comb += [
-            # mutation site: whole-line-rides-along
-            leaves_way.eq(Mux(fits, d.leaves_way | self.s3_direct.replicate(self.ways), 0)),
-            crossed.eq(d.crossed | ~fits),
-            kept_sum.eq(Mux(fits, new_sum, Mux(self.s3_direct, old_sum, s3.grad))),
-            kept_count.eq(Mux(fits, self.s3_new_count, 1)),
-        ]
-        d.leaves_way, d.crossed, d.fits, d.old_sum = leaves_way, crossed, fits, old_sum
-        d.kept_sum, d.kept_count = kept_sum, kept_count
 
     def _s3_ways(self, m, d):
         """The way a miss would take: whether the set is ``full``, its lowest free way
@@ -906,10 +929,11 @@ class L1Accumulator(wiring.Component):
 
     def _s3_cases(self, m, d):
         """What the gradient does: one flag per case (``c_direct``, ``c_hit``, ``c_tiny``,
-        ``c_miss``, ``c_evict``; ``allocates``), what a tiny miss writes (``chance``,
-        ``written``), and the set's new row (``new_row``)."""
+        ``c_miss``, ``c_evict``), the ways it touches (``hit_here``, ``touches``), the random
+        bits in force (``chance``) and the rounding level (``level``); by the seed's policy,
+        what a miss allocates (``allocates``) and what a tiny miss writes (``written``)."""
         s3, hit, hit_ways = self.s3, self.s3_now_hit, d.hit_ways
-        full, victim_way, alloc_ways = d.full, d.victim_way, d.alloc_ways
+        full = d.full
         vw = value_width(self.grad_width)
         # What the gradient does: one flag per case, each a few gates from registers, so that
         # every output below is a flat function of them (the tests enter last, in a mux).
@@ -925,72 +949,132 @@ class L1Accumulator(wiring.Component):
         c_tiny   = judged_here & ~hit & self.s3_tiny        # (dual threshold: never allocates)
         c_miss   = judged_here & ~hit & ~self.s3_tiny
         c_evict  = c_miss & full
-        # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
-        # free way is written out at once instead.
-        allocates = c_miss if self.max_updates > 1 else c_evict  # mutation site: allocation
-        alloc_here = Mux(allocates, alloc_ways, 0)
-
-        # What a tiny miss writes (stochastic mode): made from the registers, not from the
-        # decision, as its only other reader (discard_error) counts only for a tiny miss.
+        # The random bits in force: made from the registers, not from the decision.
         # mutation site: random-bits-in-use
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
         level   = self._rounding_level(s3.small_threshold)
+        d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
+        d.c_evict = c_evict     # (under the whole-line rule, the decision's: _s3_by_the_rule)
+        d.hit_here, d.touches, d.chance, d.level = hit_here, touches, chance, level
+        if self.whole_line:
+            return      # the rule's decision says what a miss does (_s3_by_the_rule)
+        # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
+        # free way is written out at once instead.
+        allocates = c_miss if self.max_updates > 1 else c_evict  # mutation site: allocation
+        # What a tiny miss writes (stochastic mode), from the registers too, as its only other
+        # reader (discard_error) counts only for a tiny miss.
         written = Signal(signed(vw))
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    # mutation site: stochastic-write-value
                                    Mux(s3.grad[-1], -level, level), 0))
+        d.allocates, d.written = allocates, written
 
-        # The new row: the hit way takes its new sum and count (whether the entry stays or
-        # leaves: a freed way's are never read) and keeps its valid bit unless it leaves; an
-        # allocated way takes the new entry; a full set's victim pointer moves on.
+    def _s3_by_the_rule(self, m, d):
+        """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`, one
+        lane) on ``s3``'s gradient and its hit entry (``s3_hit_entry``): the hit way takes the
+        entry it leaves (``leaves_way``, ``way_sum``, ``way_count``); the write (``writes``,
+        ``value``, ``cause``); a miss allocates (``allocates``, ``c_evict``) or writes
+        (``written``: its rounded value)."""
+        m.submodules.decision = decision = self.decision
+        m.d.comb += self._rule_inputs(decision, d)
+        after = decision.after
+        d.leaves_way = (~decision.keeps).replicate(self.ways)
+        d.way_sum, d.way_count = [after.sums[0]] * self.ways, [after.count] * self.ways
+        d.writes, d.value, d.cause = decision.written, decision.values[0], decision.causes[0]
+        allocates = decision.allocates  # mutation site: whole-line-allocation
+        d.allocates, d.c_evict = allocates, allocates & d.full
+        d.written = Mux(decision.written, decision.values[0], 0)
+
+    def _rule_inputs(self, decision, d):
+        """The statements giving ``decision`` ``s3``'s gradient, its verdicts, its bounds and
+        its hit entry (``s3_hit_entry``: ``s3_entry``, or on ``s3_same_addr`` the entry the
+        gradient ahead left, ``s4_entry``)."""
+        s3 = self.s3
+        # (The bounds fit the ports: |t - g| and |-t - g| are below 2**(grad_width+1); so do
+        # the held sums: every sum the rule holds fits grad_width bits.)
+        return [
+            decision.grads[0].eq(s3.grad), decision.mask.eq(self.s3_valid),
+            decision.direct.eq(d.c_direct), decision.tiny.eq(self.s3_tiny),
+            decision.rounded.eq(Mux(s3.stochastic, self.s3_tiny & d.chance, 0)),
+            decision.level.eq(d.level),
+            decision.high[0].eq(self.s3_high), decision.low[0].eq(self.s3_low),
+            decision.fit_high[0].eq(self.s3_fit_high), decision.fit_low[0].eq(self.s3_fit_low),
+            decision.hit.eq(self.s3_now_hit),
+            # mutation site: entry-ahead
+            self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry)),
+            decision.entry.eq(self.s3_hit_entry),
+        ]
+    def _decision_entry(self, entry):
+        """``entry``, an entry of the row that holds its address, as
+        :class:`~design.line_decision.LineDecision` takes it (a value of its ``entry``
+        layout): its one lane's sum (every sum the rule holds fits ``grad_width`` bits), held,
+        and its count."""
+        return Cat(entry.sum[:self.grad_width], C(1, 1), entry.count[:self.decision.count_width])
+
+    def _forward_entry(self, m, d):
+        """Under the whole-line rule, the entry the decision leaves, ``s4_entry``: the one the
+        gradient behind it decides on if it has its address (``s3_same_addr``; if the entry
+        is freed, that one misses). A register of its own, with no pick in front of it, so
+        that the accumulate loop is the decision and a 2:1 pick."""
+        m.d.sync += self.s4_entry.eq(self.decision.after)
+
+    def _s3_new_row(self, m, d):
+        """The set's new row (``new_row``): the hit way takes its new sum and count (whether
+        the entry stays or leaves: a freed way's are never read) and keeps its valid bit
+        unless it leaves; an allocated way takes the new entry; a full set's victim pointer
+        moves on."""
+        s3, c_miss, c_evict, victim_way = self.s3, d.c_miss, d.c_evict, d.victim_way
+        alloc_here = Mux(d.allocates, d.alloc_ways, 0)
         new_row = Signal(self.row_layout)
         m.d.comb += new_row.eq(self.s3_row_now)
         for i, way in enumerate(new_row.ways):
             with m.If(alloc_here[i]):
                 m.d.comb += [way.valid.eq(1), way.tag.eq(d.s3_tag), way.sum.eq(s3.grad),
                              way.count.eq(1)]
-            with m.Elif(hit_here[i]):
-                # (under the whole-line rule, the hit entry's kept sum and count)
-                way_sum, way_count = ((d.kept_sum, d.kept_count) if self.whole_line else
-                                      (d.way_sum[i], d.way_count[i]))
-                m.d.comb += [way.valid.eq(~d.leaves_way[i]), way.sum.eq(way_sum),
-                             way.count.eq(way_count)]
+            with m.Elif(d.hit_here[i]):
+                m.d.comb += [way.valid.eq(~d.leaves_way[i]), way.sum.eq(d.way_sum[i]),
+                             way.count.eq(d.way_count[i])]
         with m.If(c_evict):  # mutation site: victim-advance
             m.d.comb += new_row.victim.eq(victim_way + 1)
-        d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
-        d.hit_here, d.allocates, d.chance, d.written = hit_here, allocates, chance, written
-        d.new_row, d.touches = new_row, touches
+        d.new_row = new_row
 
     def _s3_write(self, m, d, shared):
         """The write toward L2 (``d_write``, ``d_push``, ``d_push_p``), the strobes and the
         change to ``valid_count`` (``count_inc``, ``count_dec``)."""
-        s3, hit, full = self.s3, self.s3_now_hit, d.full
+        s3, full = self.s3, d.full
         c_direct, c_hit, c_tiny, c_miss = d.c_direct, d.c_hit, d.c_tiny, d.c_miss
         count_inc, count_dec = shared.count_inc, shared.count_dec
-        # The write toward L2. Whether there is one waits for the tests (on a hit) last, taken
-        # in the one way the gradient hit, so that no index stands between the tests and the
-        # write's valid bit; its address, value and cause are made from the registers and the
-        # case, not the tests (but for the cause of a hit's write).
         hit_leaves = (d.hit_here & d.leaves_way).any()
         d_write = d.touches | d.allocates
-        d_push  = (hit_leaves | c_direct | (c_tiny & s3.stochastic & d.chance) |
-                   (c_miss & (full | (self.max_updates == 1))))
-        if self.whole_line:
-            d_push |= c_hit & ~d.fits          # the held sum leaves, the gradient stays
-        # (Under the whole-line rule the write's value is grad_width bits: every value below
-        # fits them then, so taking their low bits loses nothing.)
         d_push_p = Signal(self._write_layout())
-        m.d.comb += d_push_p.addr.eq(s3.addr)
-        direct_value, hit_value = s3.grad, self.s3_new_sum
         if self.whole_line:
-            # The held sum rides along with a direct gradient if sum + g fits; else the
-            # one value that leaves is the direct gradient, or a small one's held sum.
-            direct_value = Mux(hit & d.fits, self.s3_new_sum, s3.grad)
-            hit_value = Mux(d.fits, self.s3_new_sum, d.old_sum)
+            d_push = self._write_by_the_rule(m, d, d_push_p)
+        else:
+            d_push = self._write_by_the_seed(m, d, d_push_p, hit_leaves)
+        m.d.comb += [
+            self.hit.eq(c_hit),  # mutation site: hit-strobe
+            self.miss.eq(c_miss),
+            self.small_miss.eq(c_tiny),
+            self.random_step.eq(c_tiny & s3.stochastic),
+            count_inc.eq(d.allocates & ~full),
+            count_dec.eq(hit_leaves),
+        ]
+        d.d_write, d.d_push, d.d_push_p = d_write, d_push, d_push_p
+
+    def _write_by_the_seed(self, m, d, d_push_p, hit_leaves):
+        """The seed's policy: whether ``s3`` pushes a write, and ``d_push_p``, the write."""
+        s3, hit, full = self.s3, self.s3_now_hit, d.full
+        # Whether there is a write waits for the tests (on a hit) last, taken in the one way
+        # the gradient hit, so that no index stands between the tests and the write's valid
+        # bit; its address, value and cause are made from the registers and the case, not the
+        # tests (but for the cause of a hit's write).
+        d_push  = (hit_leaves | d.c_direct | (d.c_tiny & s3.stochastic & d.chance) |
+                   (d.c_miss & (full | (self.max_updates == 1))))
+        m.d.comb += d_push_p.addr.eq(s3.addr)
         with m.If(self.s3_direct):
-            m.d.comb += [d_push_p.value.eq(direct_value), d_push_p.cause.eq(Cause.DIRECT)]
+            m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.DIRECT)]
         with m.Elif(hit):
-            m.d.comb += [d_push_p.value.eq(hit_value),
+            m.d.comb += [d_push_p.value.eq(self.s3_new_sum),
                          d_push_p.cause.eq(Mux(d.crossed, Cause.ACCUM_THRESHOLD,
                                                Cause.MAX_UPDATES))]
         with m.Elif(self.s3_tiny):
@@ -1000,27 +1084,26 @@ class L1Accumulator(wiring.Component):
                          d_push_p.value.eq(d.victim.sum), d_push_p.cause.eq(Cause.EVICTION)]
         with m.Else():
             m.d.comb += [d_push_p.value.eq(s3.grad), d_push_p.cause.eq(Cause.MAX_UPDATES)]
-        m.d.comb += [
-            self.hit.eq(c_hit),  # mutation site: hit-strobe
-            self.miss.eq(c_miss),
-            self.small_miss.eq(c_tiny),
-            self.random_step.eq(c_tiny & s3.stochastic),
-            count_inc.eq(c_miss & ~full & (self.max_updates > 1)),
-            count_dec.eq(hit_leaves),
-        ]
-        d.d_write, d.d_push, d.d_push_p = d_write, d_push, d_push_p
+        return d_push
+
+    def _write_by_the_rule(self, m, d, d_push_p):
+        """The whole-line rule: whether ``s3`` pushes a write, and ``d_push_p``, the write: the
+        decision's own, or the victim's of a miss that allocates a full set (never both; the
+        victim's held sum fits ``grad_width`` bits, as every sum the rule holds)."""
+        with m.If(d.writes):
+            m.d.comb += [d_push_p.addr.eq(self.s3.addr), d_push_p.value.eq(d.value),
+                         d_push_p.cause.eq(d.cause)]
+        with m.Else():
+            m.d.comb += [d_push_p.addr.eq(Cat(d.s3_set, d.victim.tag)),
+                         d_push_p.value.eq(d.victim.sum), d_push_p.cause.eq(Cause.EVICTION)]
+        return d.writes | d.c_evict
 
     def _s3_to_s4(self, m, d, shared):
         """``s4``'s registers: the decision, the entry it leaves, and for the gradient in
         ``s2`` (deciding next) whether it rewrote that one's set; the discard registers."""
         s2, s3, hit, full = self.s2, self.s3, self.s3_now_hit, d.full
         d_write, allocates, alloc_ways, written = d.d_write, d.allocates, d.alloc_ways, d.written
-        # The entry the gradient leaves in its way (if it holds it): kept apart from the row so
-        # that the next gradient to the same address reads it from a register of its own.
         next_same_set = self._set(s2.addr) == d.s3_set   # the gradient in s2, deciding next
-        # (under the whole-line rule the entry keeps the rule's sum and count)
-        hit_sum, hit_count = ((d.kept_sum, d.kept_count) if self.whole_line else
-                              (self.s3_new_sum, self.s3_new_count))
         m.d.sync += [
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d_write),
@@ -1030,8 +1113,6 @@ class L1Accumulator(wiring.Component):
             self.s4_ways.eq(Mux(hit, d.hit_ways, alloc_ways)),
             self.s4_holds.eq((d.hit_here & ~d.leaves_way).any() | allocates),
             self.s4_alloc.eq(allocates),
-            self.s4_sum.eq(Mux(hit, hit_sum, s3.grad)),
-            self.s4_count.eq(Mux(hit, hit_count, 1)),
             self.s4_stepped.eq(self.random_step),
             self.s4_inc.eq(shared.count_inc),
             self.s4_dec.eq(shared.count_dec),
@@ -1046,6 +1127,14 @@ class L1Accumulator(wiring.Component):
             self.discard_addr.eq(s3.addr),
             self.discard_error.eq(s3.grad - written),  # mutation site: discard-error
         ]
+        if self.whole_line:
+            self._forward_entry(m, d)
+        else:
+            # The entry the gradient leaves in its way (if it holds it): kept apart from the
+            # row so that the next gradient to the same address reads it from a register of
+            # its own (under the rule: s3_entry).
+            m.d.sync += [self.s4_sum.eq(Mux(hit, self.s3_new_sum, s3.grad)),
+                         self.s4_count.eq(Mux(hit, self.s3_new_count, 1))]
 
     # -- the flush scan -------------------------------------------------------------------------
 

@@ -121,18 +121,6 @@ class LineAccumulator(L1Accumulator):
         self.s3_tiny   = Signal(lanes)                           # |g| < small_threshold
         # The stochastic test of each lane, on random (0) and on random_next (1).
         self.s3_chance = Signal(data.ArrayLayout(lanes, 2))
-        # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
-        # or the entry the beat ahead left on the same line), so that the decision's adds and
-        # compares start from a register, with no pick of a way in front of them.
-        self.s3_entry  = Signal(self.entry_layout, name="s3_entry") if self.whole_line else None
-        # ... and per lane the held sums that fit beside its gradient (LineDecision's fit_high
-        # and fit_low), so that whether the line is written waits for compares alone.
-        fit_bounds = self._per_lane(signed(self.grad_width + 1))
-        self.s3_fit_high = Signal(fit_bounds, name="s3_fit_high") if self.whole_line else None
-        self.s3_fit_low  = Signal(fit_bounds, name="s3_fit_low") if self.whole_line else None
-        # Under the whole-line rule, s3's decision (a component of its own).
-        self.decision = LineDecision(lanes=lanes, grad_width=self.grad_width,
-                                     max_updates=self.max_updates) if self.whole_line else None
         # s4: the victim line's write, beside the beat's own (s4_push, s4_push_p).
         self.s4_victim   = Signal()
         self.s4_victim_p = Signal(self._write_layout())
@@ -145,6 +133,22 @@ class LineAccumulator(L1Accumulator):
         self.own_taken = Signal(name="own_taken")
         self.probe = replace(self.probe, deciding_direct=self.s3_direct,
                              out_valid=self.out_valid, own_taken=self.own_taken)
+
+    def _make_decision_ahead(self):
+        # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
+        # or the entry the beat ahead left on the same line, forwarded into it: on lines a
+        # decision that leaves no entry behind still writes the row, _s3_to_s4), so that the
+        # decision's adds and compares start from a register, with no pick of a way in front
+        # of them.
+        self.s3_entry  = Signal(self.entry_layout, name="s3_entry") if self.whole_line else None
+        # ... and per lane the held sums that fit beside its gradient (LineDecision's fit_high
+        # and fit_low), so that whether the line is written waits for compares alone.
+        fit_bounds = self._per_lane(signed(self.grad_width + 1))
+        self.s3_fit_high = Signal(fit_bounds, name="s3_fit_high") if self.whole_line else None
+        self.s3_fit_low  = Signal(fit_bounds, name="s3_fit_low") if self.whole_line else None
+        # Under the whole-line rule, s3's decision (a component of its own).
+        self.decision = LineDecision(lanes=self.lanes, grad_width=self.grad_width,
+                                     max_updates=self.max_updates) if self.whole_line else None
 
     # -- what depends on the number of lanes ----------------------------------------------------
 

@@ -6,9 +6,10 @@ whether the beat *writes its line*, what that one line write carries, the entry 
 leaves (kept, freed, or allocated on a miss) and which lanes the dual threshold accounts
 for. It is the policy of :class:`model.LineModel` with ``whole_line=True`` (model/lines.py
 states it in words), for one beat, as a component of its own: an L1 pipeline composes it
-with the row's read, the hit, the victim and the output queue: the line L1 built with
-``whole_line`` does (:class:`~design.line_accumulator.LineAccumulator`); the one-lane L1
-decides by the rule inline.
+with the row's read, the hit, the victim and the output queue, as both L1s built with
+``whole_line`` do, on the hit entry picked a stage ahead: the line L1
+(:class:`~design.line_accumulator.LineAccumulator`) and the one-lane L1
+(:class:`~design.l1.L1Accumulator`, ``lanes=1``).
 
 The rule, per beat (lanes outside the mask take no part):
 
@@ -156,6 +157,7 @@ class LineDecision(wiring.Component):
             held = Signal(signed(gw), name=f"held_sum{i}")
             new = Signal(signed(gw + 1), name=f"new_sum{i}")
             fits, crosses = Signal(name=f"fits{i}"), Signal(name=f"crosses{i}")
+            # mutation site: line-threshold-rule
             beyond = at_least(held, self.high[i]) | at_most(held, self.low[i])  # |new| >= t
             m.d.comb += [
                 held.eq(self.entry.sums[i]),    # (0 where not held: a well-formed entry)
@@ -170,7 +172,7 @@ class LineDecision(wiring.Component):
 
     def _hit(self, m, lanes, direct, small):
         gw = self.grad_width
-        fills = self.entry.count >= self.max_updates - 1
+        fills = self.entry.count >= self.max_updates - 1  # mutation site: line-max-updates-rule
         crossed = Cat(crosses for _, _, _, crosses in lanes)
         written = direct.any() | crossed.any() | fills
         # The lanes whose value would not fit: a written line leaves them held.
@@ -185,25 +187,41 @@ class LineDecision(wiring.Component):
                                   Mux(crosses, Cause.ACCUM_THRESHOLD,
                                   Mux(fills, Cause.MAX_UPDATES, Cause.LINE)))),
             ]
+        lines = self.lanes > 1
+        if not lines:
+            # One lane: a written line that keeps its lane keeps it because its value would
+            # not fit (its gradient, or a direct lane's held sum, as updated once); one that
+            # keeps none is freed, and its sum and count are never read. So the sum and count
+            # after wait for the fit alone, not for the crossing and the written bit: the
+            # accumulate loop of the one-lane L1 is one compare long.
+            held, new, fits, crosses = lanes[0]
+            m.d.comb += [
+                self.after.sums[0].eq(Mux(unfit[0], Mux(direct[0], held, self.grads[0]),
+                                          new[:gw])),
+                self.after.count.eq(Mux(unfit[0], 1, self.entry.count + 1)),
+            ]
         with m.If(written):
             # mutation site: written-line-carries
             m.d.comb += [self.written.eq(1), self.write_mask.eq(self.entry.held | self.mask)]
-            for i, (held, new, fits, crosses) in enumerate(lanes):
+            for i, (held, new, fits, crosses) in enumerate(lanes if lines else []):
                 m.d.comb += self.after.sums[i].eq(Mux(unfit[i], Mux(direct[i], held,
                                                                     self.grads[i]), 0))
-            m.d.comb += [self.after.held.eq(unfit), self.after.count.eq(1),
+            m.d.comb += [self.after.held.eq(unfit),
+                         *([self.after.count.eq(1)] if lines else []),
                          self.keeps.eq(unfit.any())]
         with m.Else():
-            for i, (held, new, _, _) in enumerate(lanes):
+            for i, (held, new, _, _) in enumerate(lanes if lines else []):
                 m.d.comb += self.after.sums[i].eq(Mux(small[i], new[:gw], held))
             m.d.comb += [self.after.held.eq(self.entry.held | small),
-                         self.after.count.eq(self.entry.count + 1), self.keeps.eq(1)]
+                         *([self.after.count.eq(self.entry.count + 1)] if lines else []),
+                         self.keeps.eq(1)]
 
     def _miss(self, m, direct, small):
         kept = small & ~self.tiny       # lanes a line not written would allocate
         rounded = self.rounded & self.tiny & small
         as_it_came = direct.any() | (kept.any() if self.max_updates == 1 else 0)
         for i in range(self.lanes):
+            # mutation site: line-rounded-value
             rounded_value = Mux(self.grads[i][-1], -self.level, self.level)
             m.d.comb += [
                 self.values[i].eq(Mux(rounded[i] & ~as_it_came, rounded_value,

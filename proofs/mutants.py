@@ -232,19 +232,33 @@ MUTANTS = {
         "behind it on any line of its set, not only its own", "line-entry-ahead",
         "with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):",
         "with m.If(self.s3_valid & d.d_write & next_same_set):"),
+    "line_threshold_strict": (
+        "whole-line", "a small lane's sum crosses only when |sum + g| > threshold",
+        "line-threshold-rule",
+        "beyond = at_least(held, self.high[i]) | at_most(held, self.low[i])",
+        "beyond = ~at_most(held, self.high[i]) | ~at_least(held, self.low[i])"),
+    "line_max_updates_one_early": (
+        "whole-line", "a line is written after max_updates - 1 updates",
+        "line-max-updates-rule",
+        "fills = self.entry.count >= self.max_updates - 1",
+        "fills = self.entry.count >= self.max_updates - 2"),
+    "line_rounded_unsigned": (
+        "whole-line", "a tiny lane rounded up is written as +level whatever its sign",
+        "line-rounded-value",
+        "rounded_value = Mux(self.grads[i][-1], -self.level, self.level)",
+        "rounded_value = Mux(0, -self.level, self.level)"),
     # -- whole-line: the one-lane L1 deciding by the rule (checked with its transfer bound) -
-    "unfit_sum_taken_as_fitting": (
-        "whole-line", "on the one-lane L1, a hit whose sum + g leaves grad_width bits is taken "
-        "as fitting (the value written does not fit the gradients' format)",
-        "whole-line-fits",
-        "fits.eq(top.all() | ~top.any())",
-        "fits.eq(1)"),
-    "direct_hit_keeps_the_sum_it_carried": (
-        "whole-line", "on the one-lane L1, a direct gradient that hits writes its held sum "
-        "along but the entry stays held (the sum is written twice)",
-        "whole-line-rides-along",
-        "leaves_way.eq(Mux(fits, d.leaves_way | self.s3_direct.replicate(self.ways), 0)),",
-        "leaves_way.eq(Mux(fits, d.leaves_way, 0)),"),
+    "entry_ahead_from_another_address": (
+        "whole-line", "on the one-lane L1, the entry a decision leaves is taken as the hit "
+        "entry of the gradient behind it on any address of its set, not only its own",
+        "entry-ahead",
+        "self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry)),",
+        "self.s3_hit_entry.eq(Mux(self.s3_same_set, self.s4_entry, self.s3_entry)),"),
+    "whole_line_victim_not_replaced": (
+        "whole-line", "on the one-lane L1, a miss to a full set does not allocate (the victim "
+        "stays, the gradient is lost)", "whole-line-allocation",
+        "allocates = decision.allocates",
+        "allocates = decision.allocates & ~d.full"),
     # -- L2 pointers and burst rule -------------------------------------------------------
     "w_ptr_skips_a_slot": (
         "l2", "L2's write pointer skips a slot",
@@ -684,7 +698,7 @@ LINE_FILES = {"line_accumulator.py"}
 WHOLE_LINE_SITES = {"whole-line-evicts", "line-entry-ahead"}
 #: The mutation sites of the one-lane L1's whole-line decision (``design/l1.py``, only in an
 #: L1 built with ``whole_line``): checked on that L1 alone (quicker than the compressor), with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
-ONE_LANE_WHOLE_LINE_SITES = {"whole-line-fits", "whole-line-rides-along"}
+ONE_LANE_WHOLE_LINE_SITES = {"whole-line-allocation", "entry-ahead"}
 #: The check of the compressor on lines from reset (proofs.jobs.LINE_JOBS).
 LINE_BMC = next(job for job in LINE_JOBS if job.mode == "bmc")
 #: The mutation sites that only the compressor on lines reaches, in a file whose one-lane
@@ -733,8 +747,10 @@ def _component_jobs(name, design_path, config):
 #: The mutation sites in code that only the seed's policy runs (``whole_line=False``), whose
 #: mutants the compressor of the default policy cannot show: checked on the compressor built
 #: with the seed's policy (job names ending ``-seed``). ``sum-width``: a one-lane entry's sum
-#: on ``grad_width`` bits, which the whole-line rule's sums always fit.
-SEED_POLICY_SITES = {"sum-width"}
+#: on ``grad_width`` bits, which the whole-line rule's sums always fit; the others: the seed's
+#: one-lane decision (under the rule, ``LineDecision`` decides: its own mutants).
+SEED_POLICY_SITES = {"sum-width", "threshold-rule", "max-updates-rule", "allocation",
+                     "stochastic-write-value"}
 
 
 def _system_jobs(name, design_path, config):

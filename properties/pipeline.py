@@ -44,6 +44,13 @@ def _match(tag, row):
     return Cat(w.valid & (w.tag == tag) for w in row.ways)
 
 
+def _decision_entry(h, way):
+    """One lane: ``way`` (an entry holding its address) as the whole-line rule's decision
+    takes it (a value of ``LineDecision``'s ``entry``): its sum on ``grad_width`` bits, its
+    one lane held, its count."""
+    return Cat(way.sum[:h.gw], C(1, 1), way.count[:h.dut.l1.decision.count_width])
+
+
 def add(h, m, P):
     l1 = h.dut.l1
     run = l1.state == L1State.RUN
@@ -85,6 +92,11 @@ def _stages(h, m, P):
     P.check("pipeline", "s3_bounds_are_its_threshold_less_its_gradient",
             ~l1.s3_valid | ((l1.s3_high == s3.threshold - s3.grad) &
                             (l1.s3_low == -s3.threshold - s3.grad)))
+    if h.whole_line:
+        bottom, top = grad_range(h.gw)
+        P.check("pipeline", "s3_fit_bounds_are_the_range_less_its_gradient",
+                ~l1.s3_valid | ((l1.s3_fit_high == top - s3.grad) &
+                                (l1.s3_fit_low == bottom - s3.grad)))
     P.check("pipeline", "s3_tiny_is_its_gradients",
             ~l1.s3_valid | (l1.s3_tiny == (abs(g3.grad) < g3.small_threshold)))
     P.check("pipeline", "s3_holds_the_stochastic_rule_on_both_random_choices",
@@ -217,12 +229,19 @@ def _s3_decides_on_its_set_now(h, m, P, now3):
         P.check("forwarding", "s3_entry_is_its_hit_way_now",
                 ~(l1.s3_valid & l1.s3_now_hit) |
                 (l1.s3_entry.as_value() == l1.s3_row_now.ways[l1.s3_now_way].as_value()))
+    elif h.whole_line:
+        # The hit entry the decision takes (picked a stage ahead, or left by the decision
+        # ahead on the same address) is its row's hit way as it is now.
+        P.check("forwarding", "s3_hit_entry_is_its_hit_way_now",
+                ~(l1.s3_valid & l1.s3_now_hit) |
+                (l1.s3_hit_entry.as_value() ==
+                 _decision_entry(h, l1.s3_row_now.ways[l1.s3_now_way])))
     match_now = _match(tag3, now3)
     way_now = lowest_index(m, match_now, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]
-    # (On lines s3 takes the hit entry from its row now, s3_row_now, at its hit way: no
-    # new sum and count are made beside it.)
-    if h.lanes > 1:
+    # (Under the whole-line rule and on lines s3 decides on the hit entry of its row now,
+    # s3_row_now, at its hit way: no new sum and count are made beside it.)
+    if h.lanes > 1 or h.whole_line:
         entry_ok = l1.s3_now_way == way_now
     else:
         entry_ok = ((l1.s3_now_way == way_now) &
@@ -253,8 +272,9 @@ def _s4_row(h, m, P, last_row):
     addr4 = h.stage[4].addr
     match4 = _match(h.tag_of(addr4), l1.s4_row)
     kept = l1.s4_row.ways[l1.s4_way]
-    # (On lines the kept entry is read from s4's row itself: no sum and count beside it.)
-    if h.lanes > 1:
+    # (On lines and under the whole-line rule the kept entry is read from s4's row itself:
+    # no sum and count beside it.)
+    if h.lanes > 1 or h.whole_line:
         kept_ok = ((l1.s4_set == h.set_of(addr4)) &
                    (l1.s4_holds == match4.bit_select(l1.s4_way, 1)))
     else:

@@ -62,11 +62,11 @@ def test_synth_only_counts_cells_and_finds_the_combinational_path(tmp_path, caps
     # L1's decision (s3 -> s4) is deeper than a plain copy from one register to the next.
     depth = {register: delay for delay, register, _, _ in reversed(ends)}
     assert depth["l1.s4_push"] > depth["l1.s2_valid"] >= CLOCK_TO_Q + ROUTE
-    # Loops: the accumulate loop's sum feeds itself (one register); a path from an input
-    # port is on none.
+    # Loops: the accumulate loop's sum (the entry a decision leaves) feeds itself (one
+    # register); a path from an input port is on none.
     graph = cell_graph(netlist)
     component = loop_components(graph)
-    sum_bit = next(end for _, register, _, end in ends if register == "l1.s4_sum")
+    sum_bit = next(end for _, register, _, end in ends if register == "l1.s4_entry")
     assert loop_registers(graph, component, sum_bit, sum_bit) == 1
     port_bit = next(port["bits"][0] for port in netlist.module["ports"].values()
                     if port["direction"] == "input")
