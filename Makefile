@@ -14,10 +14,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 # The tests on every core (pytest-xdist), each test file on one worker, so that a file's
 # fixtures (a wheel, a compiled simulator) are made once.
+# MUTANTS_ARGS: e.g. --out docs/results/mutants.md (the mutation check's table).
 test: $(STAMP)
 	$(PYTHON) -m pytest -q -n auto --dist loadfile tests
 	$(PYTHON) -m gradient_compressor.proofs bmc
-	$(PYTHON) -m gradient_compressor.proofs.mutants
+	$(PYTHON) -m gradient_compressor.proofs.mutants $(MUTANTS_ARGS)
 
 # Formal proofs (docs/proofs.md): unbounded k-induction proofs of the default policy (the whole-line
 # rule) on six configurations and on lines, the components alone, covers.

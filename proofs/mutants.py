@@ -122,7 +122,7 @@ MUTANTS = {
         "counters", "l1_hit also strobes for a direct gradient whose address is held",
         "hit-strobe",
         "self.hit.eq(c_hit),",
-        "self.hit.eq(c_hit | (c_direct & hit)),"),
+        "self.hit.eq(c_hit | (c_direct & self.s3_now_hit)),"),
     "valid_count_not_decremented": (
         "counters", "valid_count not decremented when a decision writes an entry out",
         "valid-count",
