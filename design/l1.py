@@ -929,9 +929,10 @@ class L1Accumulator(wiring.Component):
 
     def _s3_cases(self, m, d):
         """What the gradient does: one flag per case (``c_direct``, ``c_hit``, ``c_tiny``,
-        ``c_miss``, ``c_evict``), the ways it touches (``hit_here``, ``touches``), the random
+        ``c_miss``), the ways it touches (``hit_here``, ``touches``), the random
         bits in force (``chance``) and the rounding level (``level``); by the seed's policy,
-        what a miss allocates (``allocates``) and what a tiny miss writes (``written``)."""
+        what a miss allocates (``allocates``, ``c_evict``) and what a tiny miss writes
+        (``written``)."""
         s3, hit, hit_ways = self.s3, self.s3_now_hit, d.hit_ways
         full = d.full
         vw = value_width(self.grad_width)
@@ -948,18 +949,17 @@ class L1Accumulator(wiring.Component):
             hit_here = Mux(self.s3_valid, hit_ways, 0)
         c_tiny   = judged_here & ~hit & self.s3_tiny        # (dual threshold: never allocates)
         c_miss   = judged_here & ~hit & ~self.s3_tiny
-        c_evict  = c_miss & full
         # The random bits in force: made from the registers, not from the decision.
         # mutation site: random-bits-in-use
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
         level   = self._rounding_level(s3.small_threshold)
         d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
-        d.c_evict = c_evict     # (under the whole-line rule, the decision's: _s3_by_the_rule)
         d.hit_here, d.touches, d.chance, d.level = hit_here, touches, chance, level
         if self.whole_line:
             return      # the rule's decision says what a miss does (_s3_by_the_rule)
         # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
         # free way is written out at once instead.
+        c_evict  = c_miss & full
         allocates = c_miss if self.max_updates > 1 else c_evict  # mutation site: allocation
         # What a tiny miss writes (stochastic mode), from the registers too, as its only other
         # reader (discard_error) counts only for a tiny miss.
@@ -967,7 +967,7 @@ class L1Accumulator(wiring.Component):
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    # mutation site: stochastic-write-value
                                    Mux(s3.grad[-1], -level, level), 0))
-        d.allocates, d.written = allocates, written
+        d.allocates, d.c_evict, d.written = allocates, c_evict, written
 
     def _s3_by_the_rule(self, m, d):
         """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`, one
