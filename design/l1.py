@@ -1,6 +1,7 @@
 import functools
 import operator
 from dataclasses import dataclass
+from typing import ClassVar
 
 from amaranth.lib import enum
 
@@ -32,13 +33,25 @@ class L1State(enum.Enum, shape=2):
     DONE = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class L1Probe:
-    """What is observed of L1 beyond its ports: by the system's proofs (the groups of
-    ``properties/`` other than L1's own contract, which reads L1's internals, as
-    ``amaranth.lib.fifo``'s invariants read the FIFO's) and by the trace tables. Existing
-    signals, named; no logic.
+    """What is observed of L1 beyond its ports, declared: the proofs and the trace tables read
+    L1 through its ports and these, and nothing else of its inside (tests/test_properties.py
+    checks ``properties/``), so the inside may change freely while each of these keeps the
+    meaning given here. Existing signals, named; no logic. A field is ``None`` where the
+    variant (one lane or lines, the seed's policy or the whole-line rule) has no such signal.
+
+    The first group is the system's view (the groups of ``properties/`` other than L1's own
+    contract, and the traces); the rest is what L1's own contract states its invariants on
+    (``properties/pipeline.py``, ``policy.py``, ``invariants.py``, ``outputs.py``), as
+    ``amaranth.lib.fifo``'s invariants are stated on the FIFO's pointers.
     """
+    #: The fields of the system's view.
+    SYSTEM_VIEW: ClassVar[tuple] = ("state", "reserved", "in_stage", "deciding",
+                                    "deciding_direct", "pushes", "write", "writes_row",
+                                    "scan_set", "scan_wait", "queue", "out_valid", "own_taken")
+
+    # -- the system's view ------------------------------------------------------------------
     #: :class:`L1State`.
     state: Signal
     #: Places of the output queue taken: the gradients in ``s1`` ... ``s4`` and the writes
@@ -50,7 +63,7 @@ class L1Probe:
     #: The gradient deciding in ``s3`` (its classified payload, with the threshold it is
     #: judged against) ...
     deciding: Signal
-    #: ... and whether it is direct (``|g| >= threshold``).
+    #: ... and whether it is direct (``|g| >= threshold``; per lane on lines).
     deciding_direct: Signal
     #: The decision leaving ``s4`` (made in ``s3`` the cycle before): it pushes ``write``
     #: into the output queue if ``pushes``, and writes its set's row if ``writes_row``.
@@ -69,11 +82,108 @@ class L1Probe:
     #: still to follow (the place is released with the victim's); None with one lane.
     own_taken: object = None
 
+    # -- storage --------------------------------------------------------------------------
+    #: The RAM of rows (a :class:`~amaranth.lib.memory.Memory` of ``row_layout``, one row a
+    #: set; the proofs read it through ports of their own), its read port (``s1``'s and the
+    #: scan's) and its write port (``s4``'s, INIT's and the scan's).
+    storage: object
+    storage_read: object
+    storage_write: object
+    #: L1 holds no entry (``valid_count == 0``, from registers).
+    empty: Signal
+
+    # -- s1 (read), s2 (compare) ----------------------------------------------------------
+    #: The gradients in ``s1`` and ``s2``, as accepted.
+    s1: Signal
+    s2: Signal
+    #: ``|g|`` of ``s2``'s gradient (per lane on lines), made in ``s1``.
+    s2_magnitude: Signal
+    #: The RAM's read data, registered: the row ``s1`` read, or the row the scan reads.
+    read_row: Signal
+    #: Whether ``s2``'s set is the one ``s4``, ``h1``, ``h2`` writes (bits 0, 1, 2): its row
+    #: is then taken from there, not from ``read_row``.
+    s2_fwd: Signal
+    #: The set's row as ``s2`` takes it (all but what the gradient in ``s3`` does to it), or
+    #: the scanned set's row.
+    row: Signal
+    #: Whether the rows written one and two cycles ago (``h1``, ``h2``: a read issued then
+    #: did not see them) are valid.
+    h1_valid: Signal
+    h2_valid: Signal
+
+    # -- s3 (decide) ----------------------------------------------------------------------
+    #: ``s3``'s row, registered from ``s2``'s: on lines its set as it is now.
+    s3_row: Signal
+    #: Whether ``s3_row`` holds ``s3``'s address, in which way, and that way one-hot (0 on a
+    #: miss).
+    s3_hit: Signal
+    s3_hit_way: Signal
+    s3_hit_ways: Signal
+    #: Whether the gradient now in ``s4`` rewrote ``s3``'s address, ``s3``'s set, and the way
+    #: it allocated (one-hot, or none).
+    s3_same_addr: Signal
+    s3_same_set: Signal
+    s3_taken: Signal
+    #: The crossing bounds ``t - g`` and ``-t - g`` (per lane on lines): ``|s + g| >= t`` iff
+    #: ``s >= t - g`` or ``s <= -t - g``.
+    s3_high: Signal
+    s3_low: Signal
+    #: ``|g| < small_threshold`` (per lane on lines).
+    s3_tiny: Signal
+    #: The stochastic test, on ``random`` (0) and on ``random_next`` (1) (per lane on lines).
+    s3_chance: Signal
+    #: What ``s3`` decides on, after its correction for ``s4``: its set as it is now; whether
+    #: it holds ``s3``'s address, and in which way.
+    s3_row_now: Signal
+    s3_now_hit: Signal
+    s3_now_way: Signal
+    #: Under the whole-line rule: the fit bounds ``2**(grad_width-1) - 1 - g`` and
+    #: ``-2**(grad_width-1) - g`` (per lane on lines); the hit entry as the decision takes
+    #: it, picked in ``s2``; on one lane, the entry the decision takes (``s3_entry``, or on
+    #: ``s3_same_addr`` the one the decision ahead left); the decision (a
+    #: :class:`~design.line_decision.LineDecision`, with a contract of its own).
+    s3_fit_high: object = None
+    s3_fit_low: object = None
+    s3_entry: object = None
+    s3_hit_entry: object = None
+    decision: object = None
+    #: By the seed's policy, one lane: the hit way's sum and count after the decision.
+    s3_new_sum: object = None
+    s3_new_count: object = None
+
+    # -- s4 (write) -----------------------------------------------------------------------
+    #: The set ``s4`` writes, its row, the way the gradient hit or allocated (and one-hot),
+    #: whether that way holds its address after it and whether it took a new tag.
+    s4_set: Signal
+    s4_row: Signal
+    s4_way: Signal
+    s4_ways: Signal
+    s4_holds: Signal
+    s4_alloc: Signal
+    #: Whether the decision stepped the random bits, allocated a free way.
+    s4_stepped: Signal
+    s4_inc: Signal
+    #: By the seed's policy, one lane: the kept entry's sum and count.
+    s4_sum: object = None
+    s4_count: object = None
+    #: On lines: the victim line's write beside the beat's own, and whether it is made.
+    s4_victim: object = None
+    s4_victim_p: object = None
+
+    # -- the flush scan, the output register ----------------------------------------------
+    #: The set after ``scan_set`` (mod ``sets``), and the ways of the scanned set already
+    #: written out.
+    scan_next: Signal
+    scan_done: Signal
+    #: On lines: the output register's write, and whether it is its pair's last.
+    out: object = None
+    out_last: object = None
+
 
 class _Shared:
     """What the methods of one :meth:`L1Accumulator.elaborate` share: each signal is made by one
     method and driven or read by others. Made afresh by each ``elaborate``; not part of the
-    component (the proofs and traces read its members, and ``probe``). A signal made as
+    component (the proofs and traces read the component's ports and ``probe``). A signal made as
     ``shared.accept = Signal()`` is named ``accept``, as a local variable would be."""
     __slots__ = (
         "accept",         # elaborate: a gradient is accepted (grad_in.valid & grad_in.ready)
@@ -258,7 +368,7 @@ class L1Accumulator(wiring.Component):
     Attributes
     ----------
     probe : :class:`L1Probe`
-        What the system's proofs and the traces observe of L1 beyond its ports.
+        What the proofs and the traces observe of L1 beyond its ports.
     """
 
     #: Writes the output queue holds. A gradient is reserved a place from its acceptance
@@ -291,12 +401,27 @@ class L1Accumulator(wiring.Component):
         self._make_write()
         self._make_queue_and_scan()
 
-        self.probe = L1Probe(
-            state=self.state, reserved=self.reserved,
-            in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
-            deciding=self.s3, deciding_direct=self.s3_direct,
-            pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write,
-            scan_set=self.scan_set, scan_wait=self.scan_wait, queue=self.queue)
+    @property
+    def probe(self):
+        """:class:`L1Probe`: what the proofs and the traces observe of L1 beyond its ports."""
+        return L1Probe(**self._probed())
+
+    def _probed(self):
+        """:class:`L1Probe`'s fields, by name (:class:`LineAccumulator` adds its own)."""
+        names = ("reserved", "scan_set", "scan_wait", "queue", "storage", "storage_read",
+                 "storage_write", "empty", "s1", "s2", "s2_magnitude", "read_row", "s2_fwd",
+                 "row", "h1_valid", "h2_valid", "s3_row", "s3_hit", "s3_hit_way",
+                 "s3_hit_ways", "s3_same_addr", "s3_same_set", "s3_taken", "s3_high",
+                 "s3_low", "s3_tiny", "s3_chance", "s3_row_now", "s3_now_hit", "s3_now_way",
+                 "s3_fit_high", "s3_fit_low", "s3_entry", "s3_hit_entry", "decision",
+                 "s3_new_sum", "s3_new_count", "s4_set", "s4_row", "s4_way", "s4_ways",
+                 "s4_holds", "s4_alloc", "s4_stepped", "s4_inc", "s4_sum", "s4_count",
+                 "scan_next", "scan_done")
+        return dict({name: getattr(self, name) for name in names},
+                    state=self.state,
+                    in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
+                    deciding=self.s3, deciding_direct=self.s3_direct,
+                    pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write)
 
     # -- what __init__ makes: the RAM, the ports, the stages' signals -------------------------
 

@@ -3,7 +3,6 @@
 
 import functools
 import operator
-from dataclasses import replace
 
 from amaranth import *
 from amaranth.lib import data
@@ -131,8 +130,11 @@ class LineAccumulator(L1Accumulator):
         # loaded into it (the victim's is next).
         self.out_last  = Signal(name="out_last")
         self.own_taken = Signal(name="own_taken")
-        self.probe = replace(self.probe, deciding_direct=self.s3_direct,
-                             out_valid=self.out_valid, own_taken=self.own_taken)
+
+    def _probed(self):
+        return dict(super()._probed(), out_valid=self.out_valid, own_taken=self.own_taken,
+                    out=self.out, out_last=self.out_last, s4_victim=self.s4_victim,
+                    s4_victim_p=self.s4_victim_p)
 
     def _make_decision_ahead(self):
         # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
@@ -149,6 +151,9 @@ class LineAccumulator(L1Accumulator):
         # Under the whole-line rule, s3's decision (a component of its own).
         self.decision = LineDecision(lanes=self.lanes, grad_width=self.grad_width,
                                      max_updates=self.max_updates) if self.whole_line else None
+        # (One lane's pick of s3_entry or the entry the decision ahead left: on lines
+        # s3_entry is the hit entry as it is now.)
+        self.s3_hit_entry = None
 
     # -- what depends on the number of lanes ----------------------------------------------------
 

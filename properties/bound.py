@@ -69,7 +69,8 @@ def add(h, m, P):
 
 def _add_lines(h, m, P):
     """The ``bound`` group on the line L1; returns its writes waiting and beats deciding."""
-    l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
+    l1, probe = h.dut.l1, h.dut.l1.probe
+    queue, (s1, s2, s3, s4) = probe.queue, probe.in_stage
     places = queue.depth
     # The most the left side's terms other than valid_count reach: a write a place, the
     # output register, s4's write and three beats in s1..s3.
@@ -83,16 +84,15 @@ def _add_lines(h, m, P):
     # place of the queue holds one write of its pair at most (the flush scan's is its own), so
     # a place is one transfer, as the output register is.
     P.check("bound", "s4_pushes_its_line_or_a_victim_never_both",
-            ~l1.s4_valid | ~(probe.pushes & l1.s4_victim))
+            ~s4 | ~(probe.pushes & probe.s4_victim))
     for i, port in enumerate(h.queue_ports):
         P.check("bound", "a_place_holds_one_write_at_most",
                 ~occupied(i) | ~(port.data.own.mask.any() & port.data.victim.mask.any()))
 
-    s4_writes = Mux(l1.s4_valid, probe.pushes | l1.s4_victim, 0)
+    s4_writes = Mux(s4, probe.pushes | probe.s4_victim, 0)
     waiting = Signal(range(most_waiting + 1), name="bound_line_writes_waiting")
     m.d.comb += waiting.eq(probe.out_valid + queue.level + s4_writes)
     deciding = Signal(range(4), name="bound_beats_before_their_decision")
-    s1, s2, s3, _ = probe.in_stage
     m.d.comb += deciding.eq(s1 + s2 + s3)
     P.check("bound", "writes_sent_waiting_lines_held_and_beats_deciding_at_most_beats_accepted",
             waiting + l1.valid_count + deciding <= not_sent)
@@ -122,7 +122,7 @@ def _add_system(h, m, P, l1_waiting, deciding):
     + beats (gradients) deciding <= beats accepted. (The streamer is combinational: a beat
     accepted is L1's. A merge in L2 takes a write out of the count.)"""
     d = h.dut
-    most_waiting = d.l1.queue.depth + 2 + 3 + d.fifo_depth     # (lines: the output register)
+    most_waiting = d.l1.probe.queue.depth + 2 + 3 + d.fifo_depth  # (lines: the output register)
     not_sent = _not_sent(h, m, most_waiting, "system_bound_beats_accepted_less_transfers_sent",
                          sent=h.pop)
     P.check("system_bound",
@@ -133,7 +133,8 @@ def _add_system(h, m, P, l1_waiting, deciding):
 def _add_one_lane(h, m, P):
     """The ``bound`` group on the one-lane L1 deciding by the whole-line rule: records and
     gradients (see the module's text); returns its records waiting and gradients deciding."""
-    l1, probe, queue = h.dut.l1, h.dut.l1.probe, h.dut.l1.queue
+    l1, probe = h.dut.l1, h.dut.l1.probe
+    queue, (s1, s2, s3, s4) = probe.queue, probe.in_stage
     # The most the left side's terms other than valid_count reach: a record a place, s4's
     # and three gradients in s1..s3.
     most_waiting = queue.depth + 1 + 3
@@ -141,11 +142,10 @@ def _add_one_lane(h, m, P):
     # A gradient pushes a record or takes a free way, never both (valid_count shows s4's
     # change in s4's own cycle, its record enters the queue at the cycle's end).
     P.check("bound", "s4_pushes_or_takes_a_free_way_never_both",
-            ~l1.s4_valid | ~(probe.pushes & l1.s4_inc))
+            ~s4 | ~(probe.pushes & probe.s4_inc))
     waiting = Signal(range(most_waiting + 1), name="bound_records_waiting")
-    m.d.comb += waiting.eq(queue.level + (l1.s4_valid & probe.pushes))
+    m.d.comb += waiting.eq(queue.level + (s4 & probe.pushes))
     deciding = Signal(range(4), name="bound_gradients_before_their_decision")
-    s1, s2, s3, _ = probe.in_stage
     m.d.comb += deciding.eq(s1 + s2 + s3)
     P.check("bound", "records_sent_waiting_entries_held_and_gradients_deciding_at_most_"
                      "gradients_accepted",

@@ -13,6 +13,7 @@ PROGRESS_COVER = "progress_bound_met_with_equality"
 def add(h, m, P, only=None):
     """Add the covers; ``only``: the names to add (``None``: every one that applies)."""
     d, l1, wb = h.dut, h.dut.l1, h.dut.writeback
+    probe = l1.probe
 
     props = P
 
@@ -46,7 +47,7 @@ def add(h, m, P, only=None):
     P.cover("cause_stochastic_write", d.stochastic_write)
     P.cover("tiny_miss_dropped", d.discard & ~l1.push.valid)
     P.cover("bypassed_gradient_written_direct",
-            h.stage_window[4] & l1.s4_push)
+            h.stage_window[4] & probe.pushes)
     # The threshold an EMA-judged gradient is judged by is the harness's ``judged`` (L1
     # computes it in s1 from the EMA value and settings the gradient took along; the
     # payload's ``threshold`` is not it).
@@ -65,10 +66,10 @@ def add(h, m, P, only=None):
         # A hit on the entry the gradient before decided on (s3's correction), and a row
         # forwarded to s2 from each later stage (the read could not see them).
         P.cover("hit_on_entry_written_the_cycle_before",
-                l1.hit & l1.s3_same_addr & h.s4_writes)
-        for i, (name, valid) in enumerate([("s4", h.s4_writes), ("h1", l1.h1_valid),
-                                           ("h2", l1.h2_valid)]):
-            P.cover(f"s2_row_forwarded_from_{name}", l1.s2_valid & l1.s2_fwd[i] & valid)
+                l1.hit & probe.s3_same_addr & h.s4_writes)
+        for i, (name, valid) in enumerate([("s4", h.s4_writes), ("h1", probe.h1_valid),
+                                           ("h2", probe.h2_valid)]):
+            P.cover(f"s2_row_forwarded_from_{name}", probe.in_stage[1] & probe.s2_fwd[i] & valid)
 
 
 #: Directed stimuli for the deep covers (``FormalHarness(stimulus=NAME)``): the free inputs are

@@ -273,12 +273,12 @@ class FormalHarness(Elaboratable):
         """The storage's read ports the properties read: added here, before the design is
         elaborated."""
         d = self.dut
-        l1 = d.l1
-        self.l1_track_port = l1.storage.read_port(domain="comb")   # the tracked set
-        self.l1_s2_port    = l1.storage.read_port(domain="comb")   # the set s2 or the scan has
-        self.l1_s3_port    = l1.storage.read_port(domain="comb")   # the set s3 decides on
-        self.l1_write_port = l1.storage.read_port(domain="comb")   # the set being written
-        self.l1_ports = ([l1.storage.read_port(domain="comb") for _ in range(d.sets)]
+        probe = d.l1.probe
+        self.l1_track_port = probe.storage.read_port(domain="comb")   # the tracked set
+        self.l1_s2_port    = probe.storage.read_port(domain="comb")   # the set s2 or the scan has
+        self.l1_s3_port    = probe.storage.read_port(domain="comb")   # the set s3 decides on
+        self.l1_write_port = probe.storage.read_port(domain="comb")   # the set being written
+        self.l1_ports = ([probe.storage.read_port(domain="comb") for _ in range(d.sets)]
                          if self.whole_storage else [])
         self.l2_ports = []
         if self.system:
@@ -287,8 +287,8 @@ class FormalHarness(Elaboratable):
             self.l2_ports = ([wb.storage.read_port(domain="comb") for _ in range(d.fifo_depth)]
                              if self.whole_storage else [])
         # L1's output queue is small (QUEUE_DEPTH writes): every entry is read in every job.
-        self.queue_ports = [l1.queue.storage.read_port(domain="comb")
-                            for _ in range(l1.queue.depth)]
+        self.queue_ports = [probe.queue.storage.read_port(domain="comb")
+                            for _ in range(probe.queue.depth)]
 
     def elaborate(self, platform):
         m = Module()
@@ -382,6 +382,7 @@ class FormalHarness(Elaboratable):
         """Handy views of the design's handshakes and of the tracked address."""
         d = self.dut
         l1 = d.l1
+        probe = l1.probe
         self.accept = Signal()
         self.push_fire = Signal()
         self.pop = Signal()
@@ -398,15 +399,15 @@ class FormalHarness(Elaboratable):
             self.track_line = Cat(Const(0, self.lane_bits), self.track[self.lane_bits:])
         self.init = Signal()
         self.scan = Signal()
-        m.d.comb += [self.init.eq(l1.state == L1State.INIT),
-                     self.scan.eq(l1.state == L1State.SCAN)]
+        m.d.comb += [self.init.eq(probe.state == L1State.INIT),
+                     self.scan.eq(probe.state == L1State.SCAN)]
         # A write enters L1's output queue (from s4 or from the flush scan).
-        queue = l1.queue
+        queue = probe.queue
         self.queue_in = Signal()
         m.d.comb += self.queue_in.eq(queue.w.valid & queue.w.ready)
         # s4 writes its row to storage this cycle.
         self.s4_writes = Signal()
-        m.d.comb += self.s4_writes.eq(l1.s4_valid & l1.s4_write)
+        m.d.comb += self.s4_writes.eq(probe.in_stage[3] & probe.writes_row)
 
     def _accepted_stages(self, m):
         """The harness's own copy of each gradient in the pipeline, as accepted."""
@@ -464,13 +465,14 @@ class FormalHarness(Elaboratable):
         holds for the tracked address."""
         d = self.dut
         l1 = d.l1
+        probe = l1.probe
         # L1 rows. The set as it is in cycle t: the row s4 writes in t if it writes that set,
         # else the row in storage (which holds every write before t).
-        write = l1.storage_write
+        write = probe.storage_write
         m.d.comb += [
             self.l1_track_port.addr.eq(self.track_set),
-            self.l1_s2_port.addr.eq(Mux(self.scan, l1.scan_set, self.set_of(l1.s2.addr))),
-            self.l1_s3_port.addr.eq(self.set_of(l1.s3.addr)),
+            self.l1_s2_port.addr.eq(Mux(self.scan, probe.scan_set, self.set_of(probe.s2.addr))),
+            self.l1_s3_port.addr.eq(self.set_of(probe.deciding.addr)),
             self.l1_write_port.addr.eq(write.addr),
         ]
         for i, port in enumerate(self.l1_ports):
@@ -487,7 +489,7 @@ class FormalHarness(Elaboratable):
             if shared:
                 stored = Mux(set_ == self.track_set, self.l1_track_port.data, port.data)
             row = Signal(l1.row_layout, name=name)
-            m.d.comb += row.eq(Mux(self.s4_writes & (l1.s4_set == set_), l1.s4_row, stored))
+            m.d.comb += row.eq(Mux(self.s4_writes & (probe.s4_set == set_), probe.s4_row, stored))
             return row
         self.current = current
         # The tracked set as it is now (0 while INIT: the SRAM is not cleared yet), with the
@@ -496,9 +498,9 @@ class FormalHarness(Elaboratable):
         self.track_row = current(self.l1_track_port, self.track_set, "tracked_set_row")
         self.track_held = Signal(l1.row_layout, name="tracked_set_held")
         m.d.comb += self.track_held.eq(self.track_row)
-        with m.If(self.scan & (l1.scan_set == self.track_set)):
+        with m.If(self.scan & (probe.scan_set == self.track_set)):
             for i, way in enumerate(self.track_held.ways):
-                m.d.comb += way.valid.eq(self.track_row.ways[i].valid & ~l1.scan_done[i])
+                m.d.comb += way.valid.eq(self.track_row.ways[i].valid & ~probe.scan_done[i])
 
         # What L1 holds for the tracked address.
         row = self.track_held
@@ -521,7 +523,8 @@ class FormalHarness(Elaboratable):
         queue's contents. Returns the tracked address's queue write, L2 push and discard."""
         d = self.dut
         l1 = d.l1
-        queue = l1.queue
+        probe = l1.probe
+        queue = probe.queue
         if self.lanes > 1:
             return self._line_shadows(m)
         # What the pipeline holds for the tracked address: the gradients in s1 ... s3, as
@@ -566,7 +569,8 @@ class FormalHarness(Elaboratable):
         what a discard accounts for it. Returns them as ``_balances`` takes them: values."""
         d = self.dut
         l1 = d.l1
-        queue = l1.queue
+        probe = l1.probe
+        queue = probe.queue
         self.stages_sum = Signal(signed(self.bw))
         m.d.comb += self.stages_sum.eq(sum(
             Mux(self.stage_valid[i], self.at_track(self.stage[i].addr, self.stage[i].mask,
@@ -591,7 +595,8 @@ class FormalHarness(Elaboratable):
         DRAM, or into the queue) less accounted discards."""
         d = self.dut
         l1 = d.l1
-        queue = l1.queue
+        probe = l1.probe
+        queue = probe.queue
         if self.lanes > 1:
             # (On lines _line_shadows passes the values themselves.)
             q_in, out, disc = q_in_t, in_t, disc_t
@@ -684,7 +689,7 @@ class FormalHarness(Elaboratable):
     def _storage_views(self, m):
         """With the whole storage read: L2's contents and the number of valid L1 entries."""
         d = self.dut
-        l1 = d.l1
+        probe = d.l1.probe
         wb = d.writeback if self.system else None
         current = self.current
         # L2 contents, from the storage itself (whole_storage).
@@ -711,7 +716,7 @@ class FormalHarness(Elaboratable):
             m.d.comb += self.l1_total.eq(
                 sum(self.popcount(current(p, i, f"l1_set{i}_row")) for i, p in
                     enumerate(self.l1_ports)) -
-                Mux(self.scan, sum(l1.scan_done[i] for i in range(d.ways)), 0))
+                Mux(self.scan, sum(probe.scan_done[i] for i in range(d.ways)), 0))
 
     def _l2_occupancy(self, m):
         """``l2_occupied[i]``: L2's storage slot ``i`` holds a write (between its read and
@@ -730,7 +735,7 @@ class FormalHarness(Elaboratable):
         once the output register has taken it, and the output register) hold for the tracked
         address."""
         d = self.dut
-        l1, wb, queue = d.l1, d.writeback, d.l1.queue
+        probe, wb, queue = d.l1.probe, d.writeback, d.l1.probe.queue
         self._l2_occupancy(m)
         self.l2_real_sum = Signal(signed(self.bw))
         m.d.comb += self.l2_real_sum.eq(
@@ -744,19 +749,19 @@ class FormalHarness(Elaboratable):
             off = Mux(i >= queue.r_ptr, i - queue.r_ptr, i + queue.depth - queue.r_ptr)
             m.d.comb += occ.eq(off < queue.level)
             self.queue_occupied.append(occ)
-            own_gone = l1.own_taken & (queue.r_ptr == i)
+            own_gone = probe.own_taken & (queue.r_ptr == i)
             terms.append(Mux(occ, Mux(own_gone, 0, self.write_at_track(port.data.own)) +
                          self.write_at_track(port.data.victim), 0))
         self.queue_real_sum = Signal(signed(self.bw))
         m.d.comb += self.queue_real_sum.eq(
-            Mux(l1.out_valid, self.write_at_track(l1.out), 0) + sum(terms))
+            Mux(probe.out_valid, self.write_at_track(probe.out), 0) + sum(terms))
         self.queue_real_terms = terms
 
     def _mode_rules(self, m):
         """The threshold each gradient is judged against and the stochastic rule in force, restated
         as the design computes them."""
         d = self.dut
-        l1 = d.l1
+        probe = d.l1.probe
         # The threshold each gradient is judged against: its payload's, or in the EMA mode the
         # EMA threshold of the payload's EMA value and settings (modes.ema_threshold, restated
         # here on s1's copy, as the design computes it: the solver meets one multiply).
@@ -766,8 +771,9 @@ class FormalHarness(Elaboratable):
         # (On lines the EMA has log2(lanes) more fraction bits; a lane in a bypass window is
         # judged against 0 instead: lane_threshold.)
         fraction = {} if self.lanes == 1 else {"fraction_bits": ema_fraction_bits(self.lanes)}
+        l1_s1 = probe.s1
         m.d.sync += judged2.eq(Mux(s1.ema, modes.ema_threshold(
-            self, l1.s1.ema_source, l1.s1.ema_scale, l1.s1.ema_min, l1.s1.ema_max, **fraction),
+            self, l1_s1.ema_source, l1_s1.ema_scale, l1_s1.ema_min, l1_s1.ema_max, **fraction),
             s1.threshold))
         judged3 = Signal(self.gw, name="judged_threshold_s3")
         m.d.sync += judged3.eq(judged2)
@@ -777,7 +783,7 @@ class FormalHarness(Elaboratable):
         # bits in force when it decides: the LFSR's state now, which is its state of the
         # cycle before, or the next state of then if it stepped then. The rule is applied a
         # cycle ahead, in s2, on both, as the design does (the solver meets its multiplies).
-        s2 = l1.s2
+        s2 = probe.s2
         if self.lanes > 1:
             # On lines: the rule per lane, every lane of a beat on the same bits (one draw).
             N = self.lanes
@@ -816,7 +822,7 @@ class FormalHarness(Elaboratable):
         """The components' contracts (assumed) and every property module's properties; then the
         statements (or, in simulation, a signal per property)."""
         d = self.dut
-        l1 = d.l1
+        probe = d.l1.probe
         wb = d.writeback if self.system else None
         P = self.props
         # The components' own contracts (proven alone, properties/component.py): assumed.
@@ -827,7 +833,7 @@ class FormalHarness(Elaboratable):
         # jobs.)
         line_sum = self.system and self.lanes > 1 and bool(self.l2_ports)
         self.queue_tracked = queue_contract(
-            m, P, l1.queue, pick=self.queue_pick, ports=self.queue_ports,
+            m, P, probe.queue, pick=self.queue_pick, ports=self.queue_ports,
             **(dict(weigh=line_weight(self.track, self.lane_bits), width=self.bw,
                     only_for=["storage"]) if line_sum else {}))
         if self.system:

@@ -14,7 +14,7 @@ inductive: each one, holding for k cycles, implies itself in the next).
 * ``l2``: ``level == count + out_valid <= depth``, ``w_ptr == (r_ptr + count) % depth``,
   full / empty flags right, burst rule (starts at ``burst_size`` or on flush, lasts until empty,
   data is only loaded during a burst).
-* ``pipeline``: s1 only in RUN and judged right; the row L1 works on (``l1.row``) is the
+* ``pipeline``: s1 only in RUN and judged right; the row L1 works on (``probe.row``) is the
   one in storage (forwarding right), or during a scan the one in storage minus the ways
   already written out; sets already initialised / scanned hold no valid entry (the tracked set;
   every set with ``whole_storage``); DONE and INIT hold nothing.
@@ -84,25 +84,26 @@ def _valid_count_moves(h, m, P):
     """``valid_count`` is bounded, 0 while INIT, and moves with the decided row and the scan.
     Returns s3's set as it is now."""
     l1, S, W = h.dut.l1, h.dut.sets, h.dut.ways
+    probe = l1.probe
     scan, init = h.scan, h.init
     P.check("valid_count", "valid_count_at_most_sets*ways", l1.valid_count <= S * W)
     P.check("valid_count", "valid_count_zero_while_init", ~init | (l1.valid_count == 0))
     # L1's "holds nothing" comes from flags registered beside valid_base, not from the count.
-    P.check("valid_count", "empty_iff_valid_count_zero", l1.empty == (l1.valid_count == 0))
+    P.check("valid_count", "empty_iff_valid_count_zero", probe.empty == (l1.valid_count == 0))
     # Per cycle: valid_count moves by what the decision in s3 gains or loses in its set (its
     # new row is s4's in the next cycle, the set as it is then), and by one for each way the
     # flush scan writes out. With every row empty after INIT, it follows by induction over
     # time that valid_count is the number of valid entries of the sets as they are, less the
     # ways the scan has written out of the set it scans (docs/proofs.md); whole_storage
     # proves it directly.
-    s3_now = h.current(h.l1_s3_port, h.set_of(l1.s3.addr), "valid_count_s3_set_now")
+    s3_now = h.current(h.l1_s3_port, h.set_of(probe.deciding.addr), "valid_count_s3_set_now")
     before = Signal(range(W + 1), name="valid_count_s3_set_before")
     last   = Signal.like(l1.valid_count, name="valid_count_last_cycle")
     scan_out = Signal(name="scan_wrote_a_way_last_cycle")
     checked = Signal(name="valid_count_last_known")   # low after a reset cycle
     m.d.sync += [before.eq(h.popcount(s3_now)), last.eq(l1.valid_count),
                  scan_out.eq(scan & h.queue_in), checked.eq(1)]
-    delta = Mux(h.s4_writes, h.popcount(l1.s4_row) - before, 0) - scan_out
+    delta = Mux(h.s4_writes, h.popcount(probe.s4_row) - before, 0) - scan_out
     P.check("valid_count", "valid_count_moves_with_the_decided_row_and_the_scan",
             ~checked | (l1.valid_count == last + delta))
     last_init = Signal(name="l1_init_last_cycle")
@@ -115,17 +116,18 @@ def _valid_count_covers_the_sets(h, m, P, s3_now):
     """The lemmas that ``valid_count`` covers each set's valid ways: proven with the whole
     storage, else assumed for the past cycles (group ``lemma``)."""
     l1, S, W = h.dut.l1, h.dut.sets, h.dut.ways
+    probe = l1.probe
     scan, init = h.scan, h.init
     # Each set's valid ways are counted in valid_count, and the other sets hold the rest.
     def covers(n):
         return init | ((n <= l1.valid_count) & (l1.valid_count <= n + (S - 1) * W))
     covers_tracked = covers(h.popcount(h.track_held))
-    covers_s3 = ~l1.s3_valid | covers(h.popcount(s3_now))
+    covers_s3 = ~probe.in_stage[2] | covers(h.popcount(s3_now))
     scanned = h.l1_s2_port.data
-    left = h.popcount(scanned) - sum(l1.scan_done[i] for i in range(W))
+    left = h.popcount(scanned) - sum(probe.scan_done[i] for i in range(W))
     covers_scanned = ~scan | covers(left)
     # During a scan, the sets already scanned are empty: what is left is in this set and after.
-    scan_rest = ~scan | (l1.valid_count <= left + (S - 1 - l1.scan_set) * W)
+    scan_rest = ~scan | (l1.valid_count <= left + (S - 1 - probe.scan_set) * W)
     lemmas = [("valid_count_covers_tracked_set", covers_tracked),
               ("valid_count_covers_s3_set", covers_s3),
               ("valid_count_covers_scanned_set", covers_scanned),

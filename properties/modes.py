@@ -55,14 +55,14 @@ def ema_clamp(candidate, minimum, maximum):
 def add(h, m, P):
     """The dual threshold (L1's contract); in the system (``h.system``) the EMA and the bypass
     windows too."""
-    d, l1 = h.dut, h.dut.l1
+    d, probe = h.dut, h.dut.l1.probe
     if h.lanes > 1:
         _line_dual_threshold(h, m, P)
         if h.system:
             _line_system(h, m, P)
         return
     g3, g4 = h.stage[3], h.stage[4]       # the gradients in s3 and s4, as accepted
-    w4 = l1.s4_push_p                     # s4's write into the queue
+    w4 = probe.write                     # s4's write into the queue
 
     # -- dual threshold --------------------------------------------------------------------
     # A tiny miss decides in s3: not direct, its tag in no valid way of its set as the set is
@@ -74,7 +74,7 @@ def add(h, m, P):
     # group proves to be the set as it is now (for the tracked set).
     tiny = Signal(name="s3_tiny_miss")
     m.d.comb += tiny.eq(h.stage_valid[3] & (h.set_of(g3.addr) == h.track_set) &
-                        ~(abs(g3.grad) >= h.judged[3]) & ~l1.s3_now_hit &
+                        ~(abs(g3.grad) >= h.judged[3]) & ~probe.s3_now_hit &
                         (abs(g3.grad) < g3.small_threshold))
     h.s3_tiny_miss = tiny
     tiny4 = Signal(name="s4_tiny_miss")   # the gradient in s4 was a tiny miss
@@ -91,17 +91,17 @@ def add(h, m, P):
     P.check("dual_threshold", "no_discard_without_a_decision",
             h.stage_valid[4] | ~d.discard)
     P.check("dual_threshold", "tiny_miss_writes_sign_times_small_threshold_or_nothing",
-            ~tiny4 | ((l1.s4_push == writes) &
+            ~tiny4 | ((probe.pushes == writes) &
                       (~writes | ((w4.cause == Cause.STOCHASTIC) & (w4.addr == g4.addr) &
                                   (w4.value == rounded)))))
     P.check("dual_threshold", "stochastic_write_only_for_a_tiny_miss",
-            ~(tracked4 & l1.s4_push & (w4.cause == Cause.STOCHASTIC)) |
+            ~(tracked4 & probe.pushes & (w4.cause == Cause.STOCHASTIC)) |
             (tiny4 & g4.stochastic))
-    P.check("dual_threshold", "tiny_miss_allocates_nothing", ~tiny4 | ~l1.s4_write)
+    P.check("dual_threshold", "tiny_miss_allocates_nothing", ~tiny4 | ~probe.writes_row)
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~(tracked4 & d.discard) |
             ((d.discard_addr == g4.addr) &
-             (d.discard_error == g4.grad - Mux(l1.s4_push, w4.value, 0))))
+             (d.discard_error == g4.grad - Mux(probe.pushes, w4.value, 0))))
     if h.system:
         _system(h, m, P)
 
@@ -213,7 +213,8 @@ def _line_dual_threshold(h, m, P):
     here what the discard outputs report: no discard without a beat in ``s4``, at the beat's
     line, each discarded lane's ``grad - written``."""
     d, l1, N = h.dut, h.dut.l1, h.lanes
-    g4, w4 = h.stage[4], l1.s4_push_p
+    probe = l1.probe
+    g4, w4 = h.stage[4], probe.write
     P.check("dual_threshold", "no_discard_without_a_decision",
             h.stage_valid[4] | ~d.discard.any())
     # When the random bits step (model/lines.py: one draw per beat, the LFSR stepping once
@@ -227,7 +228,7 @@ def _line_dual_threshold(h, m, P):
     draws = ~l1.hit & x.tiny.any() & x.g.stochastic
     P.check("dual_threshold", "random_bits_step_once_for_a_beat_missing_with_tiny_lanes",
             Mux(h.stage_valid[3], l1.random_step == draws, ~l1.random_step))
-    written = [Mux(l1.s4_push & w4.mask[i], w4.values[i], 0) for i in range(N)]
+    written = [Mux(probe.pushes & w4.mask[i], w4.values[i], 0) for i in range(N)]
     P.check("dual_threshold", "discard_reports_address_and_grad_minus_written",
             ~d.discard.any() |
             ((d.discard_addr == g4.addr) &

@@ -347,13 +347,13 @@ def _line_conservation(h, m, P):
     # queue_sum) less the head's own write once the output register has taken it, plus the
     # output register, moves as the shadow does (the handshakes at L1's output register, no
     # slot summed) ...
-    l1, queue = d.l1, d.l1.queue
+    probe, queue = d.l1.probe, d.l1.probe.queue
     tracked = h.queue_tracked
     head_own = Signal(signed(h.bw), name="queue_head_own_taken_at_tracked")
-    m.d.comb += head_own.eq(Mux(l1.own_taken, h.write_at_track(queue.r.payload.own), 0))
+    m.d.comb += head_own.eq(Mux(probe.own_taken, h.write_at_track(queue.r.payload.own), 0))
     with_register = Signal(signed(h.bw), name="queue_tracked_sum_with_the_output_register")
     m.d.comb += with_register.eq(tracked.total - head_own +
-                                 Mux(l1.out_valid, h.write_at_track(l1.out), 0))
+                                 Mux(probe.out_valid, h.write_at_track(probe.out), 0))
     P.check("storage", "queue_shadow_is_its_tracked_sum_with_the_output_register",
             h.queue_sum == with_register, only_for=["storage"])
     # ... the slots below i, as the harness counts them (the head's own write left out once

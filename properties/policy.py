@@ -193,7 +193,7 @@ def _registered_decision(h, m, x):
     """The decision's write comes out of s4 in the next cycle (into the queue), and so do the
     discard outputs: the model's, registered beside it."""
     x.commit4 = Signal(name="model_commit_s4")
-    x.exp4 = Signal(h.dut.l1.s4_push_p.shape(), name="model_write_s4")
+    x.exp4 = Signal(h.dut.l1.probe.write.shape(), name="model_write_s4")
     x.exp4_valid = Signal(name="model_writes_s4")
     x.exp4_tiny = Signal(name="model_tiny_miss_s4")
     m.d.sync += [x.commit4.eq(x.commit), x.exp4_valid.eq(x.exp_valid),
@@ -258,13 +258,13 @@ def _decision_conserves(h, P, x, sum_of):
 def _one_lane_writes(h, P, x, scanning, held, flushed):
     """One lane: the write s4 offers is the model's decision's, a flush write of the set the
     model's lowest valid way, and no other write into the queue names the set."""
-    l1 = h.dut.l1
-    w4, exp4 = l1.s4_push_p, x.exp4
+    probe = h.dut.l1.probe
+    w4, exp4 = probe.write, x.exp4
     P.check("policy", "decision_writes_what_the_model_writes",
-            ~x.commit4 | ((l1.s4_push == x.exp4_valid) &
+            ~x.commit4 | ((probe.pushes == x.exp4_valid) &
                           (~x.exp4_valid | ((w4.addr == exp4.addr) & (w4.value == exp4.value) &
                                             (w4.cause == exp4.cause)))))
-    queued = l1.queue.w.payload
+    queued = probe.queue.w.payload
     P.check("policy", "flush_writes_what_the_model_writes",
             ~(scanning & h.queue_in) |
             (held.any() & (queued.addr == Cat(h.track_set, flushed.tag)) &
@@ -294,16 +294,17 @@ def _scan_and_strobes(h, m, P, held, x, tiny4, same_row):
     hit, miss and tiny-miss strobes of a decision of the tracked set (``x``: the model's),
     and its discard strobe in s4 (``tiny4``), are the model's."""
     d, l1 = h.dut, h.dut.l1
+    probe = l1.probe
     P.check("policy", "model_empty_while_init",
             ~h.init | (~held.any() & (h.model.victim == 0)))
     # A flush scan moves on to the next set only under flush: when flush drops, L1 finishes
     # the set it is scanning and goes back to work.
-    last_scan_set = Signal.like(l1.scan_set, name="scan_set_last_cycle")
+    last_scan_set = Signal.like(probe.scan_set, name="scan_set_last_cycle")
     last_scanning = Signal(name="scanning_without_flush_last_cycle")
-    m.d.sync += [last_scan_set.eq(l1.scan_set),
+    m.d.sync += [last_scan_set.eq(probe.scan_set),
                  last_scanning.eq(h.scan & ~d.flush)]
     P.check("policy", "scan_stops_after_its_set_when_flush_drops",
-            ~last_scanning | ~h.scan | (l1.scan_set == last_scan_set))
+            ~last_scanning | ~h.scan | (probe.scan_set == last_scan_set))
     # Stated on what s3 decides on (the pipeline group's same-cycle facts: its gradient, its
     # set now and its entry now) and the tracked set now (this group's): from the past cycles
     # alone the induction on default did not finish in 10 minutes.
@@ -325,6 +326,7 @@ def _add_lines(h, m, P):
     a line write (address, mask, and per masked lane its value and cause) where one lane has
     a write, and conservation for the tracked address (a lane of a line)."""
     l1, lane = h.dut.l1, h.track_lane
+    probe = l1.probe
     model = Signal(l1.row_layout, name="model_row")
     h.model = model
     x = _line_beat(h, m, model)
@@ -357,8 +359,8 @@ def _add_lines(h, m, P):
     # tracked set are the ones kept well formed. For every set at once, default's 8-lane
     # induction found a state with a miss that its row contradicts.)
     P.check("policy", "no_two_line_writes_for_one_line_in_a_beat",
-            ~(x.commit4 & l1.s4_push & l1.s4_victim) |
-            (l1.s4_push_p.addr != l1.s4_victim_p.addr))
+            ~(x.commit4 & probe.pushes & probe.s4_victim) |
+            (probe.write.addr != probe.s4_victim_p.addr))
 
 
 def _line_beat(h, m, model):
@@ -366,7 +368,7 @@ def _line_beat(h, m, model):
     its lanes are direct and which small, and the model's hit on its line: per lane the hit
     line's new sum, whether it crosses the threshold and stays held, whether the line fills,
     and on a miss which small lanes are tiny and which allocate."""
-    l1, N, mu = h.dut.l1, h.lanes, h.dut.max_updates
+    probe, N, mu = h.dut.l1.probe, h.lanes, h.dut.max_updates
     g = h.stage[3]
     x = SimpleNamespace(g=g, commit=Signal(name="model_commit"))
     m.d.comb += x.commit.eq(h.stage_valid[3] & (h.set_of(g.addr) == h.track_set))
@@ -381,7 +383,7 @@ def _line_beat(h, m, model):
     x.hit_way = lowest_index(m, x.match, "model_hit_way")
     x.free_way = lowest_index(m, x.free, "model_free_way")
     x.hit, x.victim = model.ways[x.hit_way], model.ways[model.victim]
-    x.new_sums = Signal(l1.s4_row.ways[0].sums.shape(), name="model_hit_sums")
+    x.new_sums = Signal(probe.s4_row.ways[0].sums.shape(), name="model_hit_sums")
     x.crossed = Signal(N, name="model_crossed_lanes")
     for i in range(N):
         m.d.comb += [
@@ -406,7 +408,8 @@ def _line_outputs(h, m, x, model):
     victim's (``vic``), the strobes (``exp_hit``, ``exp_miss``, ``exp_tiny``) and the set
     after it (``after``, the set as it is unless the decision changes it)."""
     l1, N, g = h.dut.l1, h.lanes, x.g
-    write_layout = l1.s4_push_p.shape()
+    probe = l1.probe
+    write_layout = probe.write.shape()
     x.own = Signal(write_layout, name="model_own_write")
     x.vic = Signal(write_layout, name="model_victim_write")
     x.exp_hit, x.exp_miss = Signal(name="model_hit"), Signal(name="model_miss")
@@ -572,7 +575,7 @@ def _line_decision_whole(h, m, x, model):
 def _line_registered_decision(h, m, x):
     """The decision's writes come out of s4 a cycle later (into the queue), and so do the
     discard outputs: the model's, registered beside them."""
-    write_layout = h.dut.l1.s4_push_p.shape()
+    write_layout = h.dut.l1.probe.write.shape()
     x.commit4 = Signal(name="model_commit_s4")
     x.own4 = Signal(write_layout, name="model_own_write_s4")
     x.vic4 = Signal(write_layout, name="model_victim_write_s4")
@@ -611,9 +614,9 @@ def _line_decision_lanes(h, m, P, x, model):
     5 minutes (two lanes together neither), one lane takes seconds. The whole write and the
     tracked set's ways are stated on them in the same cycle (same-cycle lemmas). Returns
     their names."""
-    l1, N = h.dut.l1, h.lanes
-    actual, expected = l1.s4_push_p, x.own4
-    kept, modelled = l1.s4_row.ways[l1.s4_way], model.ways[l1.s4_way]
+    probe, N = h.dut.l1.probe, h.lanes
+    actual, expected = probe.write, x.own4
+    kept, modelled = probe.s4_row.ways[probe.s4_way], model.ways[probe.s4_way]
     lane_now = [[] for _ in range(N)]
     if h.whole_line:
         lane_now = _whole_line_decision_lemmas(h, m, P, x)
@@ -641,7 +644,7 @@ def _whole_line_decision_lemmas(h, m, P, x):
     fitting); from them, the line is written iff the model writes it. A lane's decision is
     then stated on its own tests and the written bit.
     Returns, per lane, the names of the lemmas its decision uses in the same cycle."""
-    l1, N, dec = h.dut.l1, h.lanes, h.dut.l1.decision
+    probe, N, dec = h.dut.l1.probe, h.lanes, h.dut.l1.probe.decision
     crossed, unfit = Signal(N, name="decision_crossed"), Signal(N, name="decision_unfit")
     for i in range(N):
         held = dec.entry.sums[i]
@@ -663,7 +666,7 @@ def _whole_line_decision_lemmas(h, m, P, x):
             ((registered["crossed"][i] == registered["model_crossed"][i]) &
              (registered["unfit"][i] == registered["model_unfit"][i]))).full_name)
     written = P.check("policy", "decision_writes_its_line_iff_the_model_does",
-                      ~x.commit4 | (l1.s4_push == x.own4.mask.any()), now=tests).full_name
+                      ~x.commit4 | (probe.pushes == x.own4.mask.any()), now=tests).full_name
     return [[written, test] for test in tests]
 
 
@@ -671,7 +674,7 @@ def _line_writes(h, m, P, x, scanning, held, flushed, lanes_now):
     """On lines: the beat's own line write and the victim's are the model's (the own write on
     its lanes, ``lanes_now``, in the same cycle), a flush write of the set the model's lowest
     valid line, and no other write into the queue names the set."""
-    l1, N = h.dut.l1, h.lanes
+    probe, N = h.dut.l1.probe, h.lanes
 
     def same_write(actual, expected):
         """Two line writes are the same: address, mask, and each masked lane's value and
@@ -683,14 +686,14 @@ def _line_writes(h, m, P, x, scanning, held, flushed, lanes_now):
 
     own4, vic4 = x.own4, x.vic4
     P.check("policy", "decision_writes_what_the_model_writes",
-            ~x.commit4 | ((l1.s4_push == own4.mask.any()) &
-                          (~own4.mask.any() | same_write(l1.s4_push_p, own4))),
+            ~x.commit4 | ((probe.pushes == own4.mask.any()) &
+                          (~own4.mask.any() | same_write(probe.write, own4))),
             now=lanes_now)
     P.check("policy", "decision_evicts_what_the_model_evicts",
-            ~x.commit4 | ((l1.s4_victim == vic4.mask.any()) &
-                          (~vic4.mask.any() | same_write(l1.s4_victim_p, vic4))))
-    queued = l1.queue.w.payload
-    exp_flush = Signal(l1.s4_push_p.shape(), name="model_flush_write")
+            ~x.commit4 | ((probe.s4_victim == vic4.mask.any()) &
+                          (~vic4.mask.any() | same_write(probe.s4_victim_p, vic4))))
+    queued = probe.queue.w.payload
+    exp_flush = Signal(probe.write.shape(), name="model_flush_write")
     m.d.comb += [exp_flush.addr.eq(h.line_of(h.track_set, flushed.tag)),
                  exp_flush.mask.eq(flushed.held), exp_flush.values.eq(flushed.sums),
                  *[c.eq(Cause.FLUSH) for c in exp_flush.causes]]
@@ -711,7 +714,7 @@ def _model_flush_scan(h, m, model, after, commit):
     held, flushed)``: the scan reads the tracked set, which ways the model holds, the way it
     writes out."""
     scanning = Signal(name="model_set_scanned")
-    m.d.comb += scanning.eq(h.scan & (h.dut.l1.scan_set == h.track_set))
+    m.d.comb += scanning.eq(h.scan & (h.dut.l1.probe.scan_set == h.track_set))
     held = Cat(w.valid for w in model.ways)
     flush_way = lowest_index(m, held, "model_flush_way")
     flushed = model.ways[flush_way]
@@ -747,9 +750,10 @@ def _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_aft
     """Covers of the line policy (from reset): each of its per-lane cases is reached on the
     tracked set, so that the properties above are not vacuous."""
     l1, N = h.dut.l1, h.lanes
-    pushes = commit4 & l1.s4_push
-    causes = l1.s4_push_p.causes
-    mask = l1.s4_push_p.mask
+    probe = l1.probe
+    pushes = commit4 & probe.pushes
+    causes = probe.write.causes
+    mask = probe.write.mask
 
     only = None if h.covers is True else set(h.covers)
     cover = P.cover if only is None else (lambda name, test: name in only and P.cover(name, test))
@@ -764,13 +768,13 @@ def _line_covers(h, m, P, commit4, own4, vic4, tiny4, exp_hit, crossed, held_aft
     cover("line_direct_and_accumulated_lanes_in_one_write",
             pushes & lane_cause(Cause.DIRECT) & lane_cause(Cause.ACCUM_THRESHOLD))
     cover("line_victim_of_two_lanes_evicted",
-            commit4 & l1.s4_victim & (l1.s4_victim_p.mask == (1 << N) - 1))
+            commit4 & probe.s4_victim & (probe.s4_victim_p.mask == (1 << N) - 1))
     cover("line_tiny_lane_discarded_beside_an_allocating_lane",
-            commit4 & tiny4.any() & l1.s4_alloc)
+            commit4 & tiny4.any() & probe.s4_alloc)
     cover("line_stochastic_write", pushes & lane_cause(Cause.STOCHASTIC))
     cover("line_flush_write_of_the_tracked_set",
-            h.scan & (l1.scan_set == h.track_set) & h.queue_in)
+            h.scan & (probe.scan_set == h.track_set) & h.queue_in)
     cover("line_own_and_victim_writes_leave_one_after_the_other",
-            l1.push.valid & l1.push.ready & ~l1.out_last)
+            l1.push.valid & l1.push.ready & ~probe.out_last)
     cover("line_tracked_address_conserved_after_a_write_and_a_discard",
             h.dut.idle & h.tracked_written & h.tracked_discarded)

@@ -1205,11 +1205,11 @@ def test_l1_alone_frees_every_input_of_l1():
 
 
 def test_system_groups_read_l1_through_its_ports_and_probe():
-    # L1's internals are read by its own contract (proven alone); the system's groups see L1
-    # through its ports and its probe (design.l1.L1Probe) only.
+    # The probe's pipeline fields are read by L1's own contract (proven alone); the system's
+    # groups see L1 through its ports and the probe's system view (L1Probe.SYSTEM_VIEW) only.
     import inspect
     import re
-    from gradient_compressor.design.l1 import L1Accumulator
+    from gradient_compressor.design.l1 import L1Accumulator, L1Probe
     from gradient_compressor.properties import liveness, modes, outputs, throughput
     l1 = L1Accumulator()
     for never_elaborated in (l1, l1.storage, l1.queue, l1.queue.storage):
@@ -1227,6 +1227,8 @@ def test_system_groups_read_l1_through_its_ports_and_probe():
         source = "".join(inspect.getsource(function) for function in functions)
         read = set(re.findall(r"\bl1\.([a-z_0-9]+)", source))
         assert read and read <= ports | {"probe"}, (functions[0].__module__, read - ports)
+        probed = set(re.findall(r"\bprobe\.([a-z_0-9]+)", source))
+        assert probed <= set(L1Probe.SYSTEM_VIEW), (functions[0].__module__, probed)
 
 
 def test_component_proven_once_per_distinct_parameters():
@@ -1311,3 +1313,63 @@ def test_a_design_copy_is_imported_beside_the_projects_own(tmp_path):
     assert sys.modules["gradient_compressor.design"] is design
     assert sys.modules["gradient_compressor.design.params"] is design.params
     assert _load_design(str(tmp_path / "mutant")) is copy and _load_design() is design
+
+
+def _l1_inside(l1):
+    """The names of ``l1``'s signals, RAM, ports of the RAM and submodules that are not its
+    ports: its inside."""
+    from amaranth.hdl import Elaboratable
+    from amaranth.lib.memory import Memory, ReadPort, WritePort
+    ports = set(l1.signature.members)
+    inside = set()
+    for name, value in vars(l1).items():
+        if name in ports or name.startswith("_"):
+            continue
+        if isinstance(value, (Elaboratable, Memory, ReadPort, WritePort)) or _is_value(value):
+            inside.add(name)
+    return inside
+
+
+def _is_value(value):
+    try:
+        Value.cast(value)
+    except TypeError:
+        return False
+    return not isinstance(value, int)
+
+
+def test_properties_read_l1_through_its_ports_and_probe():
+    """No property module names L1's inside (a signal, the RAM, a submodule) other than through
+    ``probe``, the declared :class:`~design.l1.L1Probe`: L1's inside may then change freely
+    while the probe's fields keep their meaning."""
+    import ast
+    from gradient_compressor.design import L1Accumulator, LineAccumulator
+    from gradient_compressor.design.l1 import L1Probe
+    variants = [L1Accumulator(), L1Accumulator(whole_line=False),
+                LineAccumulator(lanes=2), LineAccumulator(lanes=2, whole_line=False)]
+    for l1 in variants:
+        for never_elaborated in (l1, l1.storage, l1.queue, l1.queue.storage, l1.decision):
+            if never_elaborated is not None:
+                never_elaborated._MustUse__silence = True
+    inside = set().union(*map(_l1_inside, variants))
+    assert {"s3_valid", "s3_row_now", "storage", "queue", "decision"} <= inside
+    read = []
+    folder = os.path.join(ROOT, "properties")
+    for name in sorted(os.listdir(folder)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(folder, name)) as f:
+            tree = ast.parse(f.read())
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Attribute):
+                continue
+            on_l1 = ((isinstance(node.value, ast.Name) and node.value.id == "l1") or
+                     (isinstance(node.value, ast.Attribute) and node.value.attr == "l1"))
+            if on_l1 and node.attr in inside:
+                read.append(f"{name}:{node.lineno}: l1.{node.attr}")
+    assert read == [], "read through L1Probe instead: " + ", ".join(read)
+    # Every variant's probe is made of its own signals (a field of another variant is None).
+    assert set(L1Probe.SYSTEM_VIEW) <= set(L1Probe.__dataclass_fields__)
+    for l1 in variants:
+        probe = l1.probe
+        assert isinstance(probe, L1Probe) and probe.deciding is l1.s3
