@@ -383,17 +383,25 @@ def test_loops_convert_in_both_forms_and_a_bad_loop_is_a_usage_error(capsys):
     # python -m gradient_compressor.synth.loops: every loop elaborates with either form of
     # compare (place and route is the benchmark); an unknown loop is a one-line usage error
     # before any run.
-    from gradient_compressor.synth.loops import FORMS, LOOPS, loop, main
+    from gradient_compressor.synth.loops import LINE_LOOPS, LOOPS, forms, loop, main
     for name in LOOPS:
-        for form in FORMS:
-            module, ports = loop(name, form)
+        for form in forms(name):
+            module, ports = loop(name, form, lanes=2)
             assert "pin_out" in rtlil.convert(module, name="top", ports=ports)
-    with pytest.raises(SystemExit) as exit:
-        main(["accumulate", "fast"])
-    assert exit.value.code == 2
-    assert capsys.readouterr().err.splitlines()[-1] == (
-        "python -m gradient_compressor.synth.loops: error: unknown loop 'fast': "
-        "use one of accumulate, accumulate_ways, lookahead, lookahead2 (see --help)")
+    assert set(LINE_LOOPS) < set(LOOPS) and forms("line") == ("difference",)
+    for argv, message in [
+            (["accumulate", "fast"], "unknown loop 'fast': use one of accumulate, "
+             "accumulate_ways, lookahead, lookahead2, line, line_ahead, line_ahead2 "
+             "(see --help)"),
+            (["line", "--lanes", "6"], "argument --lanes: lanes must be a power of two "
+             "(1, 2, 4, ...), not 6 (see --help)"),
+            (["line", "--lanes", "1"], "argument --lanes: the line loops take 2 lanes or more, "
+             "not 1 (see --help)")]:
+        with pytest.raises(SystemExit) as exit:
+            main(argv)
+        assert exit.value.code == 2
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            "python -m gradient_compressor.synth.loops: error: " + message)
 
 
 def test_loops_of_a_small_graph():
