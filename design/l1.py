@@ -1,6 +1,6 @@
 import functools
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from amaranth.lib import enum
@@ -407,21 +407,18 @@ class L1Accumulator(wiring.Component):
         return L1Probe(**self._probed())
 
     def _probed(self):
-        """:class:`L1Probe`'s fields, by name (:class:`LineAccumulator` adds its own)."""
-        names = ("reserved", "scan_set", "scan_wait", "queue", "storage", "storage_read",
-                 "storage_write", "empty", "s1", "s2", "s2_magnitude", "read_row", "s2_fwd",
-                 "row", "h1_valid", "h2_valid", "s3_row", "s3_hit", "s3_hit_way",
-                 "s3_hit_ways", "s3_same_addr", "s3_same_set", "s3_taken", "s3_high",
-                 "s3_low", "s3_tiny", "s3_chance", "s3_row_now", "s3_now_hit", "s3_now_way",
-                 "s3_fit_high", "s3_fit_low", "s3_entry", "s3_hit_entry", "decision",
-                 "s3_new_sum", "s3_new_count", "s4_set", "s4_row", "s4_way", "s4_ways",
-                 "s4_holds", "s4_alloc", "s4_stepped", "s4_inc", "s4_sum", "s4_count",
-                 "scan_next", "scan_done")
-        return dict({name: getattr(self, name) for name in names},
-                    state=self.state,
-                    in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
-                    deciding=self.s3, deciding_direct=self.s3_direct,
-                    pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write)
+        """:class:`L1Probe`'s fields, by name: each field is the signal of its name, but those
+        of the system's view that name a signal by its meaning."""
+        by_meaning = dict(
+            in_stage=(self.s1_valid, self.s2_valid, self.s3_valid, self.s4_valid),
+            deciding=self.s3, deciding_direct=self.s3_direct,
+            pushes=self.s4_push, write=self.s4_push_p, writes_row=self.s4_write)
+        return {field.name: by_meaning[field.name] if field.name in by_meaning
+                else getattr(self, field.name) for field in fields(L1Probe)}
+
+    #: Signals of the line L1 only (:class:`~design.line_accumulator.LineAccumulator`): its
+    #: output register and the victim's write.
+    out = out_valid = out_last = own_taken = s4_victim = s4_victim_p = None
 
     # -- what __init__ makes: the RAM, the ports, the stages' signals -------------------------
 

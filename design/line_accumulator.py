@@ -131,11 +131,6 @@ class LineAccumulator(L1Accumulator):
         self.out_last  = Signal(name="out_last")
         self.own_taken = Signal(name="own_taken")
 
-    def _probed(self):
-        return dict(super()._probed(), out_valid=self.out_valid, own_taken=self.own_taken,
-                    out=self.out, out_last=self.out_last, s4_victim=self.s4_victim,
-                    s4_victim_p=self.s4_victim_p)
-
     def _make_decision_ahead(self):
         # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
         # or the entry the beat ahead left on the same line, forwarded into it: on lines a
