@@ -98,6 +98,10 @@ class L1Probe:
     s2: Signal
     #: ``|g|`` of ``s2``'s gradient (per lane on lines), made in ``s1``.
     s2_magnitude: Signal
+    #: The stochastic mode's rounding level of ``s2``'s and ``s3``'s gradient
+    #: (``small_threshold``; under the whole-line rule at most ``2**(grad_width-1) - 1``).
+    s2_level: Signal
+    s3_level: Signal
     #: The RAM's read data, registered: the row ``s1`` read, or the row the scan reads.
     read_row: Signal
     #: Whether ``s2``'s set is the one ``s4``, ``h1``, ``h2`` writes (bits 0, 1, 2): its row
@@ -233,8 +237,9 @@ class L1Accumulator(wiring.Component):
       (``read_row``), with nothing in front of the register, so that the block RAM's slow
       clock-to-output has a cycle to itself. The set is compared with the sets of the rows the
       later stages will be writing (registered as ``s2_fwd``). In the EMA mode the EMA
-      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it. So is ``|g|``
-      (``s2_magnitude``), which ``s2``'s compares take.
+      threshold's multiply is registered (``s2_candidate``); ``s2`` clamps it. So are ``|g|``
+      (``s2_magnitude``), which ``s2``'s compares take, and the rounding level
+      (``s2_level``), which the stochastic test's product takes.
     * ``s2`` (*t+2*), compare: the row is the newest of ``s4_row``, ``h1_row``, ``h2_row``
       (rows written in this cycle and in the two before, which the read could not see) and
       ``read_row``; the tags are compared, and the row, the hit way, the verdict
@@ -501,6 +506,9 @@ class L1Accumulator(wiring.Component):
         self.s2_candidate = Signal(grad_width + 4)  # the EMA threshold before its clamp
         # |g|, made in s1 so that s2's compares against it start from a register.
         self.s2_magnitude = Signal(grad_width)
+        # The stochastic mode's rounding level, made in s1 so that s2's product starts from a
+        # register (a clamp under the whole-line rule: _rounding_level).
+        self.s2_level     = Signal(self._level_width())
         # The set row as it is for the gradient in s2 (all but the gradient in s3), or as read
         # for the set being scanned.
         self.row       = Signal(self.row_layout)
@@ -528,6 +536,7 @@ class L1Accumulator(wiring.Component):
         self.s3_direct = Signal()                  # |g| >= threshold: written as it is
         self.s3_tiny   = Signal()                  # |g| < small_threshold
         self.s3_chance = Signal(2)                 # the stochastic write, on random, random_next
+        self.s3_level  = Signal(self._level_width())  # the rounding level (s2_level)
         # What s3 decides on, after its correction for the gradient in s4.
         self.s3_row_now   = Signal(self.row_layout)         # its set as it is now
         self.s3_now_hit   = Signal()                        # its address is held ...
@@ -768,6 +777,7 @@ class L1Accumulator(wiring.Component):
             s2.eq(s1),
             self.s2_candidate.eq(self._ema_candidate(s1)),
             self.s2_magnitude.eq(self._magnitude(s1)),
+            self.s2_level.eq(self._rounding_level(s1.small_threshold)),
         ]
 
     # -- history of written rows ----------------------------------------------------------------
@@ -804,6 +814,7 @@ class L1Accumulator(wiring.Component):
             self.s3_hit_ways.eq(s2_hit_ways),
             self.s3_high.eq(judged.high),
             self.s3_low.eq(judged.low),
+            self.s3_level.eq(self.s2_level),
             *self._dual_threshold_tests(),
             *self._decision_ahead(sources),
         ]
@@ -837,11 +848,11 @@ class L1Accumulator(wiring.Component):
         bottom, top = grad_range(self.grad_width)
         return [self.s3_fit_high.eq(top - self.s2.grad),
                 self.s3_fit_low.eq(bottom - self.s2.grad)]
+
     def _dual_threshold_tests(self):
         """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is
         tiny, and its stochastic test on ``random`` and on ``random_next``."""
-        s2, magnitude = self.s2, self.s2_magnitude
-        level = self._rounding_level(s2.small_threshold)
+        s2, magnitude, level = self.s2, self.s2_magnitude, self.s2_level
         return [
             self.s3_tiny.eq(less(magnitude, s2.small_threshold)),  # mutation site: tiny-rule
             # random * level < |g| << grad_width, on the product's high half: the same test
@@ -851,6 +862,12 @@ class L1Accumulator(wiring.Component):
                 less((self.random * level)[self.grad_width:], magnitude),
                 less((self.random_next * level)[self.grad_width:], magnitude))),
         ]
+
+    def _level_width(self):
+        """The rounding level's width: ``grad_width - 1`` under the whole-line rule (where it
+        is at most ``2**(grad_width-1) - 1``, as :class:`~design.line_decision.LineDecision`
+        takes it), else ``grad_width``."""
+        return self.grad_width - 1 if self.whole_line else self.grad_width
 
     def _rounding_level(self, small_threshold):
         """The value a tiny gradient is rounded to: ``small_threshold``; under the whole-line
@@ -1074,22 +1091,24 @@ class L1Accumulator(wiring.Component):
         # The random bits in force: made from the registers, not from the decision.
         # mutation site: random-bits-in-use
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
-        level   = self._rounding_level(s3.small_threshold)
+        level   = self.s3_level
+        # What a tiny miss writes (stochastic mode: its rounded value, or nothing), from the
+        # registers too, under either policy, so that the discard's error (its other reader,
+        # counted only for a tiny miss) waits for no decision.
+        written = Signal(signed(vw))
+        m.d.comb += written.eq(Mux(s3.stochastic & chance,
+                                   # mutation site: stochastic-write-value
+                                   Mux(s3.grad[-1], -level, level), 0))
         d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
         d.hit_here, d.touches, d.chance, d.level = hit_here, touches, chance, level
+        d.written = written
         if self.whole_line:
             return      # the rule's decision says what a miss does (_s3_by_the_rule)
         # A miss takes a way (a free one, or the victim's); with max_updates 1 a miss to a
         # free way is written out at once instead.
         c_evict  = c_miss & full
         allocates = c_miss if self.max_updates > 1 else c_evict  # mutation site: allocation
-        # What a tiny miss writes (stochastic mode), from the registers too, as its only other
-        # reader (discard_error) counts only for a tiny miss.
-        written = Signal(signed(vw))
-        m.d.comb += written.eq(Mux(s3.stochastic & chance,
-                                   # mutation site: stochastic-write-value
-                                   Mux(s3.grad[-1], -level, level), 0))
-        d.allocates, d.c_evict, d.written = allocates, c_evict, written
+        d.allocates, d.c_evict = allocates, c_evict
 
     def _s3_by_the_rule(self, m, d):
         """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`, one
@@ -1105,7 +1124,6 @@ class L1Accumulator(wiring.Component):
         d.writes, d.value, d.cause = decision.written, decision.values[0], decision.causes[0]
         allocates = decision.allocates  # mutation site: whole-line-allocation
         d.allocates, d.c_evict = allocates, allocates & d.full
-        d.written = Mux(decision.written, decision.values[0], 0)
 
     def _rule_inputs(self, decision, d):
         """The statements giving ``decision`` ``s3``'s gradient, its verdicts, its bounds and

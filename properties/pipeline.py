@@ -82,6 +82,11 @@ def _stages(h, m, P):
     # not reach back to s1 for it.
     P.check("pipeline", "s2_magnitude_is_its_gradients",
             ~s2_valid | (probe.s2_magnitude == abs(s2.grad)))
+    # So is the rounding level, for s2's stochastic test and s3's rounded write.
+    P.check("pipeline", "s2_level_is_its_rounding_level",
+            ~s2_valid | (probe.s2_level == h.rounding_level(s2.small_threshold)))
+    P.check("pipeline", "s3_level_is_its_rounding_level",
+            ~s3_valid | (probe.s3_level == h.rounding_level(s3.small_threshold)))
     P.check("pipeline", "s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
             ~s3_valid |
             ((s3.addr == g3.addr) & (s3.grad == g3.grad) &
@@ -119,6 +124,10 @@ def _line_stages(h, m, P):
                 ~h.stage_valid[i] | (h.stage[i].addr[:h.lane_bits] == 0))
     P.check("pipeline", "s2_magnitude_is_its_gradients",
             ~s2_valid | Cat(probe.s2_magnitude[i] == abs(s2.grads[i]) for i in range(N)).all())
+    P.check("pipeline", "s2_level_is_its_rounding_level",
+            ~s2_valid | (probe.s2_level == h.rounding_level(s2.small_threshold)))
+    P.check("pipeline", "s3_level_is_its_rounding_level",
+            ~s3_valid | (probe.s3_level == h.rounding_level(s3.small_threshold)))
     thr = [h.lane_threshold(h.judged[3], g3.bypass[i]) for i in range(N)]
     P.check("pipeline", "s3_holds_the_gradient_as_accepted_judged_by_its_threshold",
             ~s3_valid |
