@@ -1069,9 +1069,9 @@ class L1Accumulator(wiring.Component):
     def _s3_cases(self, m, d):
         """What the gradient does: one flag per case (``c_direct``, ``c_hit``, ``c_tiny``,
         ``c_miss``), the ways it touches (``hit_here``, ``touches``), the random
-        bits in force (``chance``) and the rounding level (``level``); by the seed's policy,
-        what a miss allocates (``allocates``, ``c_evict``) and what a tiny miss writes
-        (``written``)."""
+        bits in force (``chance``), the rounding level (``level``) and what a tiny miss writes
+        (``written``); by the seed's policy, what a miss allocates (``allocates``,
+        ``c_evict``)."""
         s3, hit, hit_ways = self.s3, self.s3_now_hit, d.hit_ways
         full = d.full
         vw = value_width(self.grad_width)
@@ -1093,8 +1093,8 @@ class L1Accumulator(wiring.Component):
         chance  = self.s3_chance.bit_select(self.s4_valid & self.s4_stepped, 1)
         level   = self.s3_level
         # What a tiny miss writes (stochastic mode: its rounded value, or nothing), from the
-        # registers too, under either policy, so that the discard's error (its other reader,
-        # counted only for a tiny miss) waits for no decision.
+        # registers too, under either policy, so that the discard's error (counted only for a
+        # tiny miss; under the rule its only reader) waits for no decision.
         written = Signal(signed(vw))
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    # mutation site: stochastic-write-value
@@ -1114,8 +1114,7 @@ class L1Accumulator(wiring.Component):
         """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`, one
         lane) on ``s3``'s gradient and its hit entry (``s3_hit_entry``): the hit way takes the
         entry it leaves (``leaves_way``, ``way_sum``, ``way_count``); the write (``writes``,
-        ``value``, ``cause``); a miss allocates (``allocates``, ``c_evict``) or writes
-        (``written``: its rounded value)."""
+        ``value``, ``cause``); whether a miss allocates (``allocates``, ``c_evict``)."""
         m.submodules.decision = decision = self.decision
         m.d.comb += self._rule_inputs(decision, d)
         after = decision.after

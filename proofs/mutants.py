@@ -748,7 +748,9 @@ def _component_jobs(name, design_path, config):
 #: mutants the compressor of the default policy cannot show: checked on the compressor built
 #: with the seed's policy (job names ending ``-seed``). ``sum-width``: a one-lane entry's sum
 #: on ``grad_width`` bits, which the whole-line rule's sums always fit; the others: the seed's
-#: one-lane decision (under the rule, ``LineDecision`` decides: its own mutants).
+#: one-lane decision (under the rule, ``LineDecision`` decides: its own mutants), but
+#: ``stochastic-write-value``, which under the rule only the discard's error reads, and the
+#: seed's policy also writes.
 SEED_POLICY_SITES = {"sum-width", "threshold-rule", "max-updates-rule", "allocation",
                      "stochastic-write-value"}
 
