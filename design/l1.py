@@ -98,8 +98,9 @@ class L1Probe:
     s2: Signal
     #: ``|g|`` of ``s2``'s gradient (per lane on lines), made in ``s1``.
     s2_magnitude: Signal
-    #: The stochastic mode's rounding level of ``s2``'s and ``s3``'s gradient
+    #: One lane: the stochastic mode's rounding level of ``s2``'s and ``s3``'s gradient
     #: (``small_threshold``; under the whole-line rule at most ``2**(grad_width-1) - 1``).
+    #: The line L1 makes its level where it uses it.
     s2_level: Signal
     s3_level: Signal
     #: The RAM's read data, registered: the row ``s1`` read, or the row the scan reads.

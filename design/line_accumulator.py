@@ -269,7 +269,8 @@ class LineAccumulator(L1Accumulator):
         the bits now and after one more step."""
         s2, gw = self.s2, self.grad_width
         magnitudes = [self.s2_magnitude[i] for i in range(self.lanes)]
-        draws = [(random * self.s2_level)[gw:] for random in (self.random, self.random_next)]
+        level = self._rounding_level(s2.small_threshold)
+        draws = [(random * level)[gw:] for random in (self.random, self.random_next)]
         return [
             self.s3_tiny.eq(Cat(less(mag, s2.small_threshold) for mag in magnitudes)),
             self.s3_chance.eq(Cat(Cat(less(draw, mag) for mag in magnitudes) for draw in draws)),
@@ -322,7 +323,7 @@ class LineAccumulator(L1Accumulator):
         hit, entry = self.s3_now_hit, self.s3_entry
         mask = Mux(self.s3_valid, s3.mask, 0)
         small = mask & ~self.s3_direct
-        level = self.s3_level
+        level = self._rounding_level(s3.small_threshold)
         chance = Mux(self.s4_valid & self.s4_stepped, self.s3_chance[1], self.s3_chance[0])
         m.d.comb += [
             decision.grads.eq(s3.grads), decision.mask.eq(mask),

@@ -782,15 +782,13 @@ class FormalHarness(Elaboratable):
         # The stochastic rule (modes.stochastic_writes) for the gradient in s3, on the random
         # bits in force when it decides: the LFSR's state now, which is its state of the
         # cycle before, or the next state of then if it stepped then. The rule is applied a
-        # cycle ahead, in s2, on both, as the design does (the solver meets its multiplies),
-        # with the rounding level s2 holds, which pipeline/s2_level_is_its_rounding_level
-        # states is the rounding level of its small threshold (so that the rule's multiplies
-        # and the design's take the same operands).
-        s2, level = probe.s2, probe.s2_level
+        # cycle ahead, in s2, on both, as the design does (the solver meets its multiplies).
+        s2 = probe.s2
         if self.lanes > 1:
             # On lines: the rule per lane, every lane of a beat on the same bits (one draw).
             N = self.lanes
             chance = Signal(2 * N, name="stochastic_rule_s3")
+            level = self.rounding_level(s2.small_threshold)
             m.d.sync += chance.eq(Cat(
                 Cat(modes.stochastic_writes(self, bits, s2.grads[i], level)
                     for i in range(N))
@@ -802,6 +800,10 @@ class FormalHarness(Elaboratable):
             self.s3_chance = chance
             return
         chance = Signal(2, name="stochastic_rule_s3")
+        # One lane: with the rounding level s2 holds, which pipeline/s2_level_is_its_rounding_level
+        # states is the rounding level of its small threshold, so that the rule's multiplies
+        # and the design's take the same operands.
+        level = probe.s2_level
         m.d.sync += chance.eq(Cat(
             modes.stochastic_writes(self, d.lfsr.state, s2.grad, level),
             modes.stochastic_writes(self, d.lfsr.next_state, s2.grad, level)))

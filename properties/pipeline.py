@@ -9,8 +9,8 @@ is the row ``s4`` writes in *t* if it writes that set, else the row in storage
   the gradient as accepted; ``s3`` is judged by the harness's judged threshold (its bounds
   ``t - g``, ``-t - g`` are that threshold's) and holds the
   stochastic rule on the random bits in force when it decides (``h.s3_rule``, both choices);
-  ``s2`` and ``s3`` hold the rounding level of their small threshold (the rule's multiplies
-  in the harness take ``s2``'s); ``s4_stepped`` says whether the random bits stepped;
+  on one lane ``s2`` and ``s3`` hold the rounding level of their small threshold (the
+  rule's multiplies in the harness take ``s2``'s); ``s4_stepped`` says whether the random bits stepped;
 * ``s3``'s correction flags say what ``s4`` did to its set, and ``s2`` never uses a read that
   collided with a write;
 * ``reserved`` counts the gradients in ``s1`` ... ``s4`` and the writes in the queue, and is
@@ -67,13 +67,15 @@ def add(h, m, P):
             ~valid[1] | (s1.as_value() == h.stage[1].as_value()))
     P.check("pipeline", "s2_holds_the_gradient_as_accepted",
             ~valid[2] | (s2.as_value() == h.stage[2].as_value()))
-    # The rounding level, registered in s1 for s2's stochastic test and carried to s3 for its
-    # rounded write: stated here, so that an induction step need not reach back for it.
-    s3 = probe.deciding
-    P.check("pipeline", "s2_level_is_its_rounding_level",
-            ~valid[2] | (probe.s2_level == h.rounding_level(s2.small_threshold)))
-    P.check("pipeline", "s3_level_is_its_rounding_level",
-            ~valid[3] | (probe.s3_level == h.rounding_level(s3.small_threshold)))
+    if h.lanes == 1:
+        # One lane: the rounding level, registered in s1 for s2's stochastic test and carried
+        # to s3 for its rounded write: stated here, so that an induction step need not reach
+        # back for it.
+        s3 = probe.deciding
+        P.check("pipeline", "s2_level_is_its_rounding_level",
+                ~valid[2] | (probe.s2_level == h.rounding_level(s2.small_threshold)))
+        P.check("pipeline", "s3_level_is_its_rounding_level",
+                ~valid[3] | (probe.s3_level == h.rounding_level(s3.small_threshold)))
     if h.lanes > 1:
         _line_stages(h, m, P)
     else:
