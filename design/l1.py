@@ -117,7 +117,8 @@ class L1Probe:
     h2_valid: Signal
 
     # -- s3 (decide) ----------------------------------------------------------------------
-    #: ``s3``'s row, registered from ``s2``'s: on lines its set as it is now.
+    #: ``s3``'s row, registered from ``s2``'s: on lines by the line policy its set as it is
+    #: now.
     s3_row: Signal
     #: Whether ``s3_row`` holds ``s3``'s address, in which way, and that way one-hot (0 on a
     #: miss).
@@ -143,9 +144,10 @@ class L1Probe:
     s3_now_hit: Signal
     s3_now_way: Signal
     #: Under the whole-line rule: the fit bounds ``2**(grad_width-1) - 1 - g`` and
-    #: ``-2**(grad_width-1) - g`` (per lane on lines); the hit entry as the decision takes
-    #: it, picked in ``s2``; on one lane, the entry the decision takes (``s3_entry``, or on
-    #: ``s3_same_addr`` the one the decision ahead left); the decision (a
+    #: ``-2**(grad_width-1) - g`` (per lane on lines); the hit entry picked in ``s2`` (on one
+    #: lane as the decision takes it, on lines a way of the row); the entry the decision
+    #: takes (``s3_entry``, or on ``s3_same_addr`` the one the decision ahead left); the
+    #: decision (a
     #: :class:`~design.line_decision.LineDecision`, with a contract of its own).
     s3_fit_high: object = None
     s3_fit_low: object = None
@@ -551,21 +553,21 @@ class L1Accumulator(wiring.Component):
 
     def _make_decision_ahead(self):
         """Under the whole-line rule, ``s3``'s decision (``decision``, a component of its
-        own) and what ``s2`` makes for it: the held sums that fit beside the gradient
-        (``s3_fit_high``, ``s3_fit_low``: LineDecision's fit bounds), so that whether the
-        gradient writes waits for compares of the held sum alone; and the hit entry as the
-        decision takes it (its sum and count), picked a stage ahead from its way of the row
-        ``s2`` takes (``s3_entry``), or the entry the gradient ahead left on the same address
+        own) and what ``s2`` makes for it: the held sums that fit beside the gradient (per
+        lane on lines; ``s3_fit_high``, ``s3_fit_low``: LineDecision's fit bounds), so that
+        whether the gradient writes waits for compares of the held sum alone; and the hit
+        entry the decision takes, picked a stage ahead from its way of the row ``s2`` takes
+        (``s3_entry``), or the entry the gradient ahead left on the same address
         (``s4_entry``, picked on ``s3_same_addr``: ``s3_hit_entry``), so that the decision's
         adds and compares start from a register and a 2:1 pick. ``None`` each by the seed's
         policy."""
         whole, gw = self.whole_line, self.grad_width
-        self.decision = (LineDecision(lanes=1, grad_width=gw, max_updates=self.max_updates)
-                         if whole else None)
-        # (2**(grad_width-1) - 1 - g is never negative: no sign bit held for it.)
-        self.s3_fit_high = Signal(gw, name="s3_fit_high") if whole else None
-        self.s3_fit_low  = Signal(signed(gw + 1), name="s3_fit_low") if whole else None
-        entry = self.decision.entry.shape() if whole else None
+        self.decision = (LineDecision(lanes=self.lanes, grad_width=gw,
+                                      max_updates=self.max_updates) if whole else None)
+        high, low = self._fit_bound_shapes()
+        self.s3_fit_high = Signal(high, name="s3_fit_high") if whole else None
+        self.s3_fit_low  = Signal(low, name="s3_fit_low") if whole else None
+        entry = self._decided_entry_layout() if whole else None
         self.s3_entry = Signal(entry, name="s3_entry") if whole else None
         self.s4_entry = Signal(entry, name="s4_entry") if whole else None
         self.s3_hit_entry = Signal(entry, name="s3_hit_entry") if whole else None
@@ -625,6 +627,16 @@ class L1Accumulator(wiring.Component):
         """An entry's fields between its tag and its count: the sum."""
         # mutation site: sum-width
         return {"sum": signed(value_width(self.grad_width))}
+
+    def _fit_bound_shapes(self):
+        """The shapes of ``s3_fit_high`` and ``s3_fit_low`` (``2**(grad_width-1) - 1 - g`` is
+        never negative: no sign bit held for it)."""
+        return unsigned(self.grad_width), signed(self.grad_width + 1)
+
+    def _decided_entry_layout(self):
+        """The layout of the hit entry the decision takes (``s3_entry``, ``s4_entry``,
+        ``s3_hit_entry``): ``LineDecision``'s entry, one lane's sum, held, and its count."""
+        return self.decision.entry.shape()
 
     def _beat_layout(self):
         """What ``grad_in`` carries: a gradient with its threshold and settings."""
@@ -1140,10 +1152,16 @@ class L1Accumulator(wiring.Component):
             decision.high[0].eq(self.s3_high), decision.low[0].eq(self.s3_low),
             decision.fit_high[0].eq(self.s3_fit_high), decision.fit_low[0].eq(self.s3_fit_low),
             decision.hit.eq(self.s3_now_hit),
-            # mutation site: entry-ahead
-            self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry)),
+            self._take_hit_entry(),
             decision.entry.eq(self.s3_hit_entry),
         ]
+
+    def _take_hit_entry(self):
+        """Under the whole-line rule, the statement giving ``s3_hit_entry``, the hit entry the
+        decision takes: ``s3_entry``, or on ``s3_same_addr`` the entry the decision ahead
+        left (``s4_entry``; if it freed it, the gradient misses)."""
+        # mutation site: entry-ahead
+        return self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry))
     def _decision_entry(self, entry):
         """``entry``, an entry of the row that holds its address, as
         :class:`~design.line_decision.LineDecision` takes it (a value of its ``entry``

@@ -12,7 +12,6 @@ from .bits import lowest_one_hot
 from .l1 import L1Accumulator, L1State, _Decision
 from .layouts import (Cause, classified_line_layout, grad_range, line_pair_layout,
                       line_write_layout, value_width)
-from .line_decision import LineDecision
 from .modes import ema_candidate, ema_clamp
 from .params import check_lanes, checked, ema_fraction_bits, log2
 
@@ -52,10 +51,16 @@ class LineAccumulator(L1Accumulator):
     ``push`` offers the beat's own write first. A lane written twice in one beat (a direct
     gradient and its held sum at ``max_updates``) is one value, their sum, ``DIRECT``.
 
-    Unlike one lane's, ``s3_row`` is the set as it is now: a decision that rewrites the set of
-    the beat behind it forwards its new row into that beat's ``s3_row`` as it registers
-    ``s4``'s, so the tests start from ``s3_row``'s ways with no pick of ``s4``'s entry in front
-    of them (one lane's ``s3_same_set`` is not made).
+    By the line policy, unlike one lane's, ``s3_row`` is the set as it is now: a decision that
+    rewrites the set of the beat behind it forwards its new row into that beat's ``s3_row`` as
+    it registers ``s4``'s, so the tests start from ``s3_row``'s ways with no pick of ``s4``'s
+    entry in front of them (``s3_same_set`` is not made). Under the whole-line rule the
+    decision reads one entry, not the row's ways, and it leaves one entry, as on one lane: it
+    takes the hit entry picked a stage ahead (``s3_entry``) or, on the line of the beat ahead,
+    the entry that one left (``s4_entry``); ``s4`` registers the entry left beside the row
+    decided on (``s4_decided``), and the row it writes (``s4_row``) is made from them, so that
+    the decision reaches one register of an entry's width, not the row's. ``s3`` then takes
+    its set as it is now as one lane does (``s3_same_set``).
 
     Invariants, beside L1's: a lane not held has a sum of 0; a valid line holds at least one
     lane.
@@ -130,32 +135,26 @@ class LineAccumulator(L1Accumulator):
         # loaded into it (the victim's is next).
         self.out_last  = Signal(name="out_last")
         self.own_taken = Signal(name="own_taken")
-
-    def _make_decision_ahead(self):
-        # Under the whole-line rule, s3's hit entry, picked a stage ahead (its way of s3_row,
-        # or the entry the beat ahead left on the same line, forwarded into it: on lines a
-        # decision that leaves no entry behind still writes the row, _s3_to_s4), so that the
-        # decision's adds and compares start from a register, with no pick of a way in front
-        # of them.
-        self.s3_entry  = Signal(self.entry_layout, name="s3_entry") if self.whole_line else None
-        # ... and per lane the held sums that fit beside its gradient (LineDecision's fit_high
-        # and fit_low), so that whether the line is written waits for compares alone.
-        fit_bounds = self._per_lane(signed(self.grad_width + 1))
-        self.s3_fit_high = Signal(fit_bounds, name="s3_fit_high") if self.whole_line else None
-        self.s3_fit_low  = Signal(fit_bounds, name="s3_fit_low") if self.whole_line else None
-        # Under the whole-line rule, s3's decision (a component of its own).
-        self.decision = LineDecision(lanes=self.lanes, grad_width=self.grad_width,
-                                     max_updates=self.max_updates) if self.whole_line else None
-        # (One lane's pick of s3_entry or the entry the decision ahead left: on lines
-        # s3_entry is the hit entry as it is now.)
-        self.s3_hit_entry = None
+        # Under the whole-line rule, the row s4's beat decided on (s3_row_now, registered): the
+        # row s4 writes, s4_row, is this row with s4's way taking the entry left, s4_entry.
+        self.s4_decided = (Signal(self.row_layout, name="s4_decided") if self.whole_line
+                           else None)
 
     # -- what depends on the number of lanes ----------------------------------------------------
 
+    def _fit_bound_shapes(self):
+        bounds = self._per_lane(signed(self.grad_width + 1))
+        return bounds, bounds
+
+    def _decided_entry_layout(self):
+        # A way of the row, whole (its valid bit and tag too): s4_entry is what s4_row's way
+        # takes.
+        return self.entry_layout
+
     def _row_now(self):
-        # s3_row is the set as it is now: a decision that rewrites the set of the beat behind
-        # it forwards its new row into that beat's s3_row (_s3_to_s4).
-        return self.s3_row
+        # By the line policy s3_row is the set as it is now: a decision that rewrites the set
+        # of the beat behind it forwards its new row into that beat's s3_row (_s3_to_s4).
+        return super()._row_now() if self.whole_line else self.s3_row
 
     def _entry_sums(self):
         return {"sums": self._per_lane(signed(self.value_width)), "held": self.lanes}
@@ -241,9 +240,9 @@ class LineAccumulator(L1Accumulator):
     # -- stage s2: compare ----------------------------------------------------------------------
 
     def _decision_ahead(self, sources):
-        """Under the whole-line rule, ``s3_entry``: the hit way of ``s2``'s row
-        (:meth:`_s3_to_s4` replaces it by the entry a decision leaves on the same line); and
-        the fit bounds of ``s2``'s gradients."""
+        """Under the whole-line rule, ``s3_entry``: the hit way of ``s2``'s row (on the line
+        of the beat ahead the decision takes ``s4_entry`` instead, :meth:`_take_hit_entry`);
+        and the fit bounds of ``s2``'s gradients."""
         if not self.whole_line:
             return []
 
@@ -316,19 +315,23 @@ class LineAccumulator(L1Accumulator):
 
     def _s3_whole_line(self, m, d, shared):
         """The whole-line rule's decision (:class:`~design.line_decision.LineDecision`) on the
-        hit way's entry, and from it the set's new row, the beat's line write, the victim's,
-        the strobes and the change to ``valid_count``."""
+        hit entry, and from it the beat's line write, the victim's, the strobes and the change
+        to ``valid_count`` (the entry it leaves: :meth:`_s3_to_s4`)."""
         s3, N = self.s3, self.lanes
         m.submodules.decision = decision = self.decision
-        hit, entry = self.s3_now_hit, self.s3_entry
+        hit, entry = self.s3_now_hit, self.s3_hit_entry
+        m.d.comb += self._take_hit_entry()
         mask = Mux(self.s3_valid, s3.mask, 0)
         small = mask & ~self.s3_direct
         level = self._rounding_level(s3.small_threshold)
         chance = Mux(self.s4_valid & self.s4_stepped, self.s3_chance[1], self.s3_chance[0])
+        # The lanes the stochastic test rounds, if the decision accounts for them.
+        rounded = Signal(N, name="s3_rounding_lanes")
         m.d.comb += [
+            rounded.eq(Mux(s3.stochastic, self.s3_tiny & chance, 0)),
             decision.grads.eq(s3.grads), decision.mask.eq(mask),
             decision.direct.eq(self.s3_direct), decision.tiny.eq(self.s3_tiny),
-            decision.rounded.eq(Mux(s3.stochastic, self.s3_tiny & chance, 0)),
+            decision.rounded.eq(rounded),
             decision.level.eq(level),
             # (the bounds fit: |t - g| and |-t - g| are below 2**(grad_width+1))
             *[decision.high[i].eq(self.s3_high[i]) for i in range(N)],
@@ -343,19 +346,11 @@ class LineAccumulator(L1Accumulator):
         # mutation site: whole-line-evicts
         d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates
         d.leaves = ~decision.keeps
-        d.tiny, d.level = decision.accounted, level
-        d.rounded = Mux(decision.written, decision.accounted & decision.write_mask, 0)
-        # The set's new row: the hit way takes the entry after; an allocated way the kept lanes.
-        new_row = Signal(self.row_layout)
-        m.d.comb += new_row.eq(self.s3_row_now)
-        for k, way in enumerate(new_row.ways):
-            with m.If((d.hit_ways[k] & d.c_hit) | (d.alloc_ways[k] & allocates)):
-                m.d.comb += self._entry_left(way, decision)
-                with m.If(allocates):
-                    m.d.comb += way.tag.eq(d.s3_tag)
-        with m.If(d.c_evict):
-            m.d.comb += new_row.victim.eq(d.victim_way + 1)
-        d.new_row = new_row
+        # A tiny lane the decision accounts for (a miss not written as it came) is written,
+        # rounded, exactly where the stochastic test rounds it: its discard's error is made
+        # from registers, not from the decision (as on one lane; a lane not accounted has no
+        # discard).
+        d.level, d.rounded = level, rounded
         # The beat's line write and the victim's.
         own = Signal(self._write_layout(), name="s3_own_write")
         m.d.comb += [own.addr.eq(s3.addr),
@@ -382,12 +377,26 @@ class LineAccumulator(L1Accumulator):
         d.d_write = d.c_hit | allocates
         d.decision = decision
 
-    def _entry_left(self, way, decision):
-        """Statements giving ``way`` (an entry, its tag aside) the entry ``decision`` leaves."""
+    def _entry_left(self, entry, decision, tag):
+        """Statements giving ``entry`` the entry ``decision`` leaves for ``tag``, the beat's:
+        the hit way's entry after, or the allocated way's new one."""
         after = decision.after
-        return [way.valid.eq(decision.keeps), way.held.eq(after.held),
-                way.count.eq(after.count),
-                *[way.sums[i].eq(after.sums[i]) for i in range(self.lanes)]]
+        return [entry.valid.eq(decision.keeps), entry.tag.eq(tag), entry.held.eq(after.held),
+                entry.count.eq(after.count),
+                *[entry.sums[i].eq(after.sums[i]) for i in range(self.lanes)]]
+
+    def _s4_row_written(self):
+        """Under the whole-line rule, statements making the row ``s4`` writes (``s4_row``)
+        from its registers: the row decided on, its way taking the entry left, its victim
+        pointer moved on if it evicted. (The design reads it only where ``s4_write``: a
+        decision that does not write leaves no entry in its way.)"""
+        decided, written = self.s4_decided, self.s4_row
+        return [
+            *[written.ways[k].eq(Mux(self.s4_ways[k], self.s4_entry, way))
+              for k, way in enumerate(decided.ways)],
+            # mutation site: line-victim-advance
+            written.victim.eq(Mux(self.s4_victim, decided.victim + 1, decided.victim)),
+        ]
 
     def _s3_hit_lanes(self, m, d):
         """The lanes judged here (``small``), and what a hit does, made on every entry the hit
@@ -558,7 +567,6 @@ class LineAccumulator(L1Accumulator):
             self.s4_valid.eq(self.s3_valid),
             self.s4_write.eq(d.d_write),
             self.s4_set.eq(d.s3_set),
-            self.s4_row.eq(d.new_row),
             self.s4_way.eq(Mux(hit, self.s3_now_way, Mux(full, d.victim_way, d.free_way))),
             self.s4_ways.eq(Mux(hit, d.hit_ways, d.alloc_ways)),
             self.s4_holds.eq((d.c_hit & ~d.leaves) | d.allocates),
@@ -575,19 +583,25 @@ class LineAccumulator(L1Accumulator):
             self.discard.eq(self.small_miss),
             self.discard_addr.eq(s3.addr),
         ]
-        # The beat in s2 decides next on its set as this decision leaves it: the new row is
-        # forwarded into s3_row (over the row s2 registers, _compare_stage), so that s3's
-        # tests start from s3_row's ways themselves, with no pick of s4's entry in front.
-        # The select is made from registers alone: a decision that does not write leaves
-        # new_row equal to s3_row, the set as it is now, so it forwards that.
-        with m.If(self.s3_valid & next_same_set):  # mutation site: line-forward
-            m.d.sync += self.s3_row.eq(d.new_row)
         if self.whole_line:
-            # The beat in s2 on this beat's line decides next on the entry this one leaves.
-            # mutation site: line-entry-ahead
-            with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):
-                m.d.sync += [*self._entry_left(self.s3_entry, d.decision),
-                             self.s3_entry.tag.eq(d.s3_tag)]
+            # The row decided on and the entry left, of which s4_row is made; for the beat in
+            # s2, deciding next, whether this one rewrote its set (s3_row_now then takes
+            # s4_row, as one lane's does).
+            m.d.sync += [
+                self.s4_decided.eq(self.s3_row_now),
+                *self._entry_left(self.s4_entry, d.decision, d.s3_tag),
+                self.s3_same_set.eq(d.d_write & next_same_set),
+            ]
+            m.d.comb += self._s4_row_written()
+        else:
+            m.d.sync += self.s4_row.eq(d.new_row)
+            # The beat in s2 decides next on its set as this decision leaves it: the new row
+            # is forwarded into s3_row (over the row s2 registers, _compare_stage), so that
+            # s3's tests start from s3_row's ways themselves, with no pick of s4's entry in
+            # front. The select is made from registers alone: a decision that does not write
+            # leaves new_row equal to s3_row, the set as it is now, so it forwards that.
+            with m.If(self.s3_valid & next_same_set):  # mutation site: line-forward
+                m.d.sync += self.s3_row.eq(d.new_row)
         level = d.level if self.whole_line else small
         for i in range(self.lanes):
             grad = s3.grads[i]

@@ -402,18 +402,19 @@ def line_one_job_each(lanes, whole_line=False):
     with the quick ones, and its decision lane by lane (``decision_lane<i>_is_the_models``)
     one job a lane, after the others: each lane takes seconds alone, where two lanes in one
     job, or the whole line write or a way of the tracked set stated without them, did not
-    finish in 5 minutes. With ``whole_line``, each lane's tests and the written bit one job
-    each too, after the lanes' decisions that use them."""
+    finish in 5 minutes. With ``whole_line``, each lane's tests, the count and the written
+    bit one job each too, after the lanes' decisions that use them."""
     policy = ONE_JOB_EACH["policy"][:-1] + [
         ONE_JOB_EACH["policy"][-1] + ("decision_evicts_what_the_model_evicts",
                                       "no_two_line_writes_for_one_line_in_a_beat")]
     policy += [f"decision_lane{i}_is_the_models" for i in range(lanes)]
     if whole_line:
         # Under the whole-line rule a lane's decision meets every lane's tests through the
-        # written bit: each lane's tests and the written bit are lemmas of their own jobs,
-        # after the lanes' (properties/policy.py, _whole_line_decision_lemmas).
+        # written bit: each lane's tests, the count and the written bit are lemmas of their
+        # own jobs, after the lanes' (properties/policy.py, _whole_line_decision_lemmas).
         policy += [f"decision_lane{i}_tests_are_the_models" for i in range(lanes)]
-        policy += ["decision_writes_its_line_iff_the_model_does"]
+        policy += ["decision_count_is_the_models",
+                   "decision_writes_its_line_iff_the_model_does"]
     return dict(ONE_JOB_EACH, policy=policy)
 
 

@@ -227,11 +227,11 @@ MUTANTS = {
         "(two transfers for one beat)", "whole-line-evicts",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates & d.full, allocates",
         "d.c_hit, d.c_evict, d.allocates = hit & active, allocates, allocates"),
-    "line_entry_ahead_from_another_line": (
-        "whole-line", "the entry a decision leaves is forwarded as the hit entry of the beat "
-        "behind it on any line of its set, not only its own", "line-entry-ahead",
-        "with m.If(self.s3_valid & d.d_write & (s2.addr == s3.addr)):",
-        "with m.If(self.s3_valid & d.d_write & next_same_set):"),
+    "line_victim_never_moves": (
+        "whole-line", "the line L1's victim pointer never moves on an eviction",
+        "line-victim-advance",
+        "written.victim.eq(Mux(self.s4_victim, decided.victim + 1, decided.victim))",
+        "written.victim.eq(decided.victim)"),
     "line_threshold_strict": (
         "whole-line", "a small lane's sum crosses only when |sum + g| > threshold",
         "line-threshold-rule",
@@ -249,11 +249,12 @@ MUTANTS = {
         "rounded_value = Mux(0, -self.level, self.level)"),
     # -- whole-line: the one-lane L1 deciding by the rule (checked with its transfer bound) -
     "entry_ahead_from_another_address": (
-        "whole-line", "on the one-lane L1, the entry a decision leaves is taken as the hit "
-        "entry of the gradient behind it on any address of its set, not only its own",
+        "whole-line", "the entry a decision leaves is taken as the hit entry of the gradient "
+        "behind it on any address of its set, not only its own (on the one-lane L1; the line "
+        "L1 takes its hit entry by the same code)",
         "entry-ahead",
-        "self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry)),",
-        "self.s3_hit_entry.eq(Mux(self.s3_same_set, self.s4_entry, self.s3_entry)),"),
+        "return self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry))",
+        "return self.s3_hit_entry.eq(Mux(self.s3_same_set, self.s4_entry, self.s3_entry))"),
     "whole_line_victim_not_replaced": (
         "whole-line", "on the one-lane L1, a miss to a full set does not allocate (the victim "
         "stays, the gradient is lost)", "whole-line-allocation",
@@ -695,7 +696,7 @@ def jobs_for(name, design_path, config="small"):
 LINE_FILES = {"line_accumulator.py"}
 #: The mutation sites of the line L1's whole-line decision (a line L1 built with
 #: ``whole_line``): checked on that L1 alone, with its transfer bound.
-WHOLE_LINE_SITES = {"whole-line-evicts", "line-entry-ahead"}
+WHOLE_LINE_SITES = {"whole-line-evicts", "line-victim-advance"}
 #: The mutation sites of the one-lane L1's whole-line decision (``design/l1.py``, only in an
 #: L1 built with ``whole_line``): checked on that L1 alone (quicker than the compressor), with its transfer bound (``proofs.jobs.WHOLE_LINE_ONE_LANE_BMC``).
 ONE_LANE_WHOLE_LINE_SITES = {"whole-line-allocation", "entry-ahead"}

@@ -171,10 +171,17 @@ def _rows(h, m, P):
     _scan_and_init(h, m, P)
 
 
+def _takes_s4s_row(h):
+    """Whether ``s3`` takes ``s4``'s row on ``s3_same_set`` (one lane; lines under the
+    whole-line rule), rather than ``s4``'s new row forwarded into ``s3_row`` (the line
+    policy)."""
+    return h.lanes == 1 or h.whole_line
+
+
 def _s2_and_s3_rows(h, m, P, last_row):
-    """s2's and s3's rows are their sets as they are now (s3's unless s4 writes its set: on
-    lines, always), and s3's flags say what s4 does to its set. ``last_row`` is the row s4's
-    beat decided on. Returns s3's set as it is now."""
+    """s2's and s3's rows are their sets as they are now (s3's unless s4 writes its set: by
+    the line policy, always), and s3's flags say what s4 does to its set. ``last_row`` is the
+    row s4's beat decided on. Returns s3's set as it is now."""
     l1, W = h.dut.l1, h.dut.ways
     probe = l1.probe
     _, s2_valid, s3_valid, _ = probe.in_stage
@@ -198,7 +205,7 @@ def _s2_and_s3_rows(h, m, P, last_row):
     P.check("pipeline", "s2_never_uses_a_read_that_collided_with_a_write",
             ~(s2_valid & collided[1]) | forwarded)
     s4_on_set3 = h.s4_writes & (probe.s4_set == set3)
-    if h.lanes == 1:
+    if _takes_s4s_row(h):
         P.check("pipeline", "s3_same_set_iff_s4_writes_its_set",
                 ~s3_valid | (probe.s3_same_set == s4_on_set3))
     P.check("pipeline", "s3_same_addr_iff_s4_writes_its_address",
@@ -213,11 +220,11 @@ def _s2_and_s3_rows(h, m, P, last_row):
             ~h.s4_writes | (probe.s4_ways == Const(1, W) << probe.s4_way))
     P.check("forwarding", "s3_row_is_its_set_now_unless_s4_writes_it",
             ~s3_valid | s4_on_set3 | (probe.s3_row.as_value() == now3.as_value()))
-    # s3's hit was found in s2, on its set as it was then: on lines, where s4's new row is
-    # forwarded into s3_row, that is the row s4's beat decided on (s3_row_now a cycle ago)
-    # when s4 writes s3's set.
+    # s3's hit was found in s2, on its set as it was then: by the line policy, where s4's new
+    # row is forwarded into s3_row, that is the row s4's beat decided on (s3_row_now a cycle
+    # ago) when s4 writes s3's set.
     seen3 = probe.s3_row
-    if h.lanes > 1:
+    if not _takes_s4s_row(h):
         seen3 = Signal(l1.row_layout, name="s3_row_seen_in_s2")
         m.d.comb += seen3.eq(Mux(s4_on_set3, last_row, probe.s3_row))
     match3 = _match(tag3, seen3)
@@ -242,18 +249,14 @@ def _s3_decides_on_its_set_now(h, m, P, now3):
     # lemmas): from the past cycles alone its induction took 103 s on default, with them 9 s.
     P.check("forwarding", "s3_decides_on_its_set_now",
             ~s3_valid | (probe.s3_row_now.as_value() == now3.as_value()))
-    if h.whole_line and h.lanes > 1:
-        # The hit entry picked a stage ahead is its row's hit way as it is now.
-        P.check("forwarding", "s3_entry_is_its_hit_way_now",
-                ~(s3_valid & probe.s3_now_hit) |
-                (probe.s3_entry.as_value() == probe.s3_row_now.ways[probe.s3_now_way].as_value()))
-    elif h.whole_line:
+    if h.whole_line:
         # The hit entry the decision takes (picked a stage ahead, or left by the decision
-        # ahead on the same address) is its row's hit way as it is now.
+        # ahead on the same address) is its row's hit way as it is now (on one lane as
+        # LineDecision takes it).
+        hit_way = probe.s3_row_now.ways[probe.s3_now_way]
+        expected = hit_way.as_value() if h.lanes > 1 else _decision_entry(h, hit_way)
         P.check("forwarding", "s3_hit_entry_is_its_hit_way_now",
-                ~(s3_valid & probe.s3_now_hit) |
-                (probe.s3_hit_entry.as_value() ==
-                 _decision_entry(h, probe.s3_row_now.ways[probe.s3_now_way])))
+                ~(s3_valid & probe.s3_now_hit) | (probe.s3_hit_entry.as_value() == expected))
     match_now = _match(tag3, now3)
     way_now = lowest_index(m, match_now, "s3_now_hit_way_expected")
     entry_now = now3.ways[way_now]
@@ -275,7 +278,7 @@ def _s3_decides_on_its_set_now(h, m, P, now3):
                  "pipeline/s3_taken_is_the_way_s4_allocated_on_its_set",
                  "forwarding/s4_kept_entry_is_its_rows",
                  "forwarding/s4_row_is_the_decided_row_changed_in_s4s_way"] +
-            (["pipeline/s3_same_set_iff_s4_writes_its_set"] if h.lanes == 1 else []) +
+            (["pipeline/s3_same_set_iff_s4_writes_its_set"] if _takes_s4s_row(h) else []) +
             (["unique_tag/tracked_set_at_most_one_way_per_tag"] if W > 1 else []))
 
 

@@ -641,8 +641,10 @@ def _whole_line_decision_lemmas(h, m, P, x):
     lane, its tests on a hit are the model's (made from the ports of
     :class:`~design.line_decision.LineDecision`, its entry and bounds, as it makes them:
     ``crossed``, a small lane crossing or not fitting; ``unfit``, a lane of the beat not
-    fitting); from them, the line is written iff the model writes it. A lane's decision is
-    then stated on its own tests and the written bit.
+    fitting); for the decision in ``s3``, on a hit, the count it takes is the model's (on the
+    same cycle's facts about its entry, its row and the tracked set); from them, the line is
+    written iff the model writes it. A lane's decision is then stated on its own tests and the
+    written bit.
     Returns, per lane, the names of the lemmas its decision uses in the same cycle."""
     probe, N, dec = h.dut.l1.probe, h.lanes, h.dut.l1.probe.decision
     crossed, unfit = Signal(N, name="decision_crossed"), Signal(N, name="decision_unfit")
@@ -665,6 +667,16 @@ def _whole_line_decision_lemmas(h, m, P, x):
             ~(x.commit4 & registered["model_hit"]) |
             ((registered["crossed"][i] == registered["model_crossed"][i]) &
              (registered["unfit"][i] == registered["model_unfit"][i]))).full_name)
+    # The count the decision tests is the model's: stated as the decision takes it, on this
+    # cycle's facts about the entry it takes, its row and the tracked set (from the past
+    # cycles alone, the written bit's induction did not finish in 25 minutes).
+    W = h.dut.ways
+    P.check("policy", "decision_count_is_the_models",
+            ~(x.commit & x.match.any()) | (dec.entry.count == x.hit.count),
+            now=["forwarding/s3_hit_entry_is_its_hit_way_now",
+                 "forwarding/s3_decides_on_its_set_now",
+                 "forwarding/s3_decides_on_the_entry_of_its_address_now",
+                 *[f"policy/tracked_set_way{i}_is_the_models_after_init" for i in range(W)]])
     written = P.check("policy", "decision_writes_its_line_iff_the_model_does",
                       ~x.commit4 | (probe.pushes == x.own4.mask.any()), now=tests).full_name
     return [[written, test] for test in tests]

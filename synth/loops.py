@@ -173,8 +173,10 @@ def _line(m, registers, lanes):
                  decision.high.eq(high), decision.low.eq(low),
                  decision.fit_high.eq(fit_high), decision.fit_low.eq(fit_low),
                  decision.hit.eq(hit), decision.entry.eq(entry)]
-    # The next beat on the same line takes the entry this one leaves (the line L1's s3_entry
-    # forwarding); another line's entry comes from a register (s2's pick).
+    # The next beat on the same line takes the entry this one leaves; another line's entry
+    # comes from a register (s2's pick). (The line L1 picks the two in front of the decision,
+    # s3_hit_entry, where this forwards the entry left into the register: the same loop, the
+    # decision and a 2:1 pick.)
     with m.If(same):
         m.d.sync += [entry.sums.eq(after.sums), entry.count.eq(after.count),
                      entry.held.eq(Mux(decision.keeps, after.held, 0)),
