@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 # The tests on every core (pytest-xdist), each test file on one worker, so that a file's
 # fixtures (a wheel, a compiled simulator) are made once.
-# MUTANTS_ARGS: e.g. --out docs/results/mutants.md (the mutation check's table).
+# MUTANTS_ARGS (here and in make mutants): e.g. --out docs/results/mutants.md (the mutation
+# check's table).
 test: $(STAMP)
 	$(PYTHON) -m pytest -q -n auto --dist loadfile tests
 	$(PYTHON) -m gradient_compressor.proofs bmc
@@ -45,7 +46,7 @@ bmc: $(STAMP)
 
 # Mutation check: every planted bug must make some property fail.
 mutants: $(STAMP)
-	$(PYTHON) -m gradient_compressor.proofs.mutants
+	$(PYTHON) -m gradient_compressor.proofs.mutants $(MUTANTS_ARGS)
 
 # VERILOG_ARGS: the configuration, e.g. --lanes 8 --sets 64 (python -m gradient_compressor.design.verilog -h).
 verilog: $(STAMP)
