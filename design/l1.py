@@ -1162,6 +1162,7 @@ class L1Accumulator(wiring.Component):
         left (``s4_entry``; if it freed it, the gradient misses)."""
         # mutation site: entry-ahead
         return self.s3_hit_entry.eq(Mux(self.s3_same_addr, self.s4_entry, self.s3_entry))
+
     def _decision_entry(self, entry):
         """``entry``, an entry of the row that holds its address, as
         :class:`~design.line_decision.LineDecision` takes it (a value of its ``entry``
