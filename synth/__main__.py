@@ -9,8 +9,9 @@ speed grade) once per placement seed. Prints and writes (OUT/synth.md, OUT/synth
 cell counts, Fmax per seed and their median, gradients per second at that Fmax (a beat of
 ``lanes`` gradients per clock), the critical path named by the Amaranth signals on it, the
 flip-flops per Amaranth signal and the outputs that an input reaches through combinational
-logic only. ``--results`` also writes the summary table, headed by the command, the commit and
-the date, where the docs link it.
+logic only. ``--results`` also writes the summary table, each critical path with the deepest
+paths estimated on its netlist and their loops, headed by the command, the commit and the date,
+where the docs link it.
 
 --ooc puts the design out of context: its inputs from a register chain on one pin, its outputs
 registered and XOR-folded into one pin (four pins in all, clock and reset included), so that

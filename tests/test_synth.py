@@ -321,6 +321,12 @@ def test_auto_routes_lines_of_8_or_more_with_router2(tmp_path, monkeypatch):
                               "tools": {}, "router": "auto"})
     assert f"| {SMALL},lanes=8 | 8 | router2 |" in summary
     assert "router1 below 8 lanes, router2 from 8" in summary
+    # Beside each critical path, the deepest estimated paths, each with its loop.
+    for r in results:
+        row = r["depth"]["deepest"][0]
+        loop = f"loop of {row['loop']}" if row["loop"] else "no loop"
+        assert (f"  - the deepest paths estimated: `{row['register']}` <- `{row['start']}` "
+                f"{row['ns']:.2f} ns, {loop}") in summary
 
 
 def test_place_and_route_puts_the_clock_on_a_clock_pin(tmp_path, monkeypatch):
