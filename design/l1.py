@@ -14,7 +14,7 @@ from .layouts import (Cause, grad_range, classified_layout, write_layout, value_
                       discard_error_width)
 from .bits import lowest_index, lowest_one_hot
 from .compare import less, at_least, at_most
-from .modes import ema_candidate, ema_clamp
+from .modes import ema_candidate, ema_clamp, signed_level
 from .line_decision import LineDecision
 from .queue import WriteQueue
 from .params import DEFAULTS, WHOLE_LINE, checked, check_bool, check_int, check_power_of_two, log2
@@ -855,12 +855,17 @@ class L1Accumulator(wiring.Component):
         return [self.s3_entry.eq(Mux(use_forwarded, forwarded, read)), *self._fit_bounds()]
 
     def _fit_bounds(self):
-        """``s3_fit_high`` and ``s3_fit_low`` of ``s2``'s gradient: ``2**(grad_width-1) - 1 -
-        g`` and ``-2**(grad_width-1) - g`` (a held sum between them plus ``g`` fits
-        ``grad_width`` bits)."""
+        """``s3_fit_high`` and ``s3_fit_low`` of ``s2``'s gradient (per lane on lines:
+        :meth:`_fit_bound_lanes`): ``2**(grad_width-1) - 1 - g`` and ``-2**(grad_width-1) -
+        g`` (a held sum between them plus ``g`` fits ``grad_width`` bits)."""
         bottom, top = grad_range(self.grad_width)
-        return [self.s3_fit_high.eq(top - self.s2.grad),
-                self.s3_fit_low.eq(bottom - self.s2.grad)]
+        lanes = self._fit_bound_lanes()
+        return [*(high.eq(top - grad) for high, _, grad in lanes),
+                *(low.eq(bottom - grad) for _, low, grad in lanes)]
+
+    def _fit_bound_lanes(self):
+        """``(s3_fit_high, s3_fit_low, gradient)`` of each of ``s2``'s lanes."""
+        return [(self.s3_fit_high, self.s3_fit_low, self.s2.grad)]
 
     def _dual_threshold_tests(self):
         """``s3``'s registers of the dual threshold's tests on ``s2``'s gradient: whether it is
@@ -1111,7 +1116,7 @@ class L1Accumulator(wiring.Component):
         written = Signal(signed(vw))
         m.d.comb += written.eq(Mux(s3.stochastic & chance,
                                    # mutation site: stochastic-write-value
-                                   Mux(s3.grad[-1], -level, level), 0))
+                                   signed_level(s3.grad, level), 0))
         d.c_direct, d.c_hit, d.c_tiny, d.c_miss = c_direct, c_hit, c_tiny, c_miss
         d.hit_here, d.touches, d.chance, d.level = hit_here, touches, chance, level
         d.written = written

@@ -10,9 +10,9 @@ from amaranth.lib import data
 from .compare import less, at_least, at_most
 from .bits import lowest_one_hot
 from .l1 import L1Accumulator, L1State, _Decision
-from .layouts import (Cause, classified_line_layout, grad_range, line_pair_layout,
+from .layouts import (Cause, classified_line_layout, line_pair_layout,
                       line_write_layout, value_width)
-from .modes import ema_candidate, ema_clamp
+from .modes import ema_candidate, ema_clamp, signed_level
 from .params import check_lanes, checked, ema_fraction_bits, log2
 
 __all__ = ["LineAccumulator"]
@@ -255,12 +255,11 @@ class LineAccumulator(L1Accumulator):
         entry = hit_entry(self.read_row, self._match(self._tag(self.s2.addr), self.read_row))
         for taken, row, match in reversed(sources):
             entry = Mux(taken, hit_entry(row, match), entry)
-        bottom, top = grad_range(self.grad_width)
-        return [
-            self.s3_entry.eq(entry),
-            *[self.s3_fit_high[i].eq(top - grad) for i, grad in enumerate(self.s2.grads)],
-            *[self.s3_fit_low[i].eq(bottom - grad) for i, grad in enumerate(self.s2.grads)],
-        ]
+        return [self.s3_entry.eq(entry), *self._fit_bounds()]
+
+    def _fit_bound_lanes(self):
+        return [(self.s3_fit_high[i], self.s3_fit_low[i], grad)
+                for i, grad in enumerate(self.s2.grads)]
 
     def _dual_threshold_tests(self):
         """Per lane: tiny, and the stochastic test on the beat's one draw of random bits
@@ -534,7 +533,7 @@ class LineAccumulator(L1Accumulator):
                              cause.eq(Mux(d.crossed[i], Cause.ACCUM_THRESHOLD,
                                           Cause.MAX_UPDATES))]
             with m.Elif(d.tiny[i]):
-                m.d.comb += [value.eq(Mux(grad[-1], -small, small)),
+                m.d.comb += [value.eq(signed_level(grad, small)),
                              cause.eq(Cause.STOCHASTIC)]
             with m.Else():
                 m.d.comb += [value.eq(grad), cause.eq(Cause.MAX_UPDATES)]
@@ -605,5 +604,5 @@ class LineAccumulator(L1Accumulator):
         level = d.level if self.whole_line else small
         for i in range(self.lanes):
             grad = s3.grads[i]
-            written = Mux(d.rounded[i], Mux(grad[-1], -level, level), 0)
+            written = Mux(d.rounded[i], signed_level(grad, level), 0)
             m.d.sync += self.discard_error[i].eq(grad - written)

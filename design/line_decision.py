@@ -35,6 +35,7 @@ from amaranth.lib.wiring import In, Out
 
 from .compare import at_least, at_most
 from .layouts import Cause
+from .modes import signed_level
 from .params import check_int, check_lanes
 
 __all__ = ["LineDecision", "line_entry_layout"]
@@ -222,7 +223,7 @@ class LineDecision(wiring.Component):
         as_it_came = direct.any() | (kept.any() if self.max_updates == 1 else 0)
         for i in range(self.lanes):
             # mutation site: line-rounded-value
-            rounded_value = Mux(self.grads[i][-1], -self.level, self.level)
+            rounded_value = signed_level(self.grads[i], self.level)
             m.d.comb += [
                 self.values[i].eq(Mux(rounded[i] & ~as_it_came, rounded_value,
                                       self.grads[i])),

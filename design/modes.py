@@ -56,7 +56,14 @@ from .params import (DEFAULTS, DISCARD_COUNT_WIDTH, LFSR_WIDTH, LFSR_TAPS, LFSR_
                      EMA_SHIFT_WIDTH, EMA_SCALE_WIDTH, EMA_SCALE_FRACTION_BITS, checked,
                      check_int, check_lanes, ema_fraction_bits, log2)
 
-__all__ = ["Lfsr", "EmaThreshold", "DiscardTotals", "ema_candidate", "ema_clamp", "ema_update"]
+__all__ = ["Lfsr", "EmaThreshold", "DiscardTotals", "ema_candidate", "ema_clamp", "ema_update",
+           "signed_level"]
+
+
+def signed_level(grad, level):
+    """What the stochastic mode writes for a tiny gradient it rounds up: ``level`` with the
+    sign of ``grad`` (``+level`` for 0)."""
+    return Mux(grad[-1], -level, level)
 
 
 def ema_candidate(source, scale, fraction_bits=EMA_FRACTION_BITS):

@@ -245,8 +245,8 @@ MUTANTS = {
     "line_rounded_unsigned": (
         "whole-line", "a tiny lane rounded up is written as +level whatever its sign",
         "line-rounded-value",
-        "rounded_value = Mux(self.grads[i][-1], -self.level, self.level)",
-        "rounded_value = Mux(0, -self.level, self.level)"),
+        "rounded_value = signed_level(self.grads[i], self.level)",
+        "rounded_value = self.level"),
     # -- whole-line: the one-lane L1 deciding by the rule (checked with its transfer bound) -
     "entry_ahead_from_another_address": (
         "whole-line", "the entry a decision leaves is taken as the hit entry of the gradient "
@@ -380,8 +380,8 @@ MUTANTS = {
     "stochastic_write_unsigned": (
         "stochastic", "a stochastic write is +small_threshold whatever the gradient's sign",
         "stochastic-write-value",
-        "Mux(s3.grad[-1], -level, level), 0))",
-        "Mux(0, -level, level), 0))"),
+        "signed_level(s3.grad, level), 0))",
+        "level, 0))"),
     "stochastic_rule_inclusive": (
         "stochastic", "the stochastic decision writes also when u * small >> R == |g|",
         "stochastic-rule",
