@@ -95,36 +95,36 @@ def _preamble(report):
 SUMMARY_DEPTH_ROWS = 6
 
 
-def _loops(depth):
-    """The deepest estimated paths of ``depth`` (``depth_summary``), each with its loop, as
-    one line."""
+def _deepest_paths(depth):
+    """The first :data:`SUMMARY_DEPTH_ROWS` of the deepest estimated paths of ``depth``
+    (``depth_summary``), each with the fewest registers on a loop through it, as one line."""
     return "; ".join(
         f"`{row['register']}` <- `{row['start']}` {row['ns']:.2f} ns, "
-        + (f"loop of {row['loop']}" if row["loop"] else "no loop")
+        + (f"on a loop of {row['loop']} register{'s' * (row['loop'] > 1)}" if row["loop"]
+           else "on no loop")
         for row in depth["deepest"][:SUMMARY_DEPTH_ROWS])
 
 
 def render_summary(report):
-    """The summary table alone, with the median seed's critical path of each configuration:
-    the body of ``--results`` (docs/results/synth.md)."""
+    """The summary table alone, with the median seed's critical path of each configuration
+    and its deepest estimated paths: the body of ``--results`` (docs/results/synth.md)."""
     lines = _preamble(report)
     lines += _table(SUMMARY_COLUMNS, [_summary_row(r) for r in report["results"]])
     placed = [r for r in report["results"] if placed_seeds(r)]
     if placed:
         lines += ["", "Critical paths (the median seed's; `~k` = k nets without an Amaranth "
-                  "name, `file.py:line` = a carry chain made there):", ""]
+                  "name, `file.py:line` = a carry chain made there), and under each the "
+                  "deepest paths `python -m gradient_compressor.synth.depth` estimates on the "
+                  "same netlist without placement: the register a path ends in, the signal it "
+                  "starts from, its estimated delay and the fewest registers on a loop through "
+                  "it (a path on no loop can take a pipeline stage; one on a loop of k "
+                  "registers shares k cycles with the rest of the loop):", ""]
     for r in placed:
         median = {s["seed"]: s for s in r["seeds"]}[r["median_seed"]]
         path = median["critical_path"]
         lines += [f"- {r['name']} (seed {median['seed']}, {median['fmax_mhz']:.2f} MHz, "
                   f"{path['delay_ns']:.2f} ns): {path['summary']}",
-                  f"  - the deepest paths estimated: {_loops(r['depth'])}"]
-    if placed:
-        lines += ["", "Under each, the deepest paths `python -m gradient_compressor.synth.depth` "
-                  "estimates on the same netlist, without placement: the register a path ends "
-                  "in, the signal it starts from, its estimated delay and the registers on the "
-                  "shortest loop through it (a path on no loop can take a pipeline stage; one on "
-                  "a loop of k registers shares k cycles with the rest of the loop)."]
+                  f"  - deepest estimated: {_deepest_paths(r['depth'])}"]
     failures = [line for r in report["results"] for line in _failures(r)]
     if failures:
         lines += ["", "Seeds whose place and route failed (not in the median):", ""] + failures

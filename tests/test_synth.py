@@ -22,7 +22,7 @@ from gradient_compressor.synth.depth import (CLOCK_TO_Q, ROUTE, cell_graph, loop
 from gradient_compressor.synth import flow
 from gradient_compressor.synth.flow import ROUTERS, fpga_top, ooc_top
 from gradient_compressor.synth.netlist import Netlist
-from gradient_compressor.synth.report import render_summary
+from gradient_compressor.synth.report import SUMMARY_DEPTH_ROWS, render_summary
 
 # Small enough for Yosys to take a few seconds; every component is still there.
 SMALL = "sets=2,ways=2,addr_width=8,grad_width=8,fifo_depth=4,burst_size=2"
@@ -321,12 +321,31 @@ def test_auto_routes_lines_of_8_or_more_with_router2(tmp_path, monkeypatch):
                               "tools": {}, "router": "auto"})
     assert f"| {SMALL},lanes=8 | 8 | router2 |" in summary
     assert "router1 below 8 lanes, router2 from 8" in summary
-    # Beside each critical path, the deepest estimated paths, each with its loop.
-    for r in results:
-        row = r["depth"]["deepest"][0]
-        loop = f"loop of {row['loop']}" if row["loop"] else "no loop"
-        assert (f"  - the deepest paths estimated: `{row['register']}` <- `{row['start']}` "
-                f"{row['ns']:.2f} ns, {loop}") in summary
+
+
+def test_summary_states_each_critical_paths_deepest_estimated_paths_and_their_loops():
+    def result(name, loops):
+        deepest = [{"register": f"{name}.r{k}", "start": f"{name}.s{k}", "ns": 9.0 - k,
+                    "loop": loop} for k, loop in enumerate(loops)]
+        return {"name": name, "configuration": {"lanes": 1}, "router": "router1",
+                "cells": dict.fromkeys(("LUT4", "CCU2C", "TRELLIS_FF", "TRELLIS_DPR16X4",
+                                        "DP16KD"), 1),
+                "seeds": [{"seed": 1, "fmax_mhz": 50.0, "critical_path": {
+                    "delay_ns": 20.0, "summary": f"{name}.a -> {name}.b"}}],
+                "median_seed": 1, "fmax_median_mhz": 50.0, "gradients_per_second": 5e7,
+                "combinational_io_paths": {}, "depth": {"deepest": deepest}}
+    rows = SUMMARY_DEPTH_ROWS
+    summary = render_summary({"results": [result("x", [3, None] + [2] * rows),
+                                          result("y", [None, 1])],
+                              "device": "d", "freq_constraint_mhz": 200, "tools": {}})
+    lines = summary.splitlines()
+    under = {name: lines[lines.index(f"- {name} (seed 1, 50.00 MHz, 20.00 ns): {name}.a -> "
+                                     f"{name}.b") + 1] for name in ("x", "y")}
+    assert under["x"].startswith("  - deepest estimated: `x.r0` <- `x.s0` 9.00 ns, on a loop "
+                                 "of 3 registers; `x.r1` <- `x.s1` 8.00 ns, on no loop; ")
+    assert under["x"].count("` <- `") == rows and f"`x.r{rows}`" not in under["x"]
+    assert under["y"] == ("  - deepest estimated: `y.r0` <- `y.s0` 9.00 ns, on no loop; "
+                          "`y.r1` <- `y.s1` 8.00 ns, on a loop of 1 register")
 
 
 def test_place_and_route_puts_the_clock_on_a_clock_pin(tmp_path, monkeypatch):
