@@ -147,8 +147,7 @@ class L1Probe:
     #: ``-2**(grad_width-1) - g`` (per lane on lines); the hit entry picked in ``s2`` (on one
     #: lane as the decision takes it, on lines a way of the row); the entry the decision
     #: takes (``s3_entry``, or on ``s3_same_addr`` the one the decision ahead left); the
-    #: decision (a
-    #: :class:`~design.line_decision.LineDecision`, with a contract of its own).
+    #: decision (a :class:`~design.line_decision.LineDecision`, with a contract of its own).
     s3_fit_high: object = None
     s3_fit_low: object = None
     s3_entry: object = None
